@@ -1,0 +1,263 @@
+//! `drydock sim ...`: seed sweeps, repros and the catalog.
+
+use anyhow::{Context as _, Result, bail};
+use clap::{Args, Subcommand};
+use drydock_faults::FaultKind;
+use drydock_scenarios::Scenario;
+use drydock_sim::RunReport;
+use drydock_sim::checker::{EVENTUAL, INVARIANTS};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+#[derive(Subcommand)]
+pub enum SimCommand {
+    /// Run seeds START..START+N of a scenario across threads and summarise.
+    Run(RunArgs),
+    /// Run one seed, optionally printing its trace and checking that it is deterministic.
+    Repro(ReproArgs),
+    /// List scenarios, invariants and fault kinds.
+    List,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Scenario name (see `drydock sim list`).
+    #[arg(long)]
+    scenario: String,
+    /// How many seeds to run.
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Print one JSON object as the last line of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct ReproArgs {
+    #[arg(long)]
+    scenario: String,
+    #[arg(long)]
+    seed: u64,
+    /// Print every event of the run.
+    #[arg(long)]
+    trace: bool,
+    /// Run the seed twice and fail if the trace digests differ.
+    #[arg(long)]
+    check_determinism: bool,
+    /// Print one JSON object as the last line of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(command: SimCommand) -> Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let code = match command {
+        SimCommand::Run(args) => sweep(&args, &mut out)?,
+        SimCommand::Repro(args) => repro(&args, &mut out)?,
+        SimCommand::List => {
+            list(&mut out)?;
+            ExitCode::SUCCESS
+        }
+    };
+    out.flush()?;
+    Ok(code)
+}
+
+fn scenario(name: &str) -> Result<&'static Scenario> {
+    drydock_scenarios::find(name).with_context(|| {
+        format!("unknown scenario {name:?}; known scenarios: {}", drydock_scenarios::names().join(", "))
+    })
+}
+
+fn repro_command(scenario: &str, seed: u64) -> String {
+    format!("drydock sim repro --scenario {scenario} --seed {seed}")
+}
+
+fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
+    let scenario = scenario(&args.scenario)?;
+    if args.seeds == 0 {
+        bail!("--seeds must be at least 1");
+    }
+    let end = args.start.checked_add(args.seeds).context("--start + --seeds overflows a u64")?;
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let progress = ProgressBar::new(args.seeds).with_style(
+        ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} seeds {per_sec} eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    progress.set_message(format!("sim {}", scenario.name));
+    let started = Instant::now();
+    let next = AtomicU64::new(args.start);
+    let (tx, rx) = mpsc::channel::<RunReport>();
+    let mut reports: Vec<RunReport> = Vec::with_capacity(usize::try_from(args.seeds).unwrap_or(0));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= end {
+                        break;
+                    }
+                    if tx.send(scenario.run(seed, false)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for report in rx {
+            if !report.ok {
+                progress.suspend(|| eprintln!("seed {} failed", report.seed));
+            }
+            progress.inc(1);
+            reports.push(report);
+        }
+    });
+    progress.finish_and_clear();
+    let wall = started.elapsed().as_secs_f64();
+    reports.sort_by_key(|r| r.seed);
+    let events: u64 = reports.iter().map(|r| r.events).sum();
+    let sim_seconds: f64 = reports.iter().map(|r| r.sim_nanos as f64 / 1e9).sum();
+    let failures: Vec<&RunReport> = reports.iter().filter(|r| !r.ok).collect();
+    for failure in &failures {
+        let v = &failure.violations[0];
+        writeln!(
+            out,
+            "FAIL seed {} [{}] {} — repro: {}",
+            failure.seed,
+            v.invariant,
+            v.message,
+            repro_command(scenario.name, failure.seed)
+        )?;
+    }
+    let seeds_per_sec = reports.len() as f64 / wall.max(1e-9);
+    let acceleration = sim_seconds / wall.max(1e-9);
+    writeln!(
+        out,
+        "scenario {}: {} seeds ({}..{}), {} failed, {} events, {:.0} simulated s in {:.2} wall s on {jobs} threads: {:.1} seeds/s, time acceleration {:.0}x",
+        scenario.name,
+        reports.len(),
+        args.start,
+        end,
+        failures.len(),
+        events,
+        sim_seconds,
+        wall,
+        seeds_per_sec,
+        acceleration
+    )?;
+    if args.json {
+        let failures: Vec<_> = failures
+            .iter()
+            .map(|r| {
+                let v = &r.violations[0];
+                json!({ "seed": r.seed, "invariant": v.invariant, "message": v.message, "at": v.at,
+                        "faults": r.faults, "repro": repro_command(scenario.name, r.seed) })
+            })
+            .collect();
+        let summary = json!({
+            "scenario": scenario.name,
+            "seeds": reports.len(),
+            "start": args.start,
+            "jobs": jobs,
+            "failures": failures,
+            "events": events,
+            "sim_seconds": sim_seconds,
+            "wall_seconds": wall,
+            "seeds_per_second": seeds_per_sec,
+            "time_acceleration": acceleration,
+        });
+        writeln!(out, "{summary}")?;
+    }
+    Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn repro(args: &ReproArgs, out: &mut impl Write) -> Result<ExitCode> {
+    let scenario = scenario(&args.scenario)?;
+    let started = Instant::now();
+    let mut report = scenario.run(args.seed, args.trace);
+    let wall = started.elapsed().as_secs_f64();
+    if let Some(lines) = report.trace.take() {
+        for line in lines {
+            writeln!(out, "{line}")?;
+        }
+    }
+    let mut deterministic = None;
+    if args.check_determinism {
+        let again = scenario.run(args.seed, false);
+        deterministic = Some(again.digest == report.digest);
+        if again.digest != report.digest {
+            writeln!(out, "NONDETERMINISTIC: seed {} gave digest {} then {}", args.seed, report.digest, again.digest)?;
+        }
+    }
+    let ok = report.ok && deterministic != Some(false);
+    writeln!(
+        out,
+        "scenario {} seed {}: {} — {} events, {:.1} simulated s in {:.3} wall s, faults {}, digest {}",
+        scenario.name,
+        args.seed,
+        if report.ok { "ok" } else { "FAILED" },
+        report.events,
+        report.sim_nanos as f64 / 1e9,
+        wall,
+        report.faults,
+        report.digest
+    )?;
+    for v in &report.violations {
+        writeln!(out, "violation at {} [{}] {}", v.at, v.invariant, v.message)?;
+    }
+    if let Some(same) = deterministic {
+        writeln!(out, "determinism: {}", if same { "same digest on a second run" } else { "DIGESTS DIFFER" })?;
+    }
+    if args.json {
+        let summary = json!({
+            "scenario": scenario.name,
+            "seed": args.seed,
+            "ok": ok,
+            "digest": report.digest,
+            "events": report.events,
+            "sim_seconds": report.sim_nanos as f64 / 1e9,
+            "wall_seconds": wall,
+            "faults": report.faults,
+            "violations": report.violations,
+            "deterministic": deterministic,
+            "stats": report.stats,
+        });
+        writeln!(out, "{summary}")?;
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn list(out: &mut impl Write) -> Result<()> {
+    writeln!(out, "Scenarios:")?;
+    for s in drydock_scenarios::all() {
+        writeln!(out, "  {:<32} {}", s.name, s.description)?;
+    }
+    writeln!(out, "\nInvariants (checked after every event):")?;
+    for inv in INVARIANTS {
+        writeln!(out, "  {:<32} {}", inv.name, inv.description)?;
+    }
+    writeln!(out, "\nEventual properties (checked after faults heal):")?;
+    for (name, description) in EVENTUAL {
+        writeln!(out, "  {name:<32} {description}")?;
+    }
+    writeln!(out, "\nFault kinds (a random subset per seed):")?;
+    for kind in FaultKind::ALL {
+        writeln!(out, "  {:<32} models {}", kind.name(), kind.models())?;
+    }
+    Ok(())
+}

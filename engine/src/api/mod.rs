@@ -1,0 +1,32 @@
+//! The API types: objects, their metadata, and the built-in resource kinds.
+//!
+//! Objects are stored dynamically (`spec` and `status` are JSON values) so that the store and the
+//! engine serve user-written kinds exactly like the built-in ones; each built-in kind has a typed
+//! view through the [`Resource`] trait.
+
+mod meta;
+mod object;
+pub mod resources;
+
+pub use meta::{ObjectMeta, OwnerReference, Uid};
+pub use object::{Object, ObjectKey, Resource, TypedError};
+pub use resources::{
+    ContainerPhase, Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus, PhysicalContainer,
+    PhysicalContainerSpec, PhysicalContainerStatus, normalize_image_reference,
+};
+
+/// Labels and finalizers the engine owns. Callers cannot override system labels.
+pub mod names {
+    /// Runtime label: uid of the API object a runtime container was created for.
+    pub const LABEL_OWNER_UID: &str = "drydock.dev/owner-uid";
+    /// Runtime label: name of the namespace of that object.
+    pub const LABEL_NAMESPACE: &str = "drydock.dev/namespace";
+    /// Runtime label: uid of the namespace of that object.
+    pub const LABEL_NAMESPACE_UID: &str = "drydock.dev/namespace-uid";
+    /// Runtime label: identity of the engine process that created the container.
+    pub const LABEL_CREATOR: &str = "drydock.dev/creator";
+    /// Finalizer held by a namespace until all of its children are gone.
+    pub const FINALIZER_NAMESPACE: &str = "drydock.dev/namespace-cleanup";
+    /// Finalizer held by a physical container until its runtime container is gone.
+    pub const FINALIZER_RUNTIME: &str = "drydock.dev/runtime-cleanup";
+}

@@ -1,0 +1,268 @@
+//! The built-in kinds of the walking skeleton: `Namespace` and `PhysicalContainer`.
+
+use super::object::Resource;
+use crate::store::FieldError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A namespace: the unit of cleanup. Deleting it deletes its children, and only then itself.
+pub struct Namespace;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NamespaceSpec {}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NamespacePhase {
+    #[default]
+    Active,
+    Terminating,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NamespaceStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<NamespacePhase>,
+    /// Children still waiting to be deleted while Terminating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Resource for Namespace {
+    const KIND: &'static str = "Namespace";
+    const NAMESPACED: bool = false;
+    type Spec = NamespaceSpec;
+    type Status = NamespaceStatus;
+}
+
+/// One runtime container, created from an image present in the runtime.
+pub struct PhysicalContainer;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PhysicalContainerSpec {
+    /// Image reference; the image must be present in the runtime.
+    pub image: String,
+    /// Runtime container name; defaults to `<namespace>-<name>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Caller labels; system labels (`drydock.dev/*`) are applied after them and win.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// One-way: once true the container is stopped and stays stopped.
+    #[serde(default)]
+    pub stop: bool,
+}
+
+impl PhysicalContainerSpec {
+    pub fn runtime_name(&self, namespace: &str, name: &str) -> String {
+        self.container_name.clone().unwrap_or_else(|| format!("{namespace}-{name}"))
+    }
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ContainerPhase {
+    /// Not created yet, or being created.
+    #[default]
+    Pending,
+    Running,
+    Exited,
+    /// The runtime container was removed by someone else; it is never recreated.
+    Missing,
+    /// Terminal: the container cannot be created (missing image, name taken by a stranger).
+    Failed,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PhysicalContainerStatus {
+    #[serde(default)]
+    pub phase: ContainerPhase,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Resource for PhysicalContainer {
+    const KIND: &'static str = "PhysicalContainer";
+    const NAMESPACED: bool = true;
+    type Spec = PhysicalContainerSpec;
+    type Status = PhysicalContainerStatus;
+}
+
+/// Validation of a physical container spec beyond its shape.
+pub(crate) fn validate_physical_container(spec: &PhysicalContainerSpec) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if let Err(message) = validate_image_reference(&spec.image) {
+        errors.push(FieldError::new("spec.image", message));
+    }
+    if let Some(name) = &spec.container_name
+        && !is_runtime_name(name)
+    {
+        errors.push(FieldError::new(
+            "spec.containerName",
+            format!("{name:?} is not a valid container name: use [a-zA-Z0-9][a-zA-Z0-9_.-]*"),
+        ));
+    }
+    for key in spec.labels.keys() {
+        if key.starts_with("drydock.dev/") {
+            errors.push(FieldError::new(
+                format!("spec.labels[{key}]"),
+                "the drydock.dev/ prefix is reserved for system labels",
+            ));
+        }
+    }
+    errors
+}
+
+/// The spec may change only by setting `stop` (one-way).
+pub(crate) fn validate_physical_container_update(
+    old: &PhysicalContainerSpec,
+    new: &PhysicalContainerSpec,
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if old.stop && !new.stop {
+        errors.push(FieldError::new("spec.stop", "stop is one-way: a stopped container cannot be restarted"));
+    }
+    let (mut old_rest, mut new_rest) = (old.clone(), new.clone());
+    old_rest.stop = false;
+    new_rest.stop = false;
+    if old_rest != new_rest {
+        errors.push(FieldError::new("spec", "the spec is immutable except for spec.stop"));
+    }
+    errors
+}
+
+/// A Docker image reference: `[registry/]path[:tag][@sha256:digest]`, lowercase path.
+pub fn validate_image_reference(reference: &str) -> Result<(), String> {
+    if reference.is_empty() {
+        return Err("must not be empty".into());
+    }
+    let (name, digest) = match reference.split_once('@') {
+        Some((name, digest)) => (name, Some(digest)),
+        None => (reference, None),
+    };
+    if let Some(digest) = digest {
+        let hex = digest.strip_prefix("sha256:").ok_or("digest must start with sha256:")?;
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("{digest:?} is not a sha256 digest"));
+        }
+    }
+    let last_slash = name.rfind('/').map_or(0, |i| i + 1);
+    let (path, tag) = match name[last_slash..].rfind(':') {
+        Some(i) => (&name[..last_slash + i], Some(&name[last_slash + i + 1..])),
+        None => (name, None),
+    };
+    if let Some(tag) = tag
+        && (tag.is_empty() || tag.len() > 128 || !tag.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)))
+    {
+        return Err(format!("tag {tag:?} is not valid"));
+    }
+    let components: Vec<&str> = path.split('/').collect();
+    for (i, component) in components.iter().enumerate() {
+        let is_registry = i == 0 && components.len() > 1 && (component.contains('.') || component.contains(':'));
+        let ok = if is_registry {
+            !component.is_empty()
+        } else {
+            !component.is_empty()
+                && component.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+                && component.as_bytes()[0].is_ascii_alphanumeric()
+        };
+        if !ok {
+            return Err(format!("{reference:?} is not a valid image reference (path component {component:?})"));
+        }
+    }
+    Ok(())
+}
+
+/// Docker's container name rule.
+pub fn is_runtime_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_references() {
+        for ok in [
+            "busybox",
+            "busybox:latest",
+            "docker.io/library/busybox:1.36",
+            "localhost:5000/a/b:c",
+            "x@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        ] {
+            assert_eq!(validate_image_reference(ok), Ok(()), "{ok}");
+        }
+        for bad in ["", "BusyBox", "busybox:", "a//b", "busybox@md5:12", "busy box"] {
+            assert!(validate_image_reference(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn stop_is_one_way_and_the_rest_immutable() {
+        let old = PhysicalContainerSpec { image: "a".into(), ..Default::default() };
+        let stopped = PhysicalContainerSpec { stop: true, ..old.clone() };
+        assert!(validate_physical_container_update(&old, &stopped).is_empty());
+        assert_eq!(validate_physical_container_update(&stopped, &old)[0].path, "spec.stop");
+        let other = PhysicalContainerSpec { image: "b".into(), ..old.clone() };
+        assert_eq!(validate_physical_container_update(&old, &other)[0].path, "spec");
+    }
+}
+
+/// The canonical form of an image reference, as Docker resolves it: `busybox`,
+/// `busybox:latest` and `docker.io/library/busybox:latest` all become
+/// `docker.io/library/busybox:latest`. A digest reference keeps its digest and drops no tag.
+pub fn normalize_image_reference(reference: &str) -> String {
+    let (name, digest) = match reference.split_once('@') {
+        Some((name, digest)) => (name, Some(digest)),
+        None => (reference, None),
+    };
+    let first = name.split('/').next().unwrap_or_default();
+    let has_registry = name.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+    let mut full = if has_registry {
+        name.to_string()
+    } else if name.contains('/') {
+        format!("docker.io/{name}")
+    } else {
+        format!("docker.io/library/{name}")
+    };
+    let last = full.rsplit('/').next().unwrap_or_default();
+    if !last.contains(':') && digest.is_none() {
+        full.push_str(":latest");
+    }
+    if let Some(digest) = digest {
+        full.push('@');
+        full.push_str(digest);
+    }
+    full
+}
+
+#[cfg(test)]
+mod normalize_tests {
+    use super::normalize_image_reference as n;
+
+    #[test]
+    fn one_key_per_image() {
+        assert_eq!(n("busybox"), "docker.io/library/busybox:latest");
+        assert_eq!(n("busybox:latest"), n("docker.io/library/busybox:latest"));
+        assert_eq!(n("library/busybox"), n("busybox"));
+        assert_eq!(n("localhost:5000/app"), "localhost:5000/app:latest");
+        assert_eq!(n("quay.io/a/b:1"), "quay.io/a/b:1");
+        let d = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+        assert_eq!(n(&format!("busybox@{d}")), format!("docker.io/library/busybox@{d}"));
+        assert_ne!(n(&format!("busybox@{d}")), n("busybox"));
+    }
+}

@@ -1,0 +1,195 @@
+//! The controller contract. Built-in controllers and user-written ones implement the same trait.
+//!
+//! A controller is level-based: `reconcile` looks at the (possibly stale) cache and the
+//! controller's own in-memory operation state, and asks for store writes and runtime calls
+//! through the [`Context`]. It never waits: results come back later through `on_store_result`
+//! and `on_runtime_result`, and the key is reconciled again.
+//!
+//! *Guarantees* (from the engine)
+//! - At most one reconcile of a key runs at a time. A reconcile lasts until every store request
+//!   it made has replied; events for the key meanwhile cause one more reconcile afterwards.
+//! - If any store write of a reconcile fails, or `reconcile` returns an error, the key is retried
+//!   with per-key exponential backoff; a clean reconcile resets the backoff.
+//! - A reconcile that made store reads is rerun as soon as they replied; a runtime result always
+//!   triggers a reconcile of its key.
+//!
+//! *Assumptions*: in-memory state may be lost at any time (a crash). A controller must be able to
+//! recover from the store and runtime inspection alone.
+
+use crate::api::{Object, ObjectKey};
+use crate::cache::Cache;
+use crate::runtime::{RuntimeRequest, RuntimeResult};
+use crate::store::{Registry, StoreRequest, StoreResult};
+use crate::time::Now;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Identifies one store or runtime request of an engine.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+pub struct OpId(pub u64);
+
+impl std::fmt::Display for OpId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// What to do after a successful reconcile.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Action {
+    pub requeue_after: Option<Duration>,
+}
+
+impl Action {
+    /// Nothing more until an event arrives.
+    pub fn done() -> Self {
+        Action { requeue_after: None }
+    }
+
+    /// Reconcile again after `delay` even if nothing happens (monitoring, waiting).
+    pub fn requeue(delay: Duration) -> Self {
+        Action { requeue_after: Some(delay) }
+    }
+}
+
+/// A reconcile that failed; the key is retried with backoff.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReconcileError(pub String);
+
+pub type ReconcileResult = Result<Action, ReconcileError>;
+
+pub type MapFn = Box<dyn Fn(&Object, &Cache) -> Vec<ObjectKey> + Send>;
+
+/// How an event on a watched kind turns into keys to reconcile.
+pub enum Mapper {
+    /// The object itself.
+    Own,
+    /// The owners of the object that are of this kind (in the object's namespace, or
+    /// cluster-scoped if the owner kind is).
+    Owners { owner_kind: String, owner_namespaced: bool },
+    /// Anything else.
+    Custom(MapFn),
+}
+
+/// One watched kind and its mapping. The kind `"*"` watches every kind.
+pub struct Watch {
+    pub kind: String,
+    pub mapper: Mapper,
+}
+
+impl Watch {
+    pub fn own(kind: &str) -> Self {
+        Watch { kind: kind.to_string(), mapper: Mapper::Own }
+    }
+
+    pub fn owners(kind: &str, owner_kind: &str, owner_namespaced: bool) -> Self {
+        Watch {
+            kind: kind.to_string(),
+            mapper: Mapper::Owners { owner_kind: owner_kind.to_string(), owner_namespaced },
+        }
+    }
+
+    pub fn custom(kind: &str, map: impl Fn(&Object, &Cache) -> Vec<ObjectKey> + Send + 'static) -> Self {
+        Watch { kind: kind.to_string(), mapper: Mapper::Custom(Box::new(map)) }
+    }
+
+    pub fn matches(&self, kind: &str) -> bool {
+        self.kind == "*" || self.kind == kind
+    }
+
+    pub fn keys(&self, object: &Object, cache: &Cache) -> Vec<ObjectKey> {
+        match &self.mapper {
+            Mapper::Own => vec![object.key()],
+            Mapper::Owners { owner_kind, owner_namespaced } => object
+                .metadata
+                .owner_references
+                .iter()
+                .filter(|r| &r.kind == owner_kind)
+                .map(|r| {
+                    let ns = if *owner_namespaced { object.metadata.namespace.as_deref() } else { None };
+                    ObjectKey::new(owner_kind, ns, &r.name)
+                })
+                .collect(),
+            Mapper::Custom(map) => map(object, cache),
+        }
+    }
+}
+
+/// A reconciler.
+pub trait Controller: Send {
+    /// A stable name, used in logs and traces.
+    fn name(&self) -> &str;
+
+    /// The kinds this controller watches and how their events map to keys.
+    fn watches(&self) -> Vec<Watch>;
+
+    /// One step towards the desired state of `key`. The object may be absent from the cache
+    /// (deleted, or not seen yet).
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult;
+
+    /// A store request made by a reconcile of `key` has replied.
+    fn on_store_result(&mut self, _now: Now, _key: &ObjectKey, _op: OpId, _result: &StoreResult) {}
+
+    /// A runtime request made by a reconcile of `key` has replied.
+    fn on_runtime_result(&mut self, _now: Now, _key: &ObjectKey, _op: OpId, _result: &RuntimeResult) {}
+}
+
+/// A request made during one reconcile, not yet handed to the driver.
+#[derive(Debug)]
+pub(crate) enum Issued {
+    Store(OpId, StoreRequest),
+    Runtime(OpId, RuntimeRequest),
+}
+
+/// What a reconcile can see and do.
+pub struct Context<'a> {
+    pub(crate) now: Now,
+    pub(crate) identity: &'a str,
+    pub(crate) cache: &'a Cache,
+    pub(crate) registry: &'a Registry,
+    pub(crate) next_op: &'a mut u64,
+    pub(crate) issued: Vec<Issued>,
+}
+
+impl<'a> Context<'a> {
+    pub fn now(&self) -> Now {
+        self.now
+    }
+
+    /// The identity of this engine process (labels, lease holders).
+    pub fn identity(&self) -> &str {
+        self.identity
+    }
+
+    pub fn cache(&self) -> &'a Cache {
+        self.cache
+    }
+
+    pub fn registry(&self) -> &'a Registry {
+        self.registry
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&'a Arc<Object>> {
+        self.cache.get(key)
+    }
+
+    /// Ask the store for something; the reply arrives through `on_store_result`.
+    pub fn store(&mut self, request: StoreRequest) -> OpId {
+        let id = self.op_id();
+        self.issued.push(Issued::Store(id, request));
+        id
+    }
+
+    /// Ask the runtime for something; the reply arrives through `on_runtime_result`.
+    pub fn runtime(&mut self, request: RuntimeRequest) -> OpId {
+        let id = self.op_id();
+        self.issued.push(Issued::Runtime(id, request));
+        id
+    }
+
+    fn op_id(&mut self) -> OpId {
+        *self.next_op += 1;
+        OpId(*self.next_op)
+    }
+}

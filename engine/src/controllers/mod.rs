@@ -1,0 +1,39 @@
+//! The built-in controllers.
+
+pub mod gc;
+pub mod namespace;
+pub mod physical;
+
+use crate::controller::Controller;
+use std::time::Duration;
+
+/// Tunables of the built-in controllers.
+#[derive(Clone, Debug)]
+pub struct ControllerConfig {
+    /// How often a steady container is re-inspected, to notice what no event told us.
+    pub monitor_interval: Duration,
+    /// At most this many child deletes per namespace reconcile.
+    pub max_namespace_deletes: usize,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig { monitor_interval: Duration::from_secs(30), max_namespace_deletes: 16 }
+    }
+}
+
+/// The controllers every engine runs: garbage collector, namespaces, physical containers.
+pub fn builtin(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
+    vec![
+        Box::new(gc::GarbageCollector::default()),
+        Box::new(namespace::NamespaceController::new(config.max_namespace_deletes)),
+        Box::new(physical::PhysicalContainerController::new(config.monitor_interval)),
+    ]
+}
+
+/// A copy of `object` with `finalizer` removed.
+pub(crate) fn without_finalizer(object: &crate::api::Object, finalizer: &str) -> crate::api::Object {
+    let mut next = object.clone();
+    next.metadata.finalizers.retain(|f| f != finalizer);
+    next
+}

@@ -1,0 +1,345 @@
+//! Physical containers: one runtime container per object, created from an image present in the
+//! runtime, started, stopped when `spec.stop` is set, removed on delete.
+//!
+//! *Guarantees*
+//! - One runtime operation per object at a time; a delete waits for it to finish.
+//! - Every container created carries the object's uid as a label. After a create whose outcome is
+//!   unknown (lost reply, error, name conflict) the runtime is listed by that label *before* any
+//!   retry: our container is adopted, a stranger holding the name is never adopted.
+//! - The runtime-cleanup finalizer is released only after the runtime container was removed and
+//!   a list by uid label found nothing left.
+//! - A container removed behind our back is reported `Missing` and never recreated.
+//!
+//! *Assumptions*: names are unique in the runtime, so two creates for one object cannot both
+//! succeed. In-memory state (what is in flight, what was observed) is a cache of the runtime:
+//! after a crash it is rebuilt from `status.runtimeId`, inspection and the uid label.
+
+use super::without_finalizer;
+use crate::api::{
+    ContainerPhase, Namespace, Object, ObjectKey, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus,
+    Resource, Uid, names,
+};
+use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
+use crate::runtime::{
+    ContainerCreate, ContainerInfo, ContainerState, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult,
+};
+use crate::store::StoreRequest;
+use crate::time::{MonoTime, Now};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Op {
+    Create,
+    /// List by uid label after an uncertain create.
+    Verify,
+    Start,
+    Stop,
+    Inspect,
+    Remove,
+    /// List by uid label before releasing the finalizer.
+    CleanupCheck,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Observed {
+    State(ContainerState, Option<i64>),
+    Missing,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Verify {
+    /// The create's outcome is unknown: if nothing carries our label, create again.
+    AfterUncertain,
+    /// The name was taken: if nothing carries our label, the name belongs to a stranger.
+    AfterConflict,
+}
+
+/// What this engine knows about one object's runtime container.
+#[derive(Debug, Default)]
+struct Tracked {
+    key: Option<ObjectKey>,
+    in_flight: Option<(OpId, Op)>,
+    runtime_id: Option<String>,
+    observed: Option<Observed>,
+    inspected_at: Option<MonoTime>,
+    verify: Option<Verify>,
+    failure: Option<String>,
+    removed: bool,
+    cleanup_verified: bool,
+    errors: u32,
+    not_before: Option<MonoTime>,
+}
+
+impl Tracked {
+    fn backoff(&mut self, now: Now) {
+        self.errors += 1;
+        let delay = Duration::from_millis(100).saturating_mul(1 << self.errors.min(8)).min(Duration::from_secs(10));
+        self.not_before = Some(now.mono + delay);
+    }
+
+    fn observe(&mut self, now: Now, info: &ContainerInfo) {
+        self.runtime_id = Some(info.id.clone());
+        self.observed = Some(Observed::State(info.state, info.exit_code));
+        self.inspected_at = Some(now.mono);
+    }
+}
+
+#[derive(Debug)]
+pub struct PhysicalContainerController {
+    monitor_interval: Duration,
+    tracked: BTreeMap<Uid, Tracked>,
+    ops: BTreeMap<OpId, Uid>,
+}
+
+impl PhysicalContainerController {
+    pub fn new(monitor_interval: Duration) -> Self {
+        PhysicalContainerController { monitor_interval, tracked: BTreeMap::new(), ops: BTreeMap::new() }
+    }
+
+    fn start_op(&mut self, ctx: &mut Context<'_>, uid: &Uid, op: Op, request: RuntimeRequest) -> ReconcileResult {
+        let id = ctx.runtime(request);
+        self.ops.insert(id, uid.clone());
+        if let Some(t) = self.tracked.get_mut(uid) {
+            t.in_flight = Some((id, op));
+        }
+        Ok(Action::done())
+    }
+
+    fn uid_filter(uid: &Uid) -> BTreeMap<String, String> {
+        BTreeMap::from([(names::LABEL_OWNER_UID.to_string(), uid.0.clone())])
+    }
+
+    fn create_request(ctx: &Context<'_>, obj: &Object, ns: &Object, spec: &PhysicalContainerSpec) -> RuntimeRequest {
+        let namespace = obj.metadata.namespace.clone().unwrap_or_default();
+        let mut labels = spec.labels.clone();
+        // System labels last, so a caller can never override them.
+        labels.insert(names::LABEL_OWNER_UID.into(), obj.metadata.uid.0.clone());
+        labels.insert(names::LABEL_NAMESPACE.into(), namespace.clone());
+        labels.insert(names::LABEL_NAMESPACE_UID.into(), ns.metadata.uid.0.clone());
+        labels.insert(names::LABEL_CREATOR.into(), ctx.identity().to_string());
+        RuntimeRequest::CreateContainer(ContainerCreate {
+            name: spec.runtime_name(&namespace, &obj.metadata.name),
+            image: spec.image.clone(),
+            command: spec.command.clone(),
+            env: spec.env.clone(),
+            labels,
+        })
+    }
+
+    fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+        let uid = &obj.metadata.uid;
+        if !obj.metadata.has_finalizer(names::FINALIZER_RUNTIME) {
+            let mut next = obj.clone();
+            next.metadata.finalizers.push(names::FINALIZER_RUNTIME.to_string());
+            ctx.store(StoreRequest::Update { object: next });
+            return Ok(Action::done());
+        }
+        let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+        let Some(ns) = ctx.get(&ObjectKey::cluster(Namespace::KIND, namespace)) else {
+            // Not seen yet (stale cache): no side effects outside a known, active namespace.
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        };
+        if ns.metadata.is_deleting() {
+            return Ok(Action::done());
+        }
+        let spec = obj.spec::<PhysicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
+        let status = obj.status::<PhysicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
+        let now = ctx.now();
+        let monitor = self.monitor_interval;
+        let t = self.tracked.entry(uid.clone()).or_default();
+        if t.runtime_id.is_none() {
+            t.runtime_id.clone_from(&status.runtime_id);
+        }
+        if let Some(message) = &t.failure {
+            let failed = PhysicalContainerStatus {
+                phase: ContainerPhase::Failed,
+                message: Some(message.clone()),
+                ..status.clone()
+            };
+            write_status(ctx, obj, &status, failed);
+            return Ok(Action::done());
+        }
+        let Some(runtime_id) = t.runtime_id.clone() else {
+            if status.phase == ContainerPhase::Failed {
+                return Ok(Action::done());
+            }
+            return if t.verify.is_some() {
+                self.start_op(ctx, uid, Op::Verify, RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) })
+            } else {
+                let request = Self::create_request(ctx, obj, ns, &spec);
+                self.start_op(ctx, uid, Op::Create, request)
+            };
+        };
+        if status.runtime_id.as_deref() != Some(runtime_id.as_str()) {
+            let next = PhysicalContainerStatus { runtime_id: Some(runtime_id), ..status.clone() };
+            write_status(ctx, obj, &status, next);
+            return Ok(Action::done());
+        }
+        let stale = t.inspected_at.is_none_or(|at| now.mono.since(at) >= monitor);
+        let observed = match &t.observed {
+            Some(Observed::Missing) => None,
+            Some(Observed::State(state, code)) if !stale => Some((*state, *code)),
+            _ => return self.start_op(ctx, uid, Op::Inspect, RuntimeRequest::InspectContainer { id: runtime_id }),
+        };
+        let next = match observed {
+            None => PhysicalContainerStatus {
+                phase: ContainerPhase::Missing,
+                message: Some("the runtime container was removed outside drydock; it is not recreated".into()),
+                ..status.clone()
+            },
+            Some((ContainerState::Running, _)) if spec.stop => {
+                return self.start_op(
+                    ctx,
+                    uid,
+                    Op::Stop,
+                    RuntimeRequest::StopContainer { id: runtime_id, timeout_secs: 10 },
+                );
+            }
+            Some((ContainerState::Created, _)) if !spec.stop => {
+                return self.start_op(ctx, uid, Op::Start, RuntimeRequest::StartContainer { id: runtime_id });
+            }
+            Some((state, exit_code)) => PhysicalContainerStatus {
+                phase: match state {
+                    ContainerState::Running => ContainerPhase::Running,
+                    ContainerState::Exited => ContainerPhase::Exited,
+                    ContainerState::Created => ContainerPhase::Exited, // stopped before it ever ran
+                },
+                exit_code,
+                message: None,
+                ..status.clone()
+            },
+        };
+        let missing = next.phase == ContainerPhase::Missing;
+        write_status(ctx, obj, &status, next);
+        Ok(if missing { Action::done() } else { Action::requeue(monitor) })
+    }
+
+    fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+        if !obj.metadata.has_finalizer(names::FINALIZER_RUNTIME) {
+            return Ok(Action::done());
+        }
+        let uid = &obj.metadata.uid;
+        let status = obj.status::<PhysicalContainer>().unwrap_or_default();
+        let t = self.tracked.entry(uid.clone()).or_default();
+        if !t.removed
+            && let Some(id) = t.runtime_id.clone().or(status.runtime_id)
+        {
+            return self.start_op(ctx, uid, Op::Remove, RuntimeRequest::RemoveContainer { id, force: true });
+        }
+        if !t.cleanup_verified {
+            return self.start_op(
+                ctx,
+                uid,
+                Op::CleanupCheck,
+                RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) },
+            );
+        }
+        ctx.store(StoreRequest::Update { object: without_finalizer(obj, names::FINALIZER_RUNTIME) });
+        Ok(Action::done())
+    }
+
+    fn forget(&mut self, key: &ObjectKey) {
+        self.tracked.retain(|_, t| t.in_flight.is_some() || t.key.as_ref() != Some(key));
+    }
+
+    fn handle_result(t: &mut Tracked, now: Now, op: Op, result: &RuntimeResult) {
+        use RuntimeError as E;
+        use RuntimeReply as R;
+        match (op, result) {
+            (Op::Create, Ok(R::Created { id })) => {
+                t.runtime_id = Some(id.clone());
+                t.observed = Some(Observed::State(ContainerState::Created, None));
+                t.inspected_at = Some(now.mono);
+                t.verify = None;
+            }
+            (Op::Create, Err(E::NotFound(message))) => t.failure = Some(format!("cannot create: {message}")),
+            (Op::Create, Err(E::Conflict(_))) => t.verify = Some(Verify::AfterConflict),
+            (Op::Create, _) => {
+                t.verify = Some(Verify::AfterUncertain);
+                t.backoff(now);
+            }
+            (Op::Verify, Ok(R::Containers(found))) => match (found.first(), t.verify) {
+                (Some(ours), _) => {
+                    t.observe(now, ours);
+                    t.verify = None;
+                }
+                (None, Some(Verify::AfterConflict)) => {
+                    t.failure = Some(
+                        "the container name is taken by a container drydock did not create for this object".into(),
+                    );
+                }
+                (None, _) => t.verify = None,
+            },
+            (Op::Start, Ok(_)) => t.observed = Some(Observed::State(ContainerState::Running, None)),
+            // Stopped: inspect to learn the exit code.
+            (Op::Stop, Ok(_)) => t.inspected_at = None,
+            (Op::Inspect, Ok(R::Container(info))) => t.observe(now, info),
+            (Op::Start | Op::Stop | Op::Inspect, Err(E::NotFound(_))) => t.observed = Some(Observed::Missing),
+            (Op::Remove, Ok(_) | Err(E::NotFound(_))) => {
+                t.removed = true;
+                t.cleanup_verified = false;
+            }
+            (Op::CleanupCheck, Ok(R::Containers(found))) => match found.first() {
+                Some(leftover) => {
+                    t.runtime_id = Some(leftover.id.clone());
+                    t.removed = false;
+                }
+                None => t.cleanup_verified = true,
+            },
+            (_, Ok(other)) => tracing::warn!(?op, ?other, "unexpected runtime reply"),
+            (_, Err(_)) => {
+                if op == Op::Start || op == Op::Stop {
+                    t.inspected_at = None;
+                }
+                t.backoff(now);
+            }
+        }
+        if result.is_ok() {
+            t.errors = 0;
+        }
+    }
+}
+
+fn write_status(ctx: &mut Context<'_>, obj: &Object, current: &PhysicalContainerStatus, next: PhysicalContainerStatus) {
+    if *current != next {
+        let mut object = obj.clone();
+        object.set_status::<PhysicalContainer>(&next);
+        ctx.store(StoreRequest::UpdateStatus { object });
+    }
+}
+
+impl Controller for PhysicalContainerController {
+    fn name(&self) -> &str {
+        "physical-container"
+    }
+
+    fn watches(&self) -> Vec<Watch> {
+        vec![Watch::own(PhysicalContainer::KIND)]
+    }
+
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
+        let Some(obj) = ctx.get(key) else {
+            self.forget(key);
+            return Ok(Action::done());
+        };
+        let t = self.tracked.entry(obj.metadata.uid.clone()).or_default();
+        t.key = Some(key.clone());
+        if t.in_flight.is_some() {
+            return Ok(Action::done());
+        }
+        if let Some(at) = t.not_before
+            && at > ctx.now().mono
+        {
+            return Ok(Action::requeue(at - ctx.now().mono));
+        }
+        if obj.metadata.is_deleting() { self.cleanup(ctx, obj) } else { self.apply(ctx, obj) }
+    }
+
+    fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
+        let Some(uid) = self.ops.remove(&op) else { return };
+        let Some(t) = self.tracked.get_mut(&uid) else { return };
+        let Some((_, kind)) = t.in_flight.take_if(|(id, _)| *id == op) else { return };
+        Self::handle_result(t, now, kind, result);
+    }
+}

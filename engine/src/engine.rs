@@ -1,0 +1,300 @@
+//! The engine: a deterministic state machine that turns watch events and replies into store
+//! and runtime requests.
+//!
+//! ```text
+//! engine.handle(now, Input)           // a watch event, a store reply, a runtime reply
+//! engine.poll(now) -> Option<Output>  // the next request to perform, if any
+//! engine.next_wakeup() -> Option<MonoTime>
+//! ```
+//!
+//! A driver feeds inputs, performs every output and reports its result with the same `OpId`, and
+//! calls `poll` again no later than `next_wakeup`. The engine reads no clock, performs no I/O and
+//! draws randomness only from a PRNG seeded by [`EngineConfig::seed`].
+
+use crate::api::ObjectKey;
+use crate::backoff::Backoff;
+use crate::cache::Cache;
+use crate::controller::{Action, Context, Controller, Issued, OpId, ReconcileResult, Watch};
+use crate::runtime::{RuntimeRequest, RuntimeResult};
+use crate::store::{Registry, StoreReply, StoreRequest, StoreResult, WatchEvent};
+use crate::time::{MonoTime, Now};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Who this engine process is: put on what it creates, and used as lease holder.
+    pub identity: String,
+    /// Seed for backoff jitter.
+    pub seed: u64,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            identity: "drydock-0".into(),
+            seed: 0,
+            backoff_base: Duration::from_millis(10),
+            backoff_max: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Something the driver tells the engine.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// The next event of the watch stream, in resource-version order.
+    Watch(WatchEvent),
+    /// A full list taken at `resource_version` (initial sync, or after `Gone`). Replaces the cache.
+    Resync {
+        objects: Vec<Arc<crate::api::Object>>,
+        resource_version: u64,
+    },
+    StoreDone {
+        id: OpId,
+        result: StoreResult,
+    },
+    RuntimeDone {
+        id: OpId,
+        result: RuntimeResult,
+    },
+}
+
+/// Something the engine asks the driver to do, then report back with the same `id`.
+#[derive(Clone, Debug)]
+pub enum Output {
+    Store { id: OpId, request: StoreRequest },
+    Runtime { id: OpId, request: RuntimeRequest },
+}
+
+type WorkKey = (usize, ObjectKey);
+
+#[derive(Debug)]
+struct PendingOp {
+    work: WorkKey,
+    /// `Some(is_read)` for store requests, `None` for runtime requests.
+    store_read: Option<bool>,
+}
+
+/// A reconcile whose store requests have not all replied yet.
+#[derive(Debug)]
+struct ActiveReconcile {
+    outstanding: usize,
+    made_reads: bool,
+    write_error: Option<String>,
+    result: ReconcileResult,
+}
+
+/// Counters for reports and benchmarks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    pub reconciles: u64,
+    pub reconcile_errors: u64,
+    pub store_requests: u64,
+    pub runtime_requests: u64,
+}
+
+pub struct Engine {
+    config: EngineConfig,
+    registry: Registry,
+    controllers: Vec<Box<dyn Controller>>,
+    watches: Vec<(usize, Watch)>,
+    cache: Cache,
+    queue: crate::queue::WorkQueue<WorkKey>,
+    backoff: Backoff<WorkKey>,
+    rng: ChaCha8Rng,
+    outbox: VecDeque<Output>,
+    next_op: u64,
+    pending: BTreeMap<OpId, PendingOp>,
+    active: BTreeMap<WorkKey, ActiveReconcile>,
+    stats: EngineStats,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig, registry: Registry, controllers: Vec<Box<dyn Controller>>) -> Self {
+        let watches =
+            controllers.iter().enumerate().flat_map(|(i, c)| c.watches().into_iter().map(move |w| (i, w))).collect();
+        Engine {
+            rng: ChaCha8Rng::seed_from_u64(config.seed),
+            backoff: Backoff::new(config.backoff_base, config.backoff_max),
+            config,
+            registry,
+            controllers,
+            watches,
+            cache: Cache::default(),
+            queue: Default::default(),
+            outbox: VecDeque::new(),
+            next_op: 0,
+            pending: BTreeMap::new(),
+            active: BTreeMap::new(),
+            stats: EngineStats::default(),
+        }
+    }
+
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    pub fn identity(&self) -> &str {
+        &self.config.identity
+    }
+
+    /// Requests handed out and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Feed one input.
+    pub fn handle(&mut self, now: Now, input: Input) {
+        match input {
+            Input::Watch(event) => {
+                if self.cache.apply_watched(&event) {
+                    self.dispatch(now.mono, &event.object);
+                }
+            }
+            Input::Resync { objects, resource_version } => {
+                for object in self.cache.resync(objects, resource_version) {
+                    self.dispatch(now.mono, &object);
+                }
+            }
+            Input::StoreDone { id, result } => self.store_done(now, id, result),
+            Input::RuntimeDone { id, result } => {
+                let Some(op) = self.pending.remove(&id) else { return };
+                let (controller, key) = &op.work;
+                self.controllers[*controller].on_runtime_result(now, key, id, &result);
+                self.queue.add(op.work, now.mono);
+            }
+        }
+    }
+
+    /// The next request to perform, running due reconciles as needed.
+    pub fn poll(&mut self, now: Now) -> Option<Output> {
+        loop {
+            if let Some(output) = self.outbox.pop_front() {
+                return Some(output);
+            }
+            let work = self.queue.pop_ready(now.mono)?;
+            self.reconcile(now, work);
+        }
+    }
+
+    /// When `poll` should next be called if no input arrives.
+    pub fn next_wakeup(&self) -> Option<MonoTime> {
+        self.queue.next_due()
+    }
+
+    fn dispatch(&mut self, at: MonoTime, object: &crate::api::Object) {
+        for (controller, watch) in &self.watches {
+            if watch.matches(&object.kind) {
+                for key in watch.keys(object, &self.cache) {
+                    self.queue.add((*controller, key), at);
+                }
+            }
+        }
+    }
+
+    fn reconcile(&mut self, now: Now, work: WorkKey) {
+        let (index, key) = &work;
+        let controller = &mut self.controllers[*index];
+        let span = tracing::debug_span!("reconcile", controller = controller.name(), key = %key);
+        let _entered = span.enter();
+        self.stats.reconciles += 1;
+        let mut ctx = Context {
+            now,
+            identity: &self.config.identity,
+            cache: &self.cache,
+            registry: &self.registry,
+            next_op: &mut self.next_op,
+            issued: Vec::new(),
+        };
+        let result = controller.reconcile(&mut ctx, key);
+        let issued = std::mem::take(&mut ctx.issued);
+        let mut outstanding = 0;
+        let mut made_reads = false;
+        for request in issued {
+            match request {
+                Issued::Store(id, request) => {
+                    outstanding += 1;
+                    made_reads |= request.is_read();
+                    self.stats.store_requests += 1;
+                    self.pending.insert(id, PendingOp { work: work.clone(), store_read: Some(request.is_read()) });
+                    self.outbox.push_back(Output::Store { id, request });
+                }
+                Issued::Runtime(id, request) => {
+                    self.stats.runtime_requests += 1;
+                    self.pending.insert(id, PendingOp { work: work.clone(), store_read: None });
+                    self.outbox.push_back(Output::Runtime { id, request });
+                }
+            }
+        }
+        if outstanding == 0 {
+            self.finish(now, work, result, None, false);
+        } else {
+            self.active.insert(work, ActiveReconcile { outstanding, made_reads, write_error: None, result });
+        }
+    }
+
+    fn store_done(&mut self, now: Now, id: OpId, result: StoreResult) {
+        let Some(op) = self.pending.remove(&id) else { return };
+        let is_read = op.store_read == Some(true);
+        if !is_read && let Ok(StoreReply::Object(object)) = &result {
+            // Read your own writes: later controllers see this state without waiting for the watch.
+            if self.cache.apply_own_write(object) {
+                let object = object.clone();
+                self.dispatch(now.mono, &object);
+            }
+        }
+        let (controller, key) = &op.work;
+        self.controllers[*controller].on_store_result(now, key, id, &result);
+        let Some(active) = self.active.get_mut(&op.work) else { return };
+        active.outstanding -= 1;
+        if !is_read && let Err(e) = &result {
+            active.write_error.get_or_insert_with(|| e.to_string());
+        }
+        if active.outstanding == 0
+            && let Some(done) = self.active.remove(&op.work)
+        {
+            self.finish(now, op.work, done.result, done.write_error, done.made_reads);
+        }
+    }
+
+    fn finish(
+        &mut self,
+        now: Now,
+        work: WorkKey,
+        result: ReconcileResult,
+        write_error: Option<String>,
+        made_reads: bool,
+    ) {
+        self.queue.done(&work);
+        let error = match (result, write_error) {
+            (Err(e), _) => Some(e.0),
+            (Ok(_), Some(e)) => Some(e),
+            (Ok(Action { requeue_after }), None) => {
+                self.backoff.reset(&work);
+                if let Some(delay) = requeue_after {
+                    self.queue.add(work.clone(), now.mono + delay);
+                }
+                None
+            }
+        };
+        if let Some(error) = error {
+            self.stats.reconcile_errors += 1;
+            let delay = self.backoff.next_delay(work.clone(), &mut self.rng);
+            tracing::debug!(key = %work.1, %error, ?delay, "reconcile failed; backing off");
+            self.queue.add(work.clone(), now.mono + delay);
+        }
+        if made_reads {
+            self.queue.add(work, now.mono);
+        }
+    }
+}

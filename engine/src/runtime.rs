@@ -1,0 +1,148 @@
+//! The container-runtime contract: what the engine asks of a runtime and what it gets back.
+//!
+//! Modelled on Docker's observable behaviour, so the simulated runtime and the Docker adapter
+//! implement the same thing:
+//! - names are unique: creating a second container with a taken name is `Conflict`;
+//! - anything missing (container, image) is `NotFound`;
+//! - removing a running container without `force` is `Conflict`;
+//! - starting a running container and stopping a stopped one succeed (Docker's 304);
+//! - `Uncertain` means the request may or may not have been applied (a lost reply): the caller
+//!   must verify, e.g. by listing containers with its own uid label, before retrying.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerCreate {
+    pub name: String,
+    pub image: String,
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RuntimeRequest {
+    CreateContainer(ContainerCreate),
+    StartContainer {
+        id: String,
+    },
+    StopContainer {
+        id: String,
+        timeout_secs: u32,
+    },
+    RemoveContainer {
+        id: String,
+        force: bool,
+    },
+    /// By id or name.
+    InspectContainer {
+        id: String,
+    },
+    /// Containers (running or not) carrying every one of `labels`.
+    ListContainers {
+        labels: BTreeMap<String, String>,
+    },
+    InspectImage {
+        reference: String,
+    },
+}
+
+impl RuntimeRequest {
+    /// Short form for traces: `create ns-a`, `start 3f2a…`.
+    pub fn describe(&self) -> String {
+        match self {
+            RuntimeRequest::CreateContainer(c) => format!("create {} from {}", c.name, c.image),
+            RuntimeRequest::StartContainer { id } => format!("start {}", short(id)),
+            RuntimeRequest::StopContainer { id, .. } => format!("stop {}", short(id)),
+            RuntimeRequest::RemoveContainer { id, force } => format!("remove {} force={force}", short(id)),
+            RuntimeRequest::InspectContainer { id } => format!("inspect {}", short(id)),
+            RuntimeRequest::ListContainers { labels } => {
+                let l: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={}", short(v))).collect();
+                format!("list {}", l.join(","))
+            }
+            RuntimeRequest::InspectImage { reference } => format!("inspect-image {reference}"),
+        }
+    }
+}
+
+/// The first 12 characters of an id, as `docker ps` shows it.
+pub fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ContainerState {
+    Created,
+    Running,
+    Exited,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerInfo {
+    pub id: String,
+    pub name: String,
+    pub image: String,
+    pub labels: BTreeMap<String, String>,
+    pub state: ContainerState,
+    /// Set once the container has exited.
+    pub exit_code: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageInfo {
+    pub id: String,
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RuntimeReply {
+    Created {
+        id: String,
+    },
+    /// Start, stop, remove.
+    Done,
+    Container(ContainerInfo),
+    Containers(Vec<ContainerInfo>),
+    Image(ImageInfo),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum RuntimeError {
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The request may have been applied; verify before retrying.
+    #[error("outcome unknown: {0}")]
+    Uncertain(String),
+    #[error("runtime error: {0}")]
+    Transient(String),
+}
+
+impl RuntimeError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            RuntimeError::NotFound(_) => "NotFound",
+            RuntimeError::Conflict(_) => "Conflict",
+            RuntimeError::Uncertain(_) => "Uncertain",
+            RuntimeError::Transient(_) => "Transient",
+        }
+    }
+}
+
+pub type RuntimeResult = Result<RuntimeReply, RuntimeError>;
+
+impl fmt::Display for ContainerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ContainerState::Created => "created",
+            ContainerState::Running => "running",
+            ContainerState::Exited => "exited",
+        })
+    }
+}

@@ -1,0 +1,69 @@
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One rejected field: where it is (`spec.image`, `metadata.ownerReferences[0]`) and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    pub path: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError { path: path.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Why the store refused a request. Every variant names the object it is about.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum StoreError {
+    #[error("{key} not found")]
+    NotFound { key: String },
+    #[error("{key} already exists")]
+    AlreadyExists { key: String },
+    /// A precondition (resourceVersion or uid) did not hold: re-read and try again.
+    #[error("conflict on {key}: {reason}; re-read the object and retry")]
+    Conflict { key: String, reason: String },
+    #[error("{key} is invalid: {}", join(errors))]
+    Invalid { key: String, errors: Vec<FieldError> },
+    /// The namespace does not exist or is being deleted.
+    #[error("cannot create {key}: namespace {namespace:?} {reason}")]
+    NamespaceNotActive { key: String, namespace: String, reason: String },
+    /// The watch asked for history the store no longer keeps: relist, then watch again.
+    #[error(
+        "resource version {requested} is compacted (oldest kept: {oldest}); relist and watch from the list's version"
+    )]
+    Gone { requested: u64, oldest: u64 },
+}
+
+fn join(errors: &[FieldError]) -> String {
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
+impl StoreError {
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, StoreError::NotFound { .. })
+    }
+
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, StoreError::Conflict { .. })
+    }
+
+    /// A short stable name for traces: `NotFound`, `Conflict`, ...
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::NotFound { .. } => "NotFound",
+            StoreError::AlreadyExists { .. } => "AlreadyExists",
+            StoreError::Conflict { .. } => "Conflict",
+            StoreError::Invalid { .. } => "Invalid",
+            StoreError::NamespaceNotActive { .. } => "NamespaceNotActive",
+            StoreError::Gone { .. } => "Gone",
+        }
+    }
+}

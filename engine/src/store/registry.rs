@@ -1,0 +1,127 @@
+//! The kinds a store admits, with their scope, default finalizers and validation.
+
+use super::FieldError;
+use crate::api::resources::{validate_physical_container, validate_physical_container_update};
+use crate::api::{Namespace, Object, PhysicalContainer, Resource, names};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+type Validate = Arc<dyn Fn(&Object) -> Vec<FieldError> + Send + Sync>;
+type ValidateUpdate = Arc<dyn Fn(&Object, &Object) -> Vec<FieldError> + Send + Sync>;
+
+/// What the store knows about one kind.
+#[derive(Clone)]
+pub struct KindInfo {
+    pub kind: String,
+    pub namespaced: bool,
+    /// Finalizers the store puts on every new object of this kind (like Kubernetes'
+    /// namespace finalizer), so no controller has to win a race to add them.
+    pub default_finalizers: Vec<String>,
+    /// Order in which namespace cleanup deletes this kind: lower first.
+    pub cleanup_rank: u8,
+    validate: Validate,
+    validate_update: ValidateUpdate,
+}
+
+impl KindInfo {
+    /// A kind whose spec and status are any JSON object.
+    pub fn untyped(kind: &str, namespaced: bool) -> Self {
+        KindInfo {
+            kind: kind.to_string(),
+            namespaced,
+            default_finalizers: Vec::new(),
+            cleanup_rank: 50,
+            validate: Arc::new(|o| match o.spec {
+                serde_json::Value::Object(_) => Vec::new(),
+                _ => vec![FieldError::new("spec", "must be an object")],
+            }),
+            validate_update: Arc::new(|_, _| Vec::new()),
+        }
+    }
+
+    /// A kind whose spec must decode as `R::Spec` (unknown fields rejected, with their path) and
+    /// then pass `check`.
+    pub fn typed<R: Resource + 'static>(check: fn(&R::Spec) -> Vec<FieldError>) -> Self {
+        KindInfo {
+            validate: Arc::new(move |o| match o.spec::<R>() {
+                Ok(spec) => check(&spec),
+                Err(e) => vec![FieldError::new(e.path, e.message)],
+            }),
+            ..KindInfo::untyped(R::KIND, R::NAMESPACED)
+        }
+    }
+
+    pub fn with_update_check<R: Resource + 'static>(
+        mut self,
+        check: fn(&R::Spec, &R::Spec) -> Vec<FieldError>,
+    ) -> Self {
+        self.validate_update = Arc::new(move |old, new| match (old.spec::<R>(), new.spec::<R>()) {
+            (Ok(old), Ok(new)) => check(&old, &new),
+            _ => Vec::new(), // shape errors are reported by `validate`
+        });
+        self
+    }
+
+    pub fn with_finalizer(mut self, finalizer: &str) -> Self {
+        self.default_finalizers.push(finalizer.to_string());
+        self
+    }
+
+    pub fn with_cleanup_rank(mut self, rank: u8) -> Self {
+        self.cleanup_rank = rank;
+        self
+    }
+
+    pub fn validate(&self, object: &Object) -> Vec<FieldError> {
+        (self.validate)(object)
+    }
+
+    pub fn validate_update(&self, old: &Object, new: &Object) -> Vec<FieldError> {
+        (self.validate_update)(old, new)
+    }
+}
+
+impl std::fmt::Debug for KindInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KindInfo").field("kind", &self.kind).field("namespaced", &self.namespaced).finish()
+    }
+}
+
+/// The set of kinds, shared by the store and the engine.
+#[derive(Clone, Debug, Default)]
+pub struct Registry {
+    kinds: BTreeMap<String, KindInfo>,
+}
+
+impl Registry {
+    /// `Namespace` and `PhysicalContainer`.
+    pub fn builtin() -> Self {
+        let mut registry = Registry::default();
+        registry.register(KindInfo::typed::<Namespace>(|_| Vec::new()).with_finalizer(names::FINALIZER_NAMESPACE));
+        registry.register(
+            KindInfo::typed::<PhysicalContainer>(validate_physical_container)
+                .with_update_check::<PhysicalContainer>(validate_physical_container_update)
+                .with_cleanup_rank(20),
+        );
+        registry
+    }
+
+    pub fn register(&mut self, info: KindInfo) {
+        self.kinds.insert(info.kind.clone(), info);
+    }
+
+    pub fn get(&self, kind: &str) -> Option<&KindInfo> {
+        self.kinds.get(kind)
+    }
+
+    pub fn kinds(&self) -> impl Iterator<Item = &KindInfo> {
+        self.kinds.values()
+    }
+
+    /// Namespaced kinds in cleanup order.
+    pub fn namespaced_in_cleanup_order(&self) -> Vec<&KindInfo> {
+        let mut kinds: Vec<&KindInfo> = self.kinds.values().filter(|k| k.namespaced).collect();
+        kinds.sort_by(|a, b| (a.cleanup_rank, &a.kind).cmp(&(b.cleanup_rank, &b.kind)));
+        kinds
+    }
+}

@@ -1,0 +1,87 @@
+//! drydock-scenarios: named scenarios (a workload generator plus a world shape) and the function
+//! that runs one seed of one.
+//!
+//! A seed is split into independent streams (workload, faults, world) so that changing how one is
+//! drawn does not reshuffle the others.
+
+mod basic;
+
+use drydock_faults::FaultPlan;
+use drydock_sim::workload::Workload;
+use drydock_sim::{RunReport, World, WorldConfig};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
+/// A named scenario.
+pub struct Scenario {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub generate: fn(&mut ChaCha8Rng) -> Workload,
+    pub world: fn() -> WorldConfig,
+    /// Whether faults are drawn per seed (swarm) or off.
+    pub faults: bool,
+}
+
+/// Every scenario, by name.
+pub fn all() -> &'static [Scenario] {
+    &[
+        Scenario {
+            name: "basic",
+            description: "namespaces and physical containers created, stopped and deleted over time, deletes racing creates, under swarm faults (uncertain creates, stale caches)",
+            generate: basic::generate,
+            world: WorldConfig::default,
+            faults: true,
+        },
+        Scenario {
+            name: "basic-calm",
+            description: "the basic workload with no faults: the baseline for throughput",
+            generate: basic::generate,
+            world: WorldConfig::default,
+            faults: false,
+        },
+    ]
+}
+
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    all().iter().find(|s| s.name == name)
+}
+
+/// The names of all scenarios, for error messages.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|s| s.name).collect()
+}
+
+/// The three independent streams of one seed.
+struct Streams {
+    workload: ChaCha8Rng,
+    faults: ChaCha8Rng,
+    world: u64,
+}
+
+fn streams(seed: u64) -> Streams {
+    let mut root = ChaCha8Rng::seed_from_u64(seed);
+    Streams {
+        workload: ChaCha8Rng::seed_from_u64(root.next_u64()),
+        faults: ChaCha8Rng::seed_from_u64(root.next_u64()),
+        world: root.next_u64(),
+    }
+}
+
+impl Scenario {
+    /// The workload and fault plan of `seed`.
+    pub fn materialize(&self, seed: u64) -> (Workload, FaultPlan) {
+        let mut s = streams(seed);
+        let workload = (self.generate)(&mut s.workload);
+        let faults = if self.faults { FaultPlan::swarm(&mut s.faults) } else { FaultPlan::none() };
+        (workload, faults)
+    }
+
+    /// Run one seed. `keep_trace` keeps every trace line in the report.
+    pub fn run(&self, seed: u64, keep_trace: bool) -> RunReport {
+        let (workload, faults) = self.materialize(seed);
+        let config = (self.world)();
+        let mut report = World::new(&config, &workload, faults, streams(seed).world, keep_trace).run();
+        report.seed = seed;
+        report
+    }
+}

@@ -1,0 +1,51 @@
+//! A few hundred seeds of `basic`: no failures, stable digests, distinct runs, faults really fired.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+
+const SEEDS: u64 = 300;
+
+#[test]
+fn basic_sweep_has_no_failures_and_stable_distinct_digests() {
+    let scenario = drydock_scenarios::find("basic").unwrap();
+    let mut digests = BTreeSet::new();
+    let (mut uncertain, mut stale, mut creates, mut events) = (0, 0, 0, 0);
+    for seed in 0..SEEDS {
+        let report = scenario.run(seed, false);
+        assert!(report.ok, "seed {seed} failed: {:?}", report.violations);
+        let again = scenario.run(seed, false);
+        assert_eq!(report.digest, again.digest, "seed {seed} is not deterministic");
+        assert_eq!(report.events, again.events);
+        digests.insert(report.digest);
+        uncertain += report.stats.uncertain_creates;
+        stale += report.stats.stale_deliveries;
+        creates += report.stats.runtime_creates;
+        events += report.events;
+    }
+    assert_eq!(digests.len() as u64, SEEDS, "different seeds must give different runs");
+    assert!(uncertain > 50, "uncertain creates fired only {uncertain} times");
+    assert!(stale > 500, "stale deliveries happened only {stale} times");
+    assert!(creates > 1000, "only {creates} runtime creates");
+    assert!(events > 30_000, "only {events} events");
+}
+
+#[test]
+fn calm_runs_inject_no_faults() {
+    let scenario = drydock_scenarios::find("basic-calm").unwrap();
+    for seed in 0..20 {
+        let report = scenario.run(seed, false);
+        assert!(report.ok, "seed {seed}: {:?}", report.violations);
+        assert_eq!((report.stats.uncertain_creates, report.stats.stale_deliveries), (0, 0));
+        assert_eq!(report.faults, "none");
+    }
+}
+
+#[test]
+fn a_trace_is_kept_on_request_and_matches_the_digest() {
+    let scenario = drydock_scenarios::find("basic").unwrap();
+    let report = scenario.run(7, true);
+    let lines = report.trace.as_ref().unwrap();
+    assert_eq!(lines.len() as u64, report.events);
+    assert!(lines.iter().any(|l| l.contains("client create Namespace/")));
+    assert_eq!(scenario.run(7, false).digest, report.digest, "keeping the trace does not change the run");
+}

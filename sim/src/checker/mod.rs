@@ -1,0 +1,31 @@
+//! The state checker: *always* invariants, evaluated after every event, and the *eventually*
+//! properties checked once faults are healed.
+
+mod convergence;
+mod invariants;
+
+pub use convergence::desired_equals_actual;
+pub use invariants::{INVARIANTS, Invariant};
+
+use crate::runtime::SimRuntime;
+use drydock_engine::store::Store;
+
+/// What a checker may look at: the store and the runtime, never the engine's memory.
+pub struct View<'a> {
+    pub store: &'a Store,
+    pub runtime: &'a SimRuntime,
+}
+
+/// Eventual properties, listed with the invariants by `drydock sim list`.
+pub const EVENTUAL: &[(&str, &str)] = &[
+    ("convergence", "after faults heal, desired state equals actual state within a bounded simulated time"),
+    ("quiescence", "once converged, no object is rewritten while nothing changes (no oscillation at rest)"),
+];
+
+/// The first invariant `view` violates, with its message.
+pub fn check_all(view: &View<'_>) -> Option<(&'static str, String)> {
+    INVARIANTS.iter().find_map(|inv| (inv.check)(view).err().map(|message| (inv.name, message)))
+}
+
+#[cfg(test)]
+mod tests;

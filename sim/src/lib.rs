@@ -1,0 +1,14 @@
+//! drydock-sim: a deterministic discrete-event simulator for the drydock engine.
+//!
+//! One seed fixes everything: the workload the scenario generates, the fault plan, every latency
+//! and every delivery delay are drawn from one ChaCha8 PRNG, and time is simulated. The same seed
+//! gives the same trace digest on every run and every machine.
+
+pub mod checker;
+pub mod runtime;
+pub mod scheduler;
+pub mod trace;
+pub mod workload;
+pub mod world;
+
+pub use world::{Latency, RunReport, RunStats, Violation, World, WorldConfig};

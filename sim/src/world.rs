@@ -1,0 +1,517 @@
+//! The simulated world: one store, one runtime, engine processes, client actors and a fault plan,
+//! all driven by one scheduler and one seeded PRNG.
+//!
+//! A run has two phases. During the *safety* phase the workload plays and faults fire; every
+//! invariant is checked after every event. When the workload is done the faults are healed and
+//! the *liveness* phase begins: the world must reach desired == actual within
+//! [`WorldConfig::convergence_bound`], and then stay quiet (no store writes) for
+//! [`WorldConfig::settle`].
+
+use crate::checker::{self, View};
+use crate::runtime::SimRuntime;
+use crate::scheduler::Scheduler;
+use crate::trace::Trace;
+use crate::workload::{ClientOp, Workload};
+use drydock_engine::api::{
+    Namespace, NamespaceSpec, Object, ObjectKey, ObjectMeta, PhysicalContainer, PhysicalContainerSpec,
+};
+use drydock_engine::controllers::{self, ControllerConfig};
+use drydock_engine::runtime::{RuntimeError, RuntimeRequest, RuntimeResult, short};
+use drydock_engine::store::{
+    DeleteOptions, Registry, Store, StoreConfig, StoreReply, StoreRequest, StoreResult, WatchEvent,
+};
+use drydock_engine::{Controller, Engine, EngineConfig, Input, MonoTime, Now, OpId, Output, WallTime};
+use drydock_faults::{FaultKind, FaultPlan, unit};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// A latency range; draws are uniform in `[min, max]`.
+#[derive(Copy, Clone, Debug)]
+pub struct Latency {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+impl Latency {
+    pub const fn millis(min: u64, max: u64) -> Self {
+        Latency { min: Duration::from_millis(min), max: Duration::from_millis(max) }
+    }
+
+    fn draw(&self, rng: &mut ChaCha8Rng) -> Duration {
+        self.min + (self.max.saturating_sub(self.min)).mul_f64(unit(rng))
+    }
+}
+
+/// The shape of the world. Scenarios adjust it.
+#[derive(Clone, Debug)]
+pub struct WorldConfig {
+    pub processes: usize,
+    /// Watch delivery delay of a healthy cache.
+    pub watch_delay: Latency,
+    /// Watch delivery delay when the stale-cache fault fires.
+    pub stale_watch_delay: Latency,
+    pub store_latency: Latency,
+    pub runtime_latency: Latency,
+    pub convergence_bound: Duration,
+    pub settle: Duration,
+    /// A run that takes more events than this fails (a livelock guard).
+    pub max_events: u64,
+    pub controllers: ControllerConfig,
+    pub make_controllers: fn(&ControllerConfig) -> Vec<Box<dyn Controller>>,
+    pub registry: Registry,
+    pub store: StoreConfig,
+}
+
+impl Default for WorldConfig {
+    fn default() -> Self {
+        WorldConfig {
+            processes: 1,
+            watch_delay: Latency::millis(0, 20),
+            stale_watch_delay: Latency::millis(500, 5_000),
+            store_latency: Latency::millis(1, 5),
+            runtime_latency: Latency::millis(5, 80),
+            convergence_bound: Duration::from_secs(120),
+            settle: Duration::from_secs(65),
+            max_events: 2_000_000,
+            controllers: ControllerConfig::default(),
+            make_controllers: controllers::builtin,
+            registry: Registry::builtin(),
+            store: StoreConfig::default(),
+        }
+    }
+}
+
+/// A violated invariant or eventual property.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub invariant: String,
+    pub message: String,
+    /// Simulated time of the violation, in seconds.
+    pub at: String,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub seed: u64,
+    pub ok: bool,
+    pub digest: String,
+    pub events: u64,
+    /// Simulated time at the end of the run.
+    pub sim_nanos: u64,
+    pub faults: String,
+    pub violations: Vec<Violation>,
+    pub stats: RunStats,
+    #[serde(skip)]
+    pub trace: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunStats {
+    pub client_ops: u64,
+    pub store_requests: u64,
+    pub runtime_requests: u64,
+    pub runtime_creates: u64,
+    pub uncertain_creates: u64,
+    pub stale_deliveries: u64,
+    pub reconciles: u64,
+    /// Simulated seconds from heal to convergence.
+    pub convergence_secs: f64,
+}
+
+#[derive(Debug)]
+enum Event {
+    Client(usize),
+    Deliver { process: usize, event: WatchEvent },
+    StoreApply { process: usize, id: OpId, request: StoreRequest },
+    StoreReply { process: usize, id: OpId, result: StoreResult },
+    RuntimeApply { process: usize, id: OpId, request: RuntimeRequest },
+    RuntimeReply { process: usize, id: OpId, result: RuntimeResult },
+    Wake { process: usize },
+    Heal,
+}
+
+struct Process {
+    engine: Engine,
+    /// Watch events are delivered in order: never before the previous one.
+    last_delivery: MonoTime,
+    wake_at: Option<MonoTime>,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Phase {
+    Safety,
+    Liveness { healed_at: MonoTime },
+    Settling { converged_at: MonoTime, revision: u64 },
+}
+
+/// Wall time at simulated time zero: 2026-01-01T00:00:00Z.
+const EPOCH_MS: u64 = 1_767_225_600_000;
+
+pub struct World<'w> {
+    config: &'w WorldConfig,
+    workload: &'w Workload,
+    seed: u64,
+    rng: ChaCha8Rng,
+    faults: FaultPlan,
+    scheduler: Scheduler<Event>,
+    store: Store,
+    runtime: SimRuntime,
+    processes: Vec<Process>,
+    broadcast_rv: u64,
+    /// Requests handed to the world and not yet replied, plus undelivered watch events.
+    in_flight: u64,
+    trace: Trace,
+    phase: Phase,
+    stats: RunStats,
+    violations: Vec<Violation>,
+    line: String,
+}
+
+impl<'w> World<'w> {
+    pub fn new(
+        config: &'w WorldConfig,
+        workload: &'w Workload,
+        faults: FaultPlan,
+        seed: u64,
+        keep_trace: bool,
+    ) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let store =
+            Store::in_memory(config.registry.clone(), StoreConfig { uid_seed: rng.next_u64(), ..config.store.clone() });
+        let mut runtime = SimRuntime::new(rng.next_u64());
+        for image in &workload.images {
+            runtime.add_image(image);
+        }
+        let processes = (0..config.processes)
+            .map(|i| Process {
+                engine: Engine::new(
+                    EngineConfig { identity: format!("engine-{i}"), seed: rng.next_u64(), ..EngineConfig::default() },
+                    config.registry.clone(),
+                    (config.make_controllers)(&config.controllers),
+                ),
+                last_delivery: MonoTime::ZERO,
+                wake_at: None,
+            })
+            .collect();
+        World {
+            config,
+            workload,
+            seed,
+            rng,
+            faults,
+            scheduler: Scheduler::default(),
+            store,
+            runtime,
+            processes,
+            broadcast_rv: 0,
+            in_flight: 0,
+            trace: Trace::new(keep_trace),
+            phase: Phase::Safety,
+            stats: RunStats::default(),
+            violations: Vec::new(),
+            line: String::new(),
+        }
+    }
+
+    /// Play the workload, heal, wait for convergence and quiet; report.
+    pub fn run(mut self) -> RunReport {
+        for (i, op) in self.workload.ops.iter().enumerate() {
+            self.scheduler.at(op.at, Event::Client(i));
+        }
+        self.scheduler.at(self.workload.end() + Duration::from_millis(1), Event::Heal);
+        while let Some((now, event)) = self.scheduler.pop() {
+            self.line.clear();
+            let _ = write!(self.line, "{now} ");
+            self.step(now, event);
+            self.trace.record(&self.line);
+            if self.check(now) {
+                break;
+            }
+        }
+        self.report()
+    }
+
+    fn now(&self, mono: MonoTime) -> Now {
+        Now::new(mono, WallTime(EPOCH_MS) + mono.as_duration())
+    }
+
+    fn step(&mut self, now: MonoTime, event: Event) {
+        match event {
+            Event::Client(i) => self.client(now, i),
+            Event::Deliver { process, event } => {
+                self.in_flight -= 1;
+                let _ = write!(
+                    self.line,
+                    "p{process} deliver {:?} {} rv={}",
+                    event.event,
+                    event.object.key(),
+                    event.resource_version()
+                );
+                self.input(now, process, Input::Watch(event));
+            }
+            Event::StoreApply { process, id, request } => {
+                let _ = write!(self.line, "p{process} store {id} {}", request.describe());
+                let result = self.store.execute(self.now(now).wall, request);
+                self.describe_store_result(&result);
+                self.broadcast(now);
+                let at = now + self.config.store_latency.draw(&mut self.rng);
+                self.scheduler.at(at, Event::StoreReply { process, id, result });
+            }
+            Event::StoreReply { process, id, result } => {
+                self.in_flight -= 1;
+                let _ = write!(self.line, "p{process} store-reply {id}");
+                self.input(now, process, Input::StoreDone { id, result });
+            }
+            Event::RuntimeApply { process, id, request } => self.runtime_apply(now, process, id, request),
+            Event::RuntimeReply { process, id, result } => {
+                self.in_flight -= 1;
+                let _ = write!(self.line, "p{process} runtime-reply {id}");
+                self.input(now, process, Input::RuntimeDone { id, result });
+            }
+            Event::Wake { process } => {
+                let _ = write!(self.line, "p{process} wake");
+                let p = &mut self.processes[process];
+                if p.wake_at == Some(now) {
+                    p.wake_at = None;
+                }
+                self.pump(now, process);
+            }
+            Event::Heal => {
+                let _ = write!(self.line, "heal faults={}", self.faults.describe());
+                self.faults.heal();
+                self.phase = Phase::Liveness { healed_at: now };
+            }
+        }
+    }
+
+    fn input(&mut self, now: MonoTime, process: usize, input: Input) {
+        let at = self.now(now);
+        self.processes[process].engine.handle(at, input);
+        self.pump(now, process);
+    }
+
+    /// Take every output the engine has now, schedule each, and schedule the next wake.
+    fn pump(&mut self, now: MonoTime, process: usize) {
+        let at = self.now(now);
+        while let Some(output) = self.processes[process].engine.poll(at) {
+            self.in_flight += 1;
+            match output {
+                Output::Store { id, request } => {
+                    self.stats.store_requests += 1;
+                    let t = now + self.config.store_latency.draw(&mut self.rng);
+                    self.scheduler.at(t, Event::StoreApply { process, id, request });
+                }
+                Output::Runtime { id, request } => {
+                    self.stats.runtime_requests += 1;
+                    let t = now + self.config.runtime_latency.draw(&mut self.rng);
+                    self.scheduler.at(t, Event::RuntimeApply { process, id, request });
+                }
+            }
+        }
+        let p = &mut self.processes[process];
+        if let Some(due) = p.engine.next_wakeup()
+            && p.wake_at.is_none_or(|w| due < w)
+        {
+            p.wake_at = Some(due);
+            self.scheduler.at(due, Event::Wake { process });
+        }
+    }
+
+    fn runtime_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
+        let _ = write!(self.line, "p{process} runtime {id} {}", request.describe());
+        let mut result = self.runtime.execute(&request);
+        match &result {
+            Ok(reply) => {
+                let _ = write!(self.line, " -> {}", describe_reply(reply));
+            }
+            Err(e) => {
+                let _ = write!(self.line, " -> {}", e.code());
+            }
+        }
+        if let RuntimeRequest::CreateContainer(_) = request
+            && result.is_ok()
+        {
+            self.stats.runtime_creates += 1;
+            if self.faults.fires(FaultKind::UncertainCreate, &mut self.rng) {
+                self.stats.uncertain_creates += 1;
+                self.line.push_str(" [fault uncertain-create: reply lost]");
+                result = Err(RuntimeError::Uncertain("connection reset by peer after the request was sent".into()));
+            }
+        }
+        let t = now + self.config.runtime_latency.draw(&mut self.rng) / 4;
+        self.scheduler.at(t, Event::RuntimeReply { process, id, result });
+    }
+
+    /// Queue every store event not yet sent to the processes, each after its delivery delay.
+    fn broadcast(&mut self, now: MonoTime) {
+        let events: Vec<WatchEvent> = match self.store.events_since(self.broadcast_rv) {
+            Ok(events) => events.cloned().collect(),
+            Err(_) => Vec::new(),
+        };
+        self.broadcast_rv = self.store.resource_version();
+        for event in events {
+            for process in 0..self.processes.len() {
+                let delay = if self.faults.fires(FaultKind::StaleCache, &mut self.rng) {
+                    self.stats.stale_deliveries += 1;
+                    self.config.stale_watch_delay.draw(&mut self.rng)
+                } else {
+                    self.config.watch_delay.draw(&mut self.rng)
+                };
+                let p = &mut self.processes[process];
+                let at = (now + delay).max(p.last_delivery);
+                p.last_delivery = at;
+                self.in_flight += 1;
+                self.scheduler.at(at, Event::Deliver { process, event: event.clone() });
+            }
+        }
+    }
+
+    fn client(&mut self, now: MonoTime, index: usize) {
+        self.stats.client_ops += 1;
+        let wall = self.now(now).wall;
+        let op = self.workload.ops[index].op.clone();
+        let result = match &op {
+            ClientOp::CreateNamespace { name } => {
+                let _ = write!(self.line, "client create Namespace/{name}");
+                self.store
+                    .create(wall, Object::from_spec::<Namespace>(ObjectMeta::named(None, name), &NamespaceSpec {}))
+            }
+            ClientOp::DeleteNamespace { name } => {
+                let _ = write!(self.line, "client delete Namespace/{name}");
+                self.store.delete(wall, &ObjectKey::cluster("Namespace", name), &DeleteOptions::default())
+            }
+            ClientOp::CreateContainer { namespace, name, image, owner } => {
+                let _ = write!(self.line, "client create PhysicalContainer/{namespace}/{name}");
+                let mut meta = ObjectMeta::named(Some(namespace), name);
+                if let Some(owner) = owner
+                    && let Some(o) = self.store.get(&ObjectKey::namespaced("PhysicalContainer", namespace, owner))
+                {
+                    meta.owner_references.push(o.owner_reference(false));
+                }
+                let spec = PhysicalContainerSpec { image: image.clone(), ..Default::default() };
+                self.store.create(wall, Object::from_spec::<PhysicalContainer>(meta, &spec))
+            }
+            ClientOp::StopContainer { namespace, name } => {
+                let _ = write!(self.line, "client stop PhysicalContainer/{namespace}/{name}");
+                let key = ObjectKey::namespaced("PhysicalContainer", namespace, name);
+                match self.store.get(&key).map(|o| (**o).clone()) {
+                    Some(mut object) => {
+                        if let Some(spec) = object.spec.as_object_mut() {
+                            spec.insert("stop".into(), serde_json::Value::Bool(true));
+                        }
+                        self.store.update(object)
+                    }
+                    None => Err(drydock_engine::store::StoreError::NotFound { key: key.to_string() }),
+                }
+            }
+            ClientOp::DeleteContainer { namespace, name } => {
+                let _ = write!(self.line, "client delete PhysicalContainer/{namespace}/{name}");
+                self.store.delete(
+                    wall,
+                    &ObjectKey::namespaced("PhysicalContainer", namespace, name),
+                    &DeleteOptions::default(),
+                )
+            }
+        };
+        self.describe_store_result(&result.map(StoreReply::Object));
+        self.broadcast(now);
+    }
+
+    fn describe_store_result(&mut self, result: &StoreResult) {
+        let _ = match result {
+            Ok(StoreReply::Object(o)) => write!(self.line, " -> ok rv={}", o.metadata.resource_version),
+            Ok(StoreReply::Objects(list)) => write!(self.line, " -> ok {} objects", list.len()),
+            Err(e) => write!(self.line, " -> {}", e.code()),
+        };
+    }
+
+    /// Check invariants and the phase's progress. True when the run is over.
+    fn check(&mut self, now: MonoTime) -> bool {
+        let view = View { store: &self.store, runtime: &self.runtime };
+        if let Some((invariant, message)) = checker::check_all(&view) {
+            return self.fail(now, invariant, message);
+        }
+        if self.trace.events() >= self.config.max_events {
+            let message = format!("the run did not finish within {} events", self.config.max_events);
+            return self.fail(now, "event-budget", message);
+        }
+        match self.phase {
+            Phase::Safety => false,
+            Phase::Liveness { healed_at } => {
+                if self.is_quiet(now) && checker::desired_equals_actual(&view).is_ok() {
+                    self.stats.convergence_secs = now.since(healed_at).as_secs_f64();
+                    self.phase = Phase::Settling { converged_at: now, revision: self.store.resource_version() };
+                    return false;
+                }
+                if now.since(healed_at) > self.config.convergence_bound {
+                    let why = checker::desired_equals_actual(&view)
+                        .err()
+                        .unwrap_or_else(|| format!("{} requests or deliveries still in flight", self.in_flight));
+                    let message = format!(
+                        "not converged {}s after faults healed: {why}",
+                        self.config.convergence_bound.as_secs()
+                    );
+                    return self.fail(now, "convergence", message);
+                }
+                false
+            }
+            Phase::Settling { converged_at, revision } => {
+                if self.store.resource_version() != revision {
+                    let changed = self
+                        .store
+                        .events_since(revision)
+                        .ok()
+                        .and_then(|mut e| e.next().map(|e| e.object.key().to_string()))
+                        .unwrap_or_default();
+                    let message = format!("{changed} was rewritten after the world converged with nothing changing");
+                    return self.fail(now, "quiescence", message);
+                }
+                now.since(converged_at) >= self.config.settle
+            }
+        }
+    }
+
+    /// Nothing in flight and no engine work due now.
+    fn is_quiet(&self, now: MonoTime) -> bool {
+        self.in_flight == 0
+            && self
+                .processes
+                .iter()
+                .all(|p| p.engine.in_flight() == 0 && p.engine.next_wakeup().is_none_or(|t| t > now))
+    }
+
+    fn fail(&mut self, now: MonoTime, invariant: &str, message: String) -> bool {
+        self.violations.push(Violation { invariant: invariant.to_string(), message, at: now.to_string() });
+        true
+    }
+
+    fn report(mut self) -> RunReport {
+        self.stats.reconciles = self.processes.iter().map(|p| p.engine.stats().reconciles).sum();
+        RunReport {
+            seed: self.seed,
+            ok: self.violations.is_empty(),
+            digest: self.trace.digest(),
+            events: self.trace.events(),
+            sim_nanos: self.scheduler.now().0,
+            faults: self.faults.describe(),
+            violations: self.violations,
+            stats: self.stats,
+            trace: self.trace.take_lines(),
+        }
+    }
+}
+
+fn describe_reply(reply: &drydock_engine::runtime::RuntimeReply) -> String {
+    use drydock_engine::runtime::RuntimeReply as R;
+    match reply {
+        R::Created { id } => format!("created {}", short(id)),
+        R::Done => "ok".into(),
+        R::Container(c) => format!("{} {}", short(&c.id), c.state),
+        R::Containers(list) => format!("{} containers", list.len()),
+        R::Image(i) => format!("image {}", short(&i.id)),
+    }
+}
