@@ -9,6 +9,7 @@
 //! - `Uncertain` means the request may or may not have been applied (a lost reply): the caller
 //!   must verify, e.g. by listing containers with its own uid label, before retrying.
 
+use crate::time::WallTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -50,6 +51,11 @@ pub enum RuntimeRequest {
     InspectImage {
         reference: String,
     },
+    /// The lifecycle events of one container at or after `since`, oldest first.
+    ContainerEvents {
+        id: String,
+        since: WallTime,
+    },
 }
 
 impl RuntimeRequest {
@@ -66,6 +72,7 @@ impl RuntimeRequest {
                 format!("list {}", l.join(","))
             }
             RuntimeRequest::InspectImage { reference } => format!("inspect-image {reference}"),
+            RuntimeRequest::ContainerEvents { id, .. } => format!("events {}", short(id)),
         }
     }
 }
@@ -99,6 +106,25 @@ pub struct ImageInfo {
     pub tags: Vec<String>,
 }
 
+/// A container lifecycle transition, as Docker's event stream reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventAction {
+    Create,
+    Start,
+    /// The main process ended (by itself, or stopped, or killed).
+    Die {
+        exit_code: Option<i64>,
+    },
+    Destroy,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeEvent {
+    pub container_id: String,
+    pub action: EventAction,
+    pub time: WallTime,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RuntimeReply {
     Created {
@@ -109,6 +135,7 @@ pub enum RuntimeReply {
     Container(ContainerInfo),
     Containers(Vec<ContainerInfo>),
     Image(ImageInfo),
+    Events(Vec<RuntimeEvent>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]

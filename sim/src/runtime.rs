@@ -8,9 +8,11 @@
 //! Every call applies at once; latency and lost replies are the world's business, not the
 //! runtime's.
 
-use drydock_engine::api::normalize_image_reference;
+use drydock_engine::WallTime;
+use drydock_engine::api::{familiar_image_reference, is_runtime_name, normalize_image_reference};
 use drydock_engine::runtime::{
-    ContainerInfo, ContainerState, ImageInfo, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult,
+    ContainerInfo, ContainerState, EventAction, ImageInfo, RuntimeError, RuntimeEvent, RuntimeReply, RuntimeRequest,
+    RuntimeResult,
 };
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -19,12 +21,24 @@ use std::collections::BTreeMap;
 /// that ignores SIGTERM).
 pub const STOPPED_EXIT_CODE: i64 = 137;
 
+/// The command images get when none is given (`docker import -c 'CMD ...'`).
+pub const DEFAULT_IMAGE_COMMAND: [&str; 2] = ["sleep", "3600"];
+
+#[derive(Clone, Debug)]
+struct SimImage {
+    info: ImageInfo,
+    command: Vec<String>,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct SimRuntime {
     containers: BTreeMap<String, ContainerInfo>,
+    commands: BTreeMap<String, Vec<String>>,
     names: BTreeMap<String, String>,
     /// normalized reference -> image.
-    images: BTreeMap<String, ImageInfo>,
+    images: BTreeMap<String, SimImage>,
+    events: Vec<RuntimeEvent>,
+    now: WallTime,
     ids: u64,
     seed: u64,
     /// Containers ever created, for reports.
@@ -37,15 +51,22 @@ impl SimRuntime {
         SimRuntime { seed, ..SimRuntime::default() }
     }
 
-    /// Make an image present (as `docker load` or `docker import` would).
+    /// Set the wall clock that stamps events.
+    pub fn set_now(&mut self, now: WallTime) {
+        self.now = now;
+    }
+
+    /// Make an image present (as `docker load` or `docker import` would), with the default command.
     pub fn add_image(&mut self, reference: &str) {
         let normalized = normalize_image_reference(reference);
         let id = format!("sha256:{}", hex::encode(Sha256::digest(normalized.as_bytes())));
-        self.images.insert(normalized.clone(), ImageInfo { id, tags: vec![normalized] });
+        let info = ImageInfo { id, tags: vec![familiar_image_reference(reference)] };
+        let command = DEFAULT_IMAGE_COMMAND.iter().map(|s| s.to_string()).collect();
+        self.images.insert(normalized, SimImage { info, command });
     }
 
     pub fn has_image(&self, reference: &str) -> bool {
-        self.images.contains_key(&normalize_image_reference(reference))
+        self.image(reference).is_some()
     }
 
     pub fn containers(&self) -> impl Iterator<Item = &ContainerInfo> {
@@ -66,18 +87,25 @@ impl SimRuntime {
     pub fn execute(&mut self, request: &RuntimeRequest) -> RuntimeResult {
         match request {
             RuntimeRequest::CreateContainer(create) => {
-                let Some(image) = self.images.get(&normalize_image_reference(&create.image)) else {
+                if !is_runtime_name(&create.name) {
+                    return Err(RuntimeError::Transient(format!(
+                        "400: Invalid container name ({}), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed",
+                        create.name
+                    )));
+                }
+                let Some(image) = self.image(&create.image) else {
                     return Err(RuntimeError::NotFound(format!("No such image: {}", create.image)));
                 };
+                let command = if create.command.is_empty() { image.command.clone() } else { create.command.clone() };
                 if let Some(existing) = self.names.get(&create.name) {
                     return Err(RuntimeError::Conflict(format!(
                         "Conflict. The container name \"/{}\" is already in use by container \"{existing}\". You have to remove (or rename) that container to be able to reuse that name.",
                         create.name
                     )));
                 }
-                let _ = image;
                 let id = self.next_id();
                 self.creates += 1;
+                self.commands.insert(id.clone(), command);
                 self.insert(ContainerInfo {
                     id: id.clone(),
                     name: create.name.clone(),
@@ -86,21 +114,29 @@ impl SimRuntime {
                     state: ContainerState::Created,
                     exit_code: None,
                 });
+                self.event(&id, EventAction::Create);
                 Ok(RuntimeReply::Created { id })
             }
             RuntimeRequest::StartContainer { id } => {
-                let c = self.get_mut(id)?;
-                if c.state != ContainerState::Running {
+                let id = self.resolve(id)?;
+                if self.containers.get(&id).is_some_and(|c| c.state == ContainerState::Running) {
+                    return Ok(RuntimeReply::Done);
+                }
+                let exits = self.commands.get(&id).and_then(|c| exits_at_once(c));
+                if let Some(c) = self.containers.get_mut(&id) {
                     c.state = ContainerState::Running;
                     c.exit_code = None;
+                }
+                self.event(&id, EventAction::Start);
+                if let Some(code) = exits {
+                    self.exit(&id, code);
                 }
                 Ok(RuntimeReply::Done)
             }
             RuntimeRequest::StopContainer { id, .. } => {
-                let c = self.get_mut(id)?;
-                if c.state == ContainerState::Running {
-                    c.state = ContainerState::Exited;
-                    c.exit_code = Some(STOPPED_EXIT_CODE);
+                let id = self.resolve(id)?;
+                if self.containers.get(&id).is_some_and(|c| c.state == ContainerState::Running) {
+                    self.exit(&id, STOPPED_EXIT_CODE);
                 }
                 Ok(RuntimeReply::Done)
             }
@@ -109,11 +145,16 @@ impl SimRuntime {
                 let running = self.containers.get(&id).is_some_and(|c| c.state == ContainerState::Running);
                 if running && !force {
                     return Err(RuntimeError::Conflict(format!(
-                        "cannot remove container \"{id}\": container is running: stop the container before removing or force remove"
+                        "You cannot remove a running container {id}. Stop the container before attempting removal or force remove"
                     )));
+                }
+                if running {
+                    self.exit(&id, STOPPED_EXIT_CODE);
                 }
                 if let Some(removed) = self.containers.remove(&id) {
                     self.names.remove(&removed.name);
+                    self.commands.remove(&id);
+                    self.event(&id, EventAction::Destroy);
                 }
                 Ok(RuntimeReply::Done)
             }
@@ -129,11 +170,15 @@ impl SimRuntime {
                     .collect(),
             )),
             RuntimeRequest::InspectImage { reference } => self
-                .images
-                .get(&normalize_image_reference(reference))
-                .cloned()
-                .map(RuntimeReply::Image)
+                .image(reference)
+                .map(|i| RuntimeReply::Image(i.info.clone()))
                 .ok_or_else(|| RuntimeError::NotFound(format!("No such image: {reference}"))),
+            RuntimeRequest::ContainerEvents { id, since } => {
+                let id = self.resolve(id).unwrap_or_else(|_| id.clone());
+                Ok(RuntimeReply::Events(
+                    self.events.iter().filter(|e| e.container_id == id && e.time >= *since).cloned().collect(),
+                ))
+            }
         }
     }
 
@@ -142,9 +187,23 @@ impl SimRuntime {
         self.execute(&RuntimeRequest::RemoveContainer { id: id_or_name.to_string(), force: true }).is_ok()
     }
 
-    fn get_mut(&mut self, id_or_name: &str) -> Result<&mut ContainerInfo, RuntimeError> {
-        let id = self.resolve(id_or_name)?;
-        self.containers.get_mut(&id).ok_or_else(|| not_found(id_or_name))
+    fn image(&self, reference: &str) -> Option<&SimImage> {
+        self.images.get(&normalize_image_reference(reference)).or_else(|| {
+            let id = reference.strip_prefix("sha256:").unwrap_or(reference);
+            self.images.values().find(|i| id.len() >= 12 && i.info.id.trim_start_matches("sha256:").starts_with(id))
+        })
+    }
+
+    fn exit(&mut self, id: &str, code: i64) {
+        if let Some(c) = self.containers.get_mut(id) {
+            c.state = ContainerState::Exited;
+            c.exit_code = Some(code);
+        }
+        self.event(id, EventAction::Die { exit_code: Some(code) });
+    }
+
+    fn event(&mut self, id: &str, action: EventAction) {
+        self.events.push(RuntimeEvent { container_id: id.to_string(), action, time: self.now });
     }
 
     /// Docker resolves a full id, a name, or a unique id prefix.
@@ -172,6 +231,20 @@ impl SimRuntime {
         h.update(self.seed.to_le_bytes());
         h.update(self.ids.to_le_bytes());
         hex::encode(h.finalize())
+    }
+}
+
+/// The exit code of a command that ends as soon as it starts: `true`, `false`,
+/// `sh -c 'exit N'`; `None` for anything that keeps running.
+fn exits_at_once(command: &[String]) -> Option<i64> {
+    match command {
+        [c] if c == "true" => Some(0),
+        [c] if c == "false" => Some(1),
+        [sh, c, script] if (sh == "sh" || sh == "/bin/sh") && c == "-c" => {
+            let code = script.trim().strip_prefix("exit")?.trim();
+            if code.is_empty() { Some(0) } else { code.parse().ok() }
+        }
+        _ => None,
     }
 }
 

@@ -323,6 +323,7 @@ impl<'w> World<'w> {
 
     fn runtime_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
         let _ = write!(self.line, "p{process} runtime {id} {}", request.describe());
+        self.runtime.set_now(self.now(now).wall);
         let mut result = self.runtime.execute(&request);
         match &result {
             Ok(reply) => {
@@ -513,5 +514,6 @@ fn describe_reply(reply: &drydock_engine::runtime::RuntimeReply) -> String {
         R::Container(c) => format!("{} {}", short(&c.id), c.state),
         R::Containers(list) => format!("{} containers", list.len()),
         R::Image(i) => format!("image {}", short(&i.id)),
+        R::Events(events) => format!("{} events", events.len()),
     }
 }

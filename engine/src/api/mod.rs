@@ -12,7 +12,8 @@ pub use meta::{ObjectMeta, OwnerReference, Uid};
 pub use object::{Object, ObjectKey, Resource, TypedError};
 pub use resources::{
     ContainerPhase, Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus, PhysicalContainer,
-    PhysicalContainerSpec, PhysicalContainerStatus, normalize_image_reference,
+    PhysicalContainerSpec, PhysicalContainerStatus, familiar_image_reference, is_runtime_name,
+    normalize_image_reference,
 };
 
 /// Labels and finalizers the engine owns. Callers cannot override system labels.

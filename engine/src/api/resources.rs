@@ -250,6 +250,15 @@ pub fn normalize_image_reference(reference: &str) -> String {
     full
 }
 
+/// The short form Docker shows in `RepoTags`: `busybox:latest`, `drydock-test/busybox:latest`,
+/// `quay.io/a/b:1`.
+pub fn familiar_image_reference(reference: &str) -> String {
+    let full = normalize_image_reference(reference);
+    full.strip_prefix("docker.io/library/")
+        .or_else(|| full.strip_prefix("docker.io/"))
+        .map_or_else(|| full.clone(), str::to_string)
+}
+
 #[cfg(test)]
 mod normalize_tests {
     use super::normalize_image_reference as n;
@@ -264,5 +273,13 @@ mod normalize_tests {
         let d = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
         assert_eq!(n(&format!("busybox@{d}")), format!("docker.io/library/busybox@{d}"));
         assert_ne!(n(&format!("busybox@{d}")), n("busybox"));
+    }
+
+    #[test]
+    fn familiar_forms() {
+        use super::familiar_image_reference as f;
+        assert_eq!(f("docker.io/library/busybox"), "busybox:latest");
+        assert_eq!(f("drydock-test/busybox"), "drydock-test/busybox:latest");
+        assert_eq!(f("quay.io/a/b:1"), "quay.io/a/b:1");
     }
 }

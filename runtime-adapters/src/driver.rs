@@ -1,0 +1,128 @@
+//! The production driver: a tokio loop around the sans-IO engine.
+//!
+//! Each turn it feeds the engine every new store event (relisting if the log was compacted),
+//! performs every request the engine has (store requests inline: the store is in-process; runtime
+//! requests as concurrent tasks whose results come back over a channel), and then sleeps until a
+//! runtime result arrives, the store changes, or the engine's next wakeup is due.
+
+use crate::clock::SystemClock;
+use crate::runtime::Runtime;
+use crate::store::SharedStore;
+use drydock_engine::controllers::{self, ControllerConfig};
+use drydock_engine::runtime::RuntimeResult;
+use drydock_engine::store::{Registry, Store, WatchEvent};
+use drydock_engine::{Engine, EngineConfig, Input, OpId, Output};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub struct Driver<R: Runtime> {
+    engine: Engine,
+    store: Arc<SharedStore>,
+    runtime: Arc<R>,
+    clock: SystemClock,
+    watch_rv: u64,
+    results_tx: mpsc::UnboundedSender<(OpId, RuntimeResult)>,
+    results: mpsc::UnboundedReceiver<(OpId, RuntimeResult)>,
+}
+
+impl<R: Runtime> Driver<R> {
+    pub fn new(engine: Engine, store: Arc<SharedStore>, runtime: Arc<R>) -> Self {
+        let (results_tx, results) = mpsc::unbounded_channel();
+        Driver { engine, store, runtime, clock: SystemClock::default(), watch_rv: 0, results_tx, results }
+    }
+
+    /// A driver running the built-in controllers as `identity`.
+    pub fn builtin(identity: &str, store: Arc<SharedStore>, runtime: Arc<R>) -> Self {
+        let seed = crate::clock::wall_now().0;
+        let config = EngineConfig { identity: identity.to_string(), seed, ..EngineConfig::default() };
+        let engine = Engine::new(config, Registry::builtin(), controllers::builtin(&ControllerConfig::default()));
+        Driver::new(engine, store, runtime)
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Run until `stop` resolves.
+    pub async fn run(&mut self, stop: impl Future<Output = ()>) {
+        self.run_until(stop, |_| false).await;
+    }
+
+    /// Run until `done` holds for the store (true) or `stop` resolves (false).
+    pub async fn run_until(&mut self, stop: impl Future<Output = ()>, done: impl Fn(&Store) -> bool) -> bool {
+        let mut revisions = self.store.subscribe();
+        let mut stop = std::pin::pin!(stop);
+        loop {
+            self.feed_watch();
+            self.pump();
+            if self.store.read(&done) {
+                return true;
+            }
+            let wake = self.engine.next_wakeup().map(|t| self.clock.instant(t));
+            let sleep = async {
+                match wake {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = &mut stop => return false,
+                Some((id, result)) = self.results.recv() => {
+                    tracing::debug!(%id, ok = result.is_ok(), "runtime reply");
+                    self.engine.handle(self.clock.now(), Input::RuntimeDone { id, result });
+                }
+                Ok(()) = revisions.changed() => {}
+                () = sleep => {}
+            }
+        }
+    }
+
+    /// Run until `done` holds, or give up after `timeout`.
+    pub async fn run_for(&mut self, timeout: Duration, done: impl Fn(&Store) -> bool) -> bool {
+        self.run_until(tokio::time::sleep(timeout), done).await
+    }
+
+    fn feed_watch(&mut self) {
+        let since = self.watch_rv;
+        let news = self.store.read(|s| match s.events_since(since) {
+            Ok(events) => Ok(events.cloned().collect::<Vec<WatchEvent>>()),
+            Err(_) => Err((s.list(None, None), s.resource_version())),
+        });
+        match news {
+            Ok(events) => {
+                for event in events {
+                    self.watch_rv = event.resource_version();
+                    self.engine.handle(self.clock.now(), Input::Watch(event));
+                }
+            }
+            Err((objects, resource_version)) => {
+                tracing::info!(since, resource_version, "watch history compacted: relisting");
+                self.watch_rv = resource_version;
+                self.engine.handle(self.clock.now(), Input::Resync { objects, resource_version });
+            }
+        }
+    }
+
+    fn pump(&mut self) {
+        while let Some(output) = self.engine.poll(self.clock.now()) {
+            match output {
+                Output::Store { id, request } => {
+                    let result = self.store.execute(request);
+                    self.engine.handle(self.clock.now(), Input::StoreDone { id, result });
+                }
+                Output::Runtime { id, request } => {
+                    tracing::debug!(%id, request = %request.describe(), "runtime request");
+                    let runtime = self.runtime.clone();
+                    let results = self.results_tx.clone();
+                    tokio::spawn(async move {
+                        let result = runtime.execute(request).await;
+                        let _ = results.send((id, result));
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! What every conformance case gets: a runtime, unique names, a label marking its containers, and
+//! cleanup afterwards.
+
+use drydock_adapters::Runtime;
+use drydock_adapters::clock::wall_now;
+use drydock_engine::WallTime;
+use drydock_engine::runtime::{
+    ContainerCreate, ContainerInfo, RuntimeError, RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult,
+};
+use drydock_sim::runtime::SimRuntime;
+use futures_util::FutureExt;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The simulated runtime behind the async contract, on the system clock.
+pub struct SimAdapter(parking_lot::Mutex<SimRuntime>);
+
+impl SimAdapter {
+    pub fn new(image: &str) -> Self {
+        let mut runtime = SimRuntime::new(7);
+        runtime.add_image(image);
+        SimAdapter(parking_lot::Mutex::new(runtime))
+    }
+}
+
+impl Runtime for SimAdapter {
+    async fn execute(&self, request: RuntimeRequest) -> RuntimeResult {
+        let mut runtime = self.0.lock();
+        runtime.set_now(wall_now());
+        runtime.execute(&request)
+    }
+}
+
+pub const RUN_LABEL: &str = "drydock.test/case";
+
+pub struct Fixture<R: Runtime> {
+    pub rt: Arc<R>,
+    pub case: String,
+    pub image: String,
+    pub since: WallTime,
+}
+
+impl<R: Runtime> Fixture<R> {
+    pub fn new(rt: Arc<R>, case: &str) -> Self {
+        let nonce = wall_now().0 % 1_000_000;
+        Fixture {
+            rt,
+            case: format!(
+                "dct-{}-{nonce}-{}",
+                case.replace('_', "-").chars().take(40).collect::<String>(),
+                std::process::id()
+            ),
+            image: drydock_adapters::testing::TEST_IMAGE.to_string(),
+            since: WallTime(wall_now().0.saturating_sub(2_000)),
+        }
+    }
+
+    /// Run `case`, then remove every container it made, even if it panicked.
+    pub async fn run<'a, F, Fut>(&'a self, case: F)
+    where
+        F: FnOnce(&'a Fixture<R>) -> Fut,
+        Fut: Future<Output = ()> + 'a,
+    {
+        let outcome = AssertUnwindSafe(case(self)).catch_unwind().await;
+        self.cleanup().await;
+        if let Err(panic) = outcome {
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    async fn cleanup(&self) {
+        let labels = BTreeMap::from([(RUN_LABEL.to_string(), self.case.clone())]);
+        if let Ok(RuntimeReply::Containers(list)) = self.rt.execute(RuntimeRequest::ListContainers { labels }).await {
+            for c in list {
+                let _ = self.rt.execute(RuntimeRequest::RemoveContainer { id: c.id, force: true }).await;
+            }
+        }
+    }
+
+    pub fn name(&self, suffix: &str) -> String {
+        format!("{}-{suffix}", self.case)
+    }
+
+    pub fn spec(&self, suffix: &str, command: &[&str]) -> ContainerCreate {
+        ContainerCreate {
+            name: self.name(suffix),
+            image: self.image.clone(),
+            command: command.iter().map(|s| s.to_string()).collect(),
+            env: BTreeMap::new(),
+            labels: BTreeMap::from([(RUN_LABEL.to_string(), self.case.clone())]),
+        }
+    }
+
+    pub async fn exec(&self, request: RuntimeRequest) -> RuntimeResult {
+        self.rt.execute(request).await
+    }
+
+    pub async fn try_create(&self, spec: ContainerCreate) -> RuntimeResult {
+        self.exec(RuntimeRequest::CreateContainer(spec)).await
+    }
+
+    /// Create a container that sleeps (default command) and return its id.
+    pub async fn create(&self, suffix: &str) -> String {
+        self.create_with(self.spec(suffix, &[])).await
+    }
+
+    pub async fn create_with(&self, spec: ContainerCreate) -> String {
+        match self.try_create(spec).await {
+            Ok(RuntimeReply::Created { id }) => id,
+            other => panic!("create failed: {other:?}"),
+        }
+    }
+
+    pub async fn start(&self, id: &str) {
+        self.exec(RuntimeRequest::StartContainer { id: id.into() }).await.unwrap();
+    }
+
+    pub async fn stop(&self, id: &str) -> RuntimeResult {
+        self.exec(RuntimeRequest::StopContainer { id: id.into(), timeout_secs: 1 }).await
+    }
+
+    pub async fn remove(&self, id: &str, force: bool) -> RuntimeResult {
+        self.exec(RuntimeRequest::RemoveContainer { id: id.into(), force }).await
+    }
+
+    pub async fn inspect(&self, id: &str) -> Result<ContainerInfo, RuntimeError> {
+        match self.exec(RuntimeRequest::InspectContainer { id: id.into() }).await? {
+            RuntimeReply::Container(info) => Ok(info),
+            other => panic!("inspect replied {other:?}"),
+        }
+    }
+
+    pub async fn list(&self, labels: &[(&str, &str)]) -> Vec<ContainerInfo> {
+        let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        match self.exec(RuntimeRequest::ListContainers { labels }).await.unwrap() {
+            RuntimeReply::Containers(list) => list,
+            other => panic!("list replied {other:?}"),
+        }
+    }
+
+    pub async fn events(&self, id: &str) -> Vec<RuntimeEvent> {
+        match self.exec(RuntimeRequest::ContainerEvents { id: id.into(), since: self.since }).await.unwrap() {
+            RuntimeReply::Events(events) => events,
+            other => panic!("events replied {other:?}"),
+        }
+    }
+
+    /// Retry `check` until it passes (Docker does some things asynchronously); at most ~5 s.
+    pub async fn eventually<T>(&self, what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+        for _ in 0..100 {
+            if let Some(value) = check().await {
+                return value;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{}: gave up waiting for {what}", self.case);
+    }
+}
