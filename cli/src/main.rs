@@ -1,6 +1,8 @@
 //! `drydock`: the container-lifecycle engine and its deterministic simulator.
 
+mod manifest;
 mod sim;
+mod up;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -17,6 +19,9 @@ enum Command {
     /// Run the engine in the deterministic simulator: seed sweeps, single-seed repros, the catalog.
     #[command(subcommand)]
     Sim(sim::SimCommand),
+    /// Apply a manifest, run the engine against Docker in the foreground, and tear everything
+    /// down on Ctrl-C or SIGTERM.
+    Up(up::UpArgs),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +32,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(command) => sim::run(command),
+        Command::Up(args) => up::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -18,7 +18,7 @@
 
 use crate::api::{Object, ObjectKey};
 use crate::cache::Cache;
-use crate::runtime::{RuntimeRequest, RuntimeResult};
+use crate::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
 use crate::store::{Registry, StoreRequest, StoreResult};
 use crate::time::Now;
 use std::sync::Arc;
@@ -130,6 +130,12 @@ pub trait Controller: Send {
 
     /// A store request made by a reconcile of `key` has replied.
     fn on_store_result(&mut self, _now: Now, _key: &ObjectKey, _op: OpId, _result: &StoreResult) {}
+
+    /// A runtime event about the container created for `key`. Return true to have `key`
+    /// reconciled. Events are hints: they may be late, duplicated or missing.
+    fn on_runtime_event(&mut self, _now: Now, _key: &ObjectKey, _event: &RuntimeEvent) -> bool {
+        false
+    }
 
     /// A runtime request made by a reconcile of `key` has replied.
     fn on_runtime_result(&mut self, _now: Now, _key: &ObjectKey, _op: OpId, _result: &RuntimeResult) {}

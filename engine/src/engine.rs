@@ -15,7 +15,7 @@ use crate::api::ObjectKey;
 use crate::backoff::Backoff;
 use crate::cache::Cache;
 use crate::controller::{Action, Context, Controller, Issued, OpId, ReconcileResult, Watch};
-use crate::runtime::{RuntimeRequest, RuntimeResult};
+use crate::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
 use crate::store::{Registry, StoreReply, StoreRequest, StoreResult, WatchEvent};
 use crate::time::{MonoTime, Now};
 use rand_chacha::ChaCha8Rng;
@@ -63,6 +63,8 @@ pub enum Input {
         id: OpId,
         result: RuntimeResult,
     },
+    /// A runtime event (a hint: a container started, died, went away).
+    RuntimeEvent(RuntimeEvent),
 }
 
 /// Something the engine asks the driver to do, then report back with the same `id`.
@@ -167,6 +169,7 @@ impl Engine {
                 }
             }
             Input::StoreDone { id, result } => self.store_done(now, id, result),
+            Input::RuntimeEvent(event) => self.runtime_event(now, &event),
             Input::RuntimeDone { id, result } => {
                 let Some(op) = self.pending.remove(&id) else { return };
                 let (controller, key) = &op.work;
@@ -190,6 +193,17 @@ impl Engine {
     /// When `poll` should next be called if no input arrives.
     pub fn next_wakeup(&self) -> Option<MonoTime> {
         self.queue.next_due()
+    }
+
+    /// Route a runtime event to the object whose uid its container carries.
+    fn runtime_event(&mut self, now: Now, event: &RuntimeEvent) {
+        let Some(uid) = event.labels.get(crate::api::names::LABEL_OWNER_UID) else { return };
+        let Some(key) = self.cache.get_by_uid(&crate::api::Uid(uid.clone())).map(|o| o.key()) else { return };
+        for (index, controller) in self.controllers.iter_mut().enumerate() {
+            if controller.on_runtime_event(now, &key, event) {
+                self.queue.add((index, key.clone()), now.mono);
+            }
+        }
     }
 
     fn dispatch(&mut self, at: MonoTime, object: &crate::api::Object) {

@@ -123,6 +123,9 @@ pub struct RuntimeEvent {
     pub container_id: String,
     pub action: EventAction,
     pub time: WallTime,
+    /// The container's labels, so an event can be traced to the object it was created for.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

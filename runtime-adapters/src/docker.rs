@@ -16,6 +16,7 @@ use bollard::query_parameters::{
     StopContainerOptionsBuilder,
 };
 use drydock_engine::WallTime;
+use drydock_engine::api::names;
 use drydock_engine::runtime::{
     ContainerCreate, ContainerInfo, ContainerState, EventAction, ImageInfo, RuntimeError, RuntimeEvent, RuntimeReply,
     RuntimeRequest, RuntimeResult,
@@ -23,6 +24,7 @@ use drydock_engine::runtime::{
 use futures_util::StreamExt;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
+use tokio::sync::mpsc;
 
 /// Why the Docker runtime could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -112,28 +114,75 @@ impl DockerRuntime {
         let mut stream = self.docker.events(Some(options));
         let mut events = Vec::new();
         while let Some(message) = stream.next().await {
-            let message = message.map_err(map_error)?;
-            let actor = message.actor.unwrap_or_default();
-            let attributes = actor.attributes.unwrap_or_default();
-            let action = match message.action.as_deref() {
-                Some("create") => EventAction::Create,
-                Some("start") => EventAction::Start,
-                Some("die") => EventAction::Die { exit_code: attributes.get("exitCode").and_then(|c| c.parse().ok()) },
-                Some("destroy") => EventAction::Destroy,
-                _ => continue,
-            };
-            let millis = message.time_nano.map_or(message.time.unwrap_or(0) * 1000, |n| n / 1_000_000);
-            events.push(RuntimeEvent {
-                container_id: actor.id.unwrap_or_default(),
-                action,
-                time: WallTime(u64::try_from(millis).unwrap_or(0)),
-            });
+            events.extend(runtime_event(message.map_err(map_error)?));
         }
         Ok(RuntimeReply::Events(events))
     }
+
+    /// Follow the daemon's container events for containers drydock created, reconnecting after
+    /// a broken stream. Events are hints: the engine re-inspects, so a gap costs only latency.
+    fn follow_events(&self) -> mpsc::UnboundedReceiver<RuntimeEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let docker = self.docker.clone();
+        tokio::spawn(async move {
+            let filters = HashMap::from([("type", vec!["container"]), ("label", vec![names::LABEL_OWNER_UID])]);
+            loop {
+                let options = EventsOptionsBuilder::default().filters(&filters).build();
+                let mut stream = docker.events(Some(options));
+                while let Some(message) = stream.next().await {
+                    match message {
+                        Ok(message) => {
+                            if let Some(event) = runtime_event(message)
+                                && tx.send(event).is_err()
+                            {
+                                return;
+                            }
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "docker event stream broke; reconnecting");
+                            break;
+                        }
+                    }
+                }
+                if tx.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        rx
+    }
+}
+
+/// Docker attributes that are not container labels.
+const NON_LABEL_ATTRIBUTES: [&str; 5] = ["exitCode", "image", "name", "signal", "execDuration"];
+
+fn runtime_event(message: bollard::models::EventMessage) -> Option<RuntimeEvent> {
+    let actor = message.actor.unwrap_or_default();
+    let attributes = actor.attributes.unwrap_or_default();
+    let action = match message.action.as_deref() {
+        Some("create") => EventAction::Create,
+        Some("start") => EventAction::Start,
+        Some("die") => EventAction::Die { exit_code: attributes.get("exitCode").and_then(|c| c.parse().ok()) },
+        Some("destroy") => EventAction::Destroy,
+        _ => return None,
+    };
+    let millis = message.time_nano.map_or(message.time.unwrap_or(0) * 1000, |n| n / 1_000_000);
+    let labels =
+        attributes.into_iter().filter(|(k, _)| !NON_LABEL_ATTRIBUTES.contains(&k.as_str())).collect::<BTreeMap<_, _>>();
+    Some(RuntimeEvent {
+        container_id: actor.id.unwrap_or_default(),
+        action,
+        time: WallTime(u64::try_from(millis).unwrap_or(0)),
+        labels,
+    })
 }
 
 impl Runtime for DockerRuntime {
+    fn events(&self) -> Option<mpsc::UnboundedReceiver<RuntimeEvent>> {
+        Some(self.follow_events())
+    }
+
     async fn execute(&self, request: RuntimeRequest) -> RuntimeResult {
         let d = &self.docker;
         match request {

@@ -9,7 +9,7 @@ use crate::clock::SystemClock;
 use crate::runtime::Runtime;
 use crate::store::SharedStore;
 use drydock_engine::controllers::{self, ControllerConfig};
-use drydock_engine::runtime::RuntimeResult;
+use drydock_engine::runtime::{RuntimeEvent, RuntimeResult};
 use drydock_engine::store::{Registry, Store, WatchEvent};
 use drydock_engine::{Engine, EngineConfig, Input, OpId, Output};
 use std::future::Future;
@@ -25,12 +25,29 @@ pub struct Driver<R: Runtime> {
     watch_rv: u64,
     results_tx: mpsc::UnboundedSender<(OpId, RuntimeResult)>,
     results: mpsc::UnboundedReceiver<(OpId, RuntimeResult)>,
+    runtime_events: Option<mpsc::UnboundedReceiver<RuntimeEvent>>,
+}
+
+async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<RuntimeEvent>>) -> Option<RuntimeEvent> {
+    match events {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 impl<R: Runtime> Driver<R> {
     pub fn new(engine: Engine, store: Arc<SharedStore>, runtime: Arc<R>) -> Self {
         let (results_tx, results) = mpsc::unbounded_channel();
-        Driver { engine, store, runtime, clock: SystemClock::default(), watch_rv: 0, results_tx, results }
+        Driver {
+            engine,
+            store,
+            runtime,
+            clock: SystemClock::default(),
+            watch_rv: 0,
+            results_tx,
+            results,
+            runtime_events: None,
+        }
     }
 
     /// A driver running the built-in controllers as `identity`.
@@ -54,6 +71,9 @@ impl<R: Runtime> Driver<R> {
     pub async fn run_until(&mut self, stop: impl Future<Output = ()>, done: impl Fn(&Store) -> bool) -> bool {
         let mut revisions = self.store.subscribe();
         let mut stop = std::pin::pin!(stop);
+        if self.runtime_events.is_none() {
+            self.runtime_events = self.runtime.events();
+        }
         loop {
             self.feed_watch();
             self.pump();
@@ -73,6 +93,9 @@ impl<R: Runtime> Driver<R> {
                 Some((id, result)) = self.results.recv() => {
                     tracing::debug!(%id, ok = result.is_ok(), "runtime reply");
                     self.engine.handle(self.clock.now(), Input::RuntimeDone { id, result });
+                }
+                Some(event) = next_event(&mut self.runtime_events) => {
+                    self.engine.handle(self.clock.now(), Input::RuntimeEvent(event));
                 }
                 Ok(()) = revisions.changed() => {}
                 () = sleep => {}

@@ -1,7 +1,8 @@
 //! The runtime contract as an async trait: what a production driver calls.
 
-use drydock_engine::runtime::{RuntimeRequest, RuntimeResult};
+use drydock_engine::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
 use std::future::Future;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// A container runtime that carries out the engine's requests.
 ///
@@ -10,4 +11,10 @@ use std::future::Future;
 /// otherwise), and Docker's observable semantics as pinned by the conformance suite.
 pub trait Runtime: Send + Sync + 'static {
     fn execute(&self, request: RuntimeRequest) -> impl Future<Output = RuntimeResult> + Send;
+
+    /// A stream of container events, if the runtime has one. Events are hints that let the
+    /// engine notice changes (a container exiting by itself) before its next monitoring pass.
+    fn events(&self) -> Option<UnboundedReceiver<RuntimeEvent>> {
+        None
+    }
 }

@@ -151,10 +151,10 @@ impl SimRuntime {
                 if running {
                     self.exit(&id, STOPPED_EXIT_CODE);
                 }
+                self.event(&id, EventAction::Destroy);
                 if let Some(removed) = self.containers.remove(&id) {
                     self.names.remove(&removed.name);
                     self.commands.remove(&id);
-                    self.event(&id, EventAction::Destroy);
                 }
                 Ok(RuntimeReply::Done)
             }
@@ -182,6 +182,11 @@ impl SimRuntime {
         }
     }
 
+    /// Every event so far, oldest first.
+    pub fn events(&self) -> &[RuntimeEvent] {
+        &self.events
+    }
+
     /// Remove a container behind the engine's back (`docker rm -f`).
     pub fn remove_externally(&mut self, id_or_name: &str) -> bool {
         self.execute(&RuntimeRequest::RemoveContainer { id: id_or_name.to_string(), force: true }).is_ok()
@@ -203,7 +208,8 @@ impl SimRuntime {
     }
 
     fn event(&mut self, id: &str, action: EventAction) {
-        self.events.push(RuntimeEvent { container_id: id.to_string(), action, time: self.now });
+        let labels = self.containers.get(id).map(|c| c.labels.clone()).unwrap_or_default();
+        self.events.push(RuntimeEvent { container_id: id.to_string(), action, time: self.now, labels });
     }
 
     /// Docker resolves a full id, a name, or a unique id prefix.

@@ -125,12 +125,38 @@ pub struct RunStats {
 #[derive(Debug)]
 enum Event {
     Client(usize),
-    Deliver { process: usize, event: WatchEvent },
-    StoreApply { process: usize, id: OpId, request: StoreRequest },
-    StoreReply { process: usize, id: OpId, result: StoreResult },
-    RuntimeApply { process: usize, id: OpId, request: RuntimeRequest },
-    RuntimeReply { process: usize, id: OpId, result: RuntimeResult },
-    Wake { process: usize },
+    Deliver {
+        process: usize,
+        event: WatchEvent,
+    },
+    StoreApply {
+        process: usize,
+        id: OpId,
+        request: StoreRequest,
+    },
+    StoreReply {
+        process: usize,
+        id: OpId,
+        result: StoreResult,
+    },
+    RuntimeApply {
+        process: usize,
+        id: OpId,
+        request: RuntimeRequest,
+    },
+    RuntimeReply {
+        process: usize,
+        id: OpId,
+        result: RuntimeResult,
+    },
+    /// A runtime event reaching a process.
+    Notify {
+        process: usize,
+        event: drydock_engine::runtime::RuntimeEvent,
+    },
+    Wake {
+        process: usize,
+    },
     Heal,
 }
 
@@ -162,6 +188,7 @@ pub struct World<'w> {
     runtime: SimRuntime,
     processes: Vec<Process>,
     broadcast_rv: u64,
+    runtime_events_sent: usize,
     /// Requests handed to the world and not yet replied, plus undelivered watch events.
     in_flight: u64,
     trace: Trace,
@@ -208,6 +235,7 @@ impl<'w> World<'w> {
             runtime,
             processes,
             broadcast_rv: 0,
+            runtime_events_sent: 0,
             in_flight: 0,
             trace: Trace::new(keep_trace),
             phase: Phase::Safety,
@@ -271,6 +299,11 @@ impl<'w> World<'w> {
                 self.in_flight -= 1;
                 let _ = write!(self.line, "p{process} runtime-reply {id}");
                 self.input(now, process, Input::RuntimeDone { id, result });
+            }
+            Event::Notify { process, event } => {
+                self.in_flight -= 1;
+                let _ = write!(self.line, "p{process} runtime-event {:?} {}", event.action, short(&event.container_id));
+                self.input(now, process, Input::RuntimeEvent(event));
             }
             Event::Wake { process } => {
                 let _ = write!(self.line, "p{process} wake");
@@ -345,6 +378,21 @@ impl<'w> World<'w> {
         }
         let t = now + self.config.runtime_latency.draw(&mut self.rng) / 4;
         self.scheduler.at(t, Event::RuntimeReply { process, id, result });
+        self.broadcast_runtime_events(now);
+    }
+
+    /// Runtime events reach every process after a watch delay, like store events (no ordering
+    /// promise between the two streams).
+    fn broadcast_runtime_events(&mut self, now: MonoTime) {
+        let events = self.runtime.events()[self.runtime_events_sent..].to_vec();
+        self.runtime_events_sent = self.runtime.events().len();
+        for event in events {
+            for process in 0..self.processes.len() {
+                let at = now + self.config.watch_delay.draw(&mut self.rng);
+                self.in_flight += 1;
+                self.scheduler.at(at, Event::Notify { process, event: event.clone() });
+            }
+        }
     }
 
     /// Queue every store event not yet sent to the processes, each after its delivery delay.

@@ -21,7 +21,8 @@ use crate::api::{
 };
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::runtime::{
-    ContainerCreate, ContainerInfo, ContainerState, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult,
+    ContainerCreate, ContainerInfo, ContainerState, RuntimeError, RuntimeEvent, RuntimeReply, RuntimeRequest,
+    RuntimeResult,
 };
 use crate::store::StoreRequest;
 use crate::time::{MonoTime, Now};
@@ -334,6 +335,17 @@ impl Controller for PhysicalContainerController {
             return Ok(Action::requeue(at - ctx.now().mono));
         }
         if obj.metadata.is_deleting() { self.cleanup(ctx, obj) } else { self.apply(ctx, obj) }
+    }
+
+    fn on_runtime_event(&mut self, _now: Now, key: &ObjectKey, _event: &RuntimeEvent) -> bool {
+        if key.kind != PhysicalContainer::KIND {
+            return false;
+        }
+        // Something changed: look again instead of waiting for the monitoring pass.
+        for t in self.tracked.values_mut().filter(|t| t.key.as_ref() == Some(key)) {
+            t.inspected_at = None;
+        }
+        true
     }
 
     fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
