@@ -146,6 +146,7 @@ pub trait Controller: Send {
 pub(crate) enum Issued {
     Store(OpId, StoreRequest),
     Runtime(OpId, RuntimeRequest),
+    Cancel(OpId),
 }
 
 /// What a reconcile can see and do.
@@ -192,6 +193,11 @@ impl<'a> Context<'a> {
         let id = self.op_id();
         self.issued.push(Issued::Runtime(id, request));
         id
+    }
+
+    /// Cancel a runtime request this controller made. No result will be delivered for it.
+    pub fn cancel(&mut self, op: OpId) {
+        self.issued.push(Issued::Cancel(op));
     }
 
     fn op_id(&mut self) -> OpId {

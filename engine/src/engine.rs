@@ -70,8 +70,18 @@ pub enum Input {
 /// Something the engine asks the driver to do, then report back with the same `id`.
 #[derive(Clone, Debug)]
 pub enum Output {
-    Store { id: OpId, request: StoreRequest },
-    Runtime { id: OpId, request: RuntimeRequest },
+    Store {
+        id: OpId,
+        request: StoreRequest,
+    },
+    Runtime {
+        id: OpId,
+        request: RuntimeRequest,
+    },
+    /// Stop runtime request `id` if it can still be stopped. Its reply, if one comes, is ignored.
+    Cancel {
+        id: OpId,
+    },
 }
 
 type WorkKey = (usize, ObjectKey);
@@ -247,6 +257,14 @@ impl Engine {
                     self.stats.runtime_requests += 1;
                     self.pending.insert(id, PendingOp { work: work.clone(), store_read: None });
                     self.outbox.push_back(Output::Runtime { id, request });
+                }
+                Issued::Cancel(id) => {
+                    // Only runtime requests of this same controller can be cancelled.
+                    let ours = self.pending.get(&id).is_some_and(|p| p.store_read.is_none() && p.work.0 == work.0);
+                    if ours {
+                        self.pending.remove(&id);
+                        self.outbox.push_back(Output::Cancel { id });
+                    }
                 }
             }
         }

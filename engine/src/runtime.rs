@@ -51,6 +51,16 @@ pub enum RuntimeRequest {
     InspectImage {
         reference: String,
     },
+    /// Pull an image from its registry; progress lines are captured in the reply. The image's
+    /// identity comes from a following `InspectImage`, never from parsing progress.
+    PullImage {
+        reference: String,
+    },
+    /// Remove an image. `Conflict` while a container uses it (a running one, even with `force`).
+    RemoveImage {
+        reference: String,
+        force: bool,
+    },
     /// The lifecycle events of one container at or after `since`, oldest first.
     ContainerEvents {
         id: String,
@@ -73,6 +83,8 @@ impl RuntimeRequest {
             }
             RuntimeRequest::InspectImage { reference } => format!("inspect-image {reference}"),
             RuntimeRequest::ContainerEvents { id, .. } => format!("events {}", short(id)),
+            RuntimeRequest::PullImage { reference } => format!("pull {reference}"),
+            RuntimeRequest::RemoveImage { reference, force } => format!("remove-image {reference} force={force}"),
         }
     }
 }
@@ -139,6 +151,10 @@ pub enum RuntimeReply {
     Containers(Vec<ContainerInfo>),
     Image(ImageInfo),
     Events(Vec<RuntimeEvent>),
+    /// A pull finished; the progress it printed, line by line.
+    Pulled {
+        progress: Vec<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]

@@ -207,6 +207,12 @@ impl Runtime for DockerRuntime {
             RuntimeRequest::ListContainers { labels } => self.list(labels).await,
             RuntimeRequest::InspectImage { reference } => self.inspect_image(&reference).await,
             RuntimeRequest::ContainerEvents { id, since } => self.events(&id, since).await,
+            RuntimeRequest::PullImage { reference } => {
+                Err(RuntimeError::Transient(format!("pull of {reference}: not implemented yet")))
+            }
+            RuntimeRequest::RemoveImage { reference, .. } => {
+                Err(RuntimeError::Transient(format!("remove of {reference}: not implemented yet")))
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ use drydock_engine::controllers::{self, ControllerConfig};
 use drydock_engine::runtime::{RuntimeEvent, RuntimeResult};
 use drydock_engine::store::{Registry, Store, WatchEvent};
 use drydock_engine::{Engine, EngineConfig, Input, OpId, Output};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,8 @@ pub struct Driver<R: Runtime> {
     results_tx: mpsc::UnboundedSender<(OpId, RuntimeResult)>,
     results: mpsc::UnboundedReceiver<(OpId, RuntimeResult)>,
     runtime_events: Option<mpsc::UnboundedReceiver<RuntimeEvent>>,
+    /// Runtime requests in flight, so they can be cancelled.
+    tasks: BTreeMap<OpId, tokio::task::AbortHandle>,
 }
 
 async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<RuntimeEvent>>) -> Option<RuntimeEvent> {
@@ -47,6 +50,7 @@ impl<R: Runtime> Driver<R> {
             results_tx,
             results,
             runtime_events: None,
+            tasks: BTreeMap::new(),
         }
     }
 
@@ -91,6 +95,7 @@ impl<R: Runtime> Driver<R> {
                 biased;
                 () = &mut stop => return false,
                 Some((id, result)) = self.results.recv() => {
+                    self.tasks.remove(&id);
                     tracing::debug!(%id, ok = result.is_ok(), "runtime reply");
                     self.engine.handle(self.clock.now(), Input::RuntimeDone { id, result });
                 }
@@ -140,10 +145,17 @@ impl<R: Runtime> Driver<R> {
                     tracing::debug!(%id, request = %request.describe(), "runtime request");
                     let runtime = self.runtime.clone();
                     let results = self.results_tx.clone();
-                    tokio::spawn(async move {
+                    let task = tokio::spawn(async move {
                         let result = runtime.execute(request).await;
                         let _ = results.send((id, result));
                     });
+                    self.tasks.insert(id, task.abort_handle());
+                }
+                Output::Cancel { id } => {
+                    if let Some(task) = self.tasks.remove(&id) {
+                        tracing::debug!(%id, "cancelling runtime request");
+                        task.abort();
+                    }
                 }
             }
         }

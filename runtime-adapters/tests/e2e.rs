@@ -45,7 +45,7 @@ async fn engine_runs_stops_and_cleans_up_a_namespace_on_docker() {
     let names = ["web", "api", "worker"];
     for name in names {
         let spec = PhysicalContainerSpec {
-            image: TEST_IMAGE.into(),
+            image: Some(TEST_IMAGE.into()),
             command: COMMAND.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         };

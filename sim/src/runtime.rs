@@ -173,6 +173,16 @@ impl SimRuntime {
                 .image(reference)
                 .map(|i| RuntimeReply::Image(i.info.clone()))
                 .ok_or_else(|| RuntimeError::NotFound(format!("No such image: {reference}"))),
+            RuntimeRequest::PullImage { reference } => Err(RuntimeError::NotFound(format!(
+                "pull access denied for {reference}: no registry (not modelled yet)"
+            ))),
+            RuntimeRequest::RemoveImage { reference, .. } => {
+                let normalized = normalize_image_reference(reference);
+                self.images
+                    .remove(&normalized)
+                    .map(|_| RuntimeReply::Done)
+                    .ok_or_else(|| RuntimeError::NotFound(format!("No such image: {reference}")))
+            }
             RuntimeRequest::ContainerEvents { id, since } => {
                 let id = self.resolve(id).unwrap_or_else(|_| id.clone());
                 Ok(RuntimeReply::Events(

@@ -189,6 +189,8 @@ pub struct World<'w> {
     processes: Vec<Process>,
     broadcast_rv: u64,
     runtime_events_sent: usize,
+    /// Runtime requests cancelled by their process.
+    cancelled: std::collections::BTreeSet<(usize, OpId)>,
     /// Requests handed to the world and not yet replied, plus undelivered watch events.
     in_flight: u64,
     trace: Trace,
@@ -236,6 +238,7 @@ impl<'w> World<'w> {
             processes,
             broadcast_rv: 0,
             runtime_events_sent: 0,
+            cancelled: Default::default(),
             in_flight: 0,
             trace: Trace::new(keep_trace),
             phase: Phase::Safety,
@@ -331,8 +334,17 @@ impl<'w> World<'w> {
     fn pump(&mut self, now: MonoTime, process: usize) {
         let at = self.now(now);
         while let Some(output) = self.processes[process].engine.poll(at) {
-            self.in_flight += 1;
             match output {
+                Output::Cancel { id } => {
+                    // If it has not been applied yet it never will be; a reply already on its way
+                    // is ignored by the engine.
+                    self.cancelled.insert((process, id));
+                    continue;
+                }
+                _ => self.in_flight += 1,
+            }
+            match output {
+                Output::Cancel { .. } => {}
                 Output::Store { id, request } => {
                     self.stats.store_requests += 1;
                     let t = now + self.config.store_latency.draw(&mut self.rng);
@@ -355,6 +367,11 @@ impl<'w> World<'w> {
     }
 
     fn runtime_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
+        if self.cancelled.remove(&(process, id)) {
+            self.in_flight -= 1;
+            let _ = write!(self.line, "p{process} runtime {id} cancelled before it applied: {}", request.describe());
+            return;
+        }
         let _ = write!(self.line, "p{process} runtime {id} {}", request.describe());
         self.runtime.set_now(self.now(now).wall);
         let mut result = self.runtime.execute(&request);
@@ -441,7 +458,7 @@ impl<'w> World<'w> {
                 {
                     meta.owner_references.push(o.owner_reference(false));
                 }
-                let spec = PhysicalContainerSpec { image: image.clone(), ..Default::default() };
+                let spec = PhysicalContainerSpec { image: Some(image.clone()), ..Default::default() };
                 self.store.create(wall, Object::from_spec::<PhysicalContainer>(meta, &spec))
             }
             ClientOp::StopContainer { namespace, name } => {
@@ -563,5 +580,6 @@ fn describe_reply(reply: &drydock_engine::runtime::RuntimeReply) -> String {
         R::Containers(list) => format!("{} containers", list.len()),
         R::Image(i) => format!("image {}", short(&i.id)),
         R::Events(events) => format!("{} events", events.len()),
+        R::Pulled { progress } => format!("pulled ({} progress lines)", progress.len()),
     }
 }

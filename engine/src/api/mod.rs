@@ -11,9 +11,9 @@ pub mod resources;
 pub use meta::{ObjectMeta, OwnerReference, Uid};
 pub use object::{Object, ObjectKey, Resource, TypedError};
 pub use resources::{
-    ContainerPhase, Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus, PhysicalContainer,
-    PhysicalContainerSpec, PhysicalContainerStatus, familiar_image_reference, is_runtime_name,
-    normalize_image_reference,
+    ContainerImage, ContainerImageSpec, ContainerImageStatus, ContainerPhase, ImagePhase, Lease, LeaseSpec, Namespace,
+    NamespacePhase, NamespaceSpec, NamespaceStatus, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus,
+    PullPolicy, familiar_image_reference, is_runtime_name, normalize_image_reference,
 };
 
 /// Labels and finalizers the engine owns. Callers cannot override system labels.
@@ -28,6 +28,8 @@ pub mod names {
     pub const LABEL_CREATOR: &str = "drydock.dev/creator";
     /// Finalizer held by a namespace until all of its children are gone.
     pub const FINALIZER_NAMESPACE: &str = "drydock.dev/namespace-cleanup";
+    /// Finalizer held by a container image until its pull is cancelled or done.
+    pub const FINALIZER_IMAGE: &str = "drydock.dev/image-cleanup";
     /// Finalizer held by a physical container until its runtime container is gone.
     pub const FINALIZER_RUNTIME: &str = "drydock.dev/runtime-cleanup";
 }

@@ -42,8 +42,24 @@ pub struct PhysicalContainer;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PhysicalContainerSpec {
-    /// Image reference; the image must be present in the runtime.
-    pub image: String,
+    /// Image reference; the image must be present in the runtime. One of `image`, `imageRef` and
+    /// `containerId` is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Name of a `ContainerImage` in the same namespace: the container is created from its
+    /// pinned image id once it is Ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_ref: Option<String>,
+    /// Track an existing runtime container instead of creating one. It is never removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+    /// If a container of our name exists that we did not create, remove exactly that one and
+    /// create ours. Without it, such a name collision is terminal.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replace_existing: bool,
+    /// Keep the runtime container when this object is deleted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retain: bool,
     /// Runtime container name; defaults to `<namespace>-<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_name: Option<String>,
@@ -98,11 +114,147 @@ impl Resource for PhysicalContainer {
     type Status = PhysicalContainerStatus;
 }
 
+/// An image the runtime must have: pulled per `pullPolicy`, its first verified id pinned for the
+/// resource's life. Deleting it never removes the runtime image.
+pub struct ContainerImage;
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PullPolicy {
+    /// Pull even if present (once, to pin the id).
+    Always,
+    /// Pull only if not present.
+    #[default]
+    Missing,
+    /// Never pull: wait for the image to be present.
+    Never,
+}
+
+fn default_pull_retry_limit() -> u32 {
+    3
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContainerImageSpec {
+    pub image: String,
+    #[serde(default)]
+    pub pull_policy: PullPolicy,
+    /// Retries after the first failed pull: 0 means exactly one attempt.
+    #[serde(default = "default_pull_retry_limit")]
+    pub pull_retry_limit: u32,
+}
+
+impl Default for ContainerImageSpec {
+    fn default() -> Self {
+        ContainerImageSpec {
+            image: String::new(),
+            pull_policy: PullPolicy::default(),
+            pull_retry_limit: default_pull_retry_limit(),
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ImagePhase {
+    #[default]
+    Pending,
+    Pulling,
+    Ready,
+    /// Terminal: pulls failed more than `pullRetryLimit` times, or the image never verified.
+    Failed,
+    /// The pinned image disappeared from the runtime; it is not pulled again.
+    Unavailable,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContainerImageStatus {
+    #[serde(default)]
+    pub phase: ImagePhase,
+    /// The first verified image id, pinned for the resource's life.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
+    #[serde(default)]
+    pub pull_attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The last lines of pull progress.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub progress: Vec<String>,
+}
+
+impl Resource for ContainerImage {
+    const KIND: &'static str = "ContainerImage";
+    const NAMESPACED: bool = true;
+    type Spec = ContainerImageSpec;
+    type Status = ContainerImageStatus;
+}
+
+pub(crate) fn validate_container_image(spec: &ContainerImageSpec) -> Vec<FieldError> {
+    match validate_image_reference(&spec.image) {
+        Ok(()) => Vec::new(),
+        Err(message) => vec![FieldError::new("spec.image", message)],
+    }
+}
+
+/// An exclusive lease: at most one live holder, acquired and renewed with resourceVersion
+/// preconditions so that engine processes sharing a store contend for real.
+pub struct Lease;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaseSpec {
+    /// What the lease serializes, e.g. a normalized image reference.
+    pub key: String,
+    /// The current holder; `None` when released.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acquire_time: Option<crate::time::WallTime>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_time: Option<crate::time::WallTime>,
+    /// The holder loses the lease this long after its last renewal.
+    pub duration_ms: u64,
+}
+
+impl LeaseSpec {
+    /// Held by someone, and not expired at `now`.
+    pub fn live_holder(&self, now: crate::time::WallTime) -> Option<&str> {
+        let renewed = self.renew_time?;
+        (renewed.0.saturating_add(self.duration_ms) > now.0).then_some(self.holder.as_deref()).flatten()
+    }
+}
+
+impl Resource for Lease {
+    const KIND: &'static str = "Lease";
+    const NAMESPACED: bool = false;
+    type Spec = LeaseSpec;
+    type Status = NamespaceStatus;
+}
+
 /// Validation of a physical container spec beyond its shape.
 pub(crate) fn validate_physical_container(spec: &PhysicalContainerSpec) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    if let Err(message) = validate_image_reference(&spec.image) {
+    let sources = [spec.image.is_some(), spec.image_ref.is_some(), spec.container_id.is_some()];
+    if sources.iter().filter(|s| **s).count() != 1 {
+        errors
+            .push(FieldError::new("spec", "exactly one of spec.image, spec.imageRef and spec.containerId is required"));
+    }
+    if let Some(image) = &spec.image
+        && let Err(message) = validate_image_reference(image)
+    {
         errors.push(FieldError::new("spec.image", message));
+    }
+    if let Some(name) = &spec.image_ref
+        && !crate::store::is_dns_label(name)
+    {
+        errors.push(FieldError::new("spec.imageRef", format!("{name:?} is not a valid object name")));
+    }
+    if let Some(id) = &spec.container_id
+        && (id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)))
+    {
+        errors.push(FieldError::new("spec.containerId", format!("{id:?} is not a container id or name")));
     }
     if let Some(name) = &spec.container_name
         && !is_runtime_name(name)
@@ -213,11 +365,11 @@ mod tests {
 
     #[test]
     fn stop_is_one_way_and_the_rest_immutable() {
-        let old = PhysicalContainerSpec { image: "a".into(), ..Default::default() };
+        let old = PhysicalContainerSpec { image: Some("a".into()), ..Default::default() };
         let stopped = PhysicalContainerSpec { stop: true, ..old.clone() };
         assert!(validate_physical_container_update(&old, &stopped).is_empty());
         assert_eq!(validate_physical_container_update(&stopped, &old)[0].path, "spec.stop");
-        let other = PhysicalContainerSpec { image: "b".into(), ..old.clone() };
+        let other = PhysicalContainerSpec { image: Some("b".into()), ..old.clone() };
         assert_eq!(validate_physical_container_update(&old, &other)[0].path, "spec");
     }
 }

@@ -71,6 +71,7 @@ impl Controller for GarbageCollector {
                         options: DeleteOptions {
                             precondition_uid: Some(object.metadata.uid.clone()),
                             propagation: Propagation::Background,
+                            ..Default::default()
                         },
                     });
                 }

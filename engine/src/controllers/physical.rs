@@ -121,7 +121,7 @@ impl PhysicalContainerController {
         labels.insert(names::LABEL_CREATOR.into(), ctx.identity().to_string());
         RuntimeRequest::CreateContainer(ContainerCreate {
             name: spec.runtime_name(&namespace, &obj.metadata.name),
-            image: spec.image.clone(),
+            image: spec.image.clone().unwrap_or_default(),
             command: spec.command.clone(),
             env: spec.env.clone(),
             labels,

@@ -66,6 +66,9 @@ pub struct DeleteOptions {
     /// Delete only if the object still has this uid (it was not deleted and recreated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precondition_uid: Option<Uid>,
+    /// Delete only if the object is still at this resource version (nobody wrote it since).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precondition_resource_version: Option<u64>,
     #[serde(default)]
     pub propagation: Propagation,
 }
@@ -313,6 +316,14 @@ impl<B: Backend> Store<B> {
             return Err(StoreError::Conflict {
                 key: key.to_string(),
                 reason: format!("uid precondition {uid} does not match {}", stored.metadata.uid),
+            });
+        }
+        if let Some(rv) = options.precondition_resource_version
+            && rv != stored.metadata.resource_version
+        {
+            return Err(StoreError::Conflict {
+                key: key.to_string(),
+                reason: format!("resource version {rv} is stale (current {})", stored.metadata.resource_version),
             });
         }
         if stored.metadata.finalizers.is_empty() {

@@ -1,8 +1,10 @@
 //! The kinds a store admits, with their scope, default finalizers and validation.
 
 use super::FieldError;
-use crate::api::resources::{validate_physical_container, validate_physical_container_update};
-use crate::api::{Namespace, Object, PhysicalContainer, Resource, names};
+use crate::api::resources::{
+    validate_container_image, validate_physical_container, validate_physical_container_update,
+};
+use crate::api::{ContainerImage, Lease, Namespace, Object, PhysicalContainer, Resource, names};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -94,7 +96,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// `Namespace` and `PhysicalContainer`.
+    /// `Namespace`, `PhysicalContainer`, `ContainerImage` and `Lease`.
     pub fn builtin() -> Self {
         let mut registry = Registry::default();
         registry.register(KindInfo::typed::<Namespace>(|_| Vec::new()).with_finalizer(names::FINALIZER_NAMESPACE));
@@ -103,6 +105,18 @@ impl Registry {
                 .with_update_check::<PhysicalContainer>(validate_physical_container_update)
                 .with_cleanup_rank(20),
         );
+        registry.register(
+            KindInfo::typed::<ContainerImage>(validate_container_image)
+                .with_update_check::<ContainerImage>(|old, new| {
+                    if old == new {
+                        Vec::new()
+                    } else {
+                        vec![FieldError::new("spec", "the spec of a ContainerImage is immutable")]
+                    }
+                })
+                .with_cleanup_rank(40),
+        );
+        registry.register(KindInfo::typed::<Lease>(|_| Vec::new()));
         registry
     }
 

@@ -39,7 +39,7 @@ fn namespace(name: &str) -> Object {
 }
 
 fn spec(image: &str) -> PhysicalContainerSpec {
-    PhysicalContainerSpec { image: image.into(), ..Default::default() }
+    PhysicalContainerSpec { image: Some(image.into()), ..Default::default() }
 }
 
 /// A valid physical container `ns/name` running busybox.
@@ -497,7 +497,7 @@ fn container_spec_is_otherwise_immutable() {
     let a = store.create(NOW, container(NS, "a")).unwrap();
     let rv = store.resource_version();
     let edits: Vec<fn(&mut PhysicalContainerSpec)> = vec![
-        |s| s.image = "alpine:3".into(),
+        |s| s.image = Some("alpine:3".into()),
         |s| s.container_name = Some("custom".into()),
         |s| s.command = vec!["sleep".into(), "1".into()],
         |s| {

@@ -56,7 +56,7 @@ fn active_namespace(store: &mut Store, name: &str) -> Arc<Object> {
 }
 
 fn pc_spec() -> PhysicalContainerSpec {
-    PhysicalContainerSpec { image: "busybox".into(), ..Default::default() }
+    PhysicalContainerSpec { image: Some("busybox".into()), ..Default::default() }
 }
 
 fn physical(store: &mut Store, ns: &str, name: &str) -> Arc<Object> {
