@@ -11,7 +11,7 @@
 //! calls `poll` again no later than `next_wakeup`. The engine reads no clock, performs no I/O and
 //! draws randomness only from a PRNG seeded by [`EngineConfig::seed`].
 
-use crate::api::ObjectKey;
+use crate::api::{ObjectKey, Resource as _};
 use crate::backoff::Backoff;
 use crate::cache::Cache;
 use crate::controller::{Action, Context, Controller, Issued, OpId, ReconcileResult, Watch};
@@ -226,7 +226,27 @@ impl Engine {
         }
     }
 
+    /// Whether this engine is responsible for `key`: everything, unless the key's namespace is
+    /// assigned to another engine with the `drydock.dev/engine` annotation. (A namespace not yet
+    /// in the cache counts as ours; controllers wait for it anyway.)
+    fn responsible_for(&self, key: &ObjectKey) -> bool {
+        let namespace = match (&key.namespace, key.kind.as_str()) {
+            (Some(ns), _) => ns,
+            (None, crate::api::Namespace::KIND) => &key.name,
+            (None, _) => return true,
+        };
+        let ns_key = ObjectKey::cluster(crate::api::Namespace::KIND, namespace);
+        self.cache
+            .get(&ns_key)
+            .and_then(|ns| ns.metadata.annotations.get(crate::api::names::ANNOTATION_ENGINE))
+            .is_none_or(|engine| *engine == self.config.identity)
+    }
+
     fn reconcile(&mut self, now: Now, work: WorkKey) {
+        if !self.responsible_for(&work.1) {
+            self.queue.done(&work);
+            return;
+        }
         let (index, key) = &work;
         let controller = &mut self.controllers[*index];
         let span = tracing::debug_span!("reconcile", controller = controller.name(), key = %key);

@@ -11,6 +11,7 @@ pub mod cache;
 pub mod controller;
 pub mod controllers;
 mod engine;
+pub mod lease;
 pub mod queue;
 pub mod runtime;
 pub mod store;

@@ -3,6 +3,8 @@
 //! Error mapping: 404 -> `NotFound`, 409 -> `Conflict`, 304 -> success (start a running
 //! container, stop a stopped one), timeouts and broken connections -> `Uncertain` (the request may
 //! have been applied: the engine verifies), anything else -> `Transient` with the daemon's message.
+//! A pull's errors may also arrive inside its progress stream: a missing manifest or repository
+//! ("manifest unknown", "not found", "pull access denied") is `NotFound` there too.
 //!
 //! Works against anything that speaks Docker's API: the local socket, `DOCKER_HOST`, or Podman's
 //! Docker-compatible socket through `DOCKER_HOST=unix:///run/podman/podman.sock`.
@@ -10,13 +12,14 @@
 use crate::runtime::Runtime;
 use bollard::Docker;
 use bollard::errors::Error as BollardError;
+use bollard::models::CreateImageInfo;
 use bollard::models::{ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, EventsOptionsBuilder, ListContainersOptions, RemoveContainerOptionsBuilder,
-    StopContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, EventsOptionsBuilder, ListContainersOptions,
+    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, StopContainerOptionsBuilder,
 };
 use drydock_engine::WallTime;
-use drydock_engine::api::names;
+use drydock_engine::api::{names, normalize_image_reference};
 use drydock_engine::runtime::{
     ContainerCreate, ContainerInfo, ContainerState, EventAction, ImageInfo, RuntimeError, RuntimeEvent, RuntimeReply,
     RuntimeRequest, RuntimeResult,
@@ -103,6 +106,20 @@ impl DockerRuntime {
             id: image.id.unwrap_or_default(),
             tags: image.repo_tags.unwrap_or_default(),
         }))
+    }
+
+    /// Pull through `POST /images/create?fromImage=...`, collecting the progress stream as lines.
+    /// The reference is normalized first so it always carries a tag or a digest: a bare name
+    /// would make the daemon pull every tag of the repository.
+    async fn pull(&self, reference: &str) -> RuntimeResult {
+        let from = normalize_image_reference(reference);
+        let options = CreateImageOptionsBuilder::default().from_image(&from).build();
+        let mut stream = self.docker.create_image(Some(options), None, None);
+        let mut lines = Vec::new();
+        while let Some(message) = stream.next().await {
+            add_progress(&mut lines, message.map_err(map_pull_error)?);
+        }
+        Ok(RuntimeReply::Pulled { progress: lines.into_iter().map(|l| l.text).collect() })
     }
 
     async fn events(&self, id: &str, since: WallTime) -> RuntimeResult {
@@ -207,11 +224,11 @@ impl Runtime for DockerRuntime {
             RuntimeRequest::ListContainers { labels } => self.list(labels).await,
             RuntimeRequest::InspectImage { reference } => self.inspect_image(&reference).await,
             RuntimeRequest::ContainerEvents { id, since } => self.events(&id, since).await,
-            RuntimeRequest::PullImage { reference } => {
-                Err(RuntimeError::Transient(format!("pull of {reference}: not implemented yet")))
-            }
-            RuntimeRequest::RemoveImage { reference, .. } => {
-                Err(RuntimeError::Transient(format!("remove of {reference}: not implemented yet")))
+            RuntimeRequest::PullImage { reference } => self.pull(&reference).await,
+            RuntimeRequest::RemoveImage { reference, force } => {
+                let options = RemoveImageOptionsBuilder::default().force(force).build();
+                d.remove_image(&reference, Some(options), None).await.map_err(map_error)?;
+                Ok(RuntimeReply::Done)
             }
         }
     }
@@ -238,6 +255,52 @@ fn container_info(response: ContainerInspectResponse) -> Result<ContainerInfo, R
         state,
         exit_code,
     })
+}
+
+/// One progress message as the line `docker pull` prints (`latest: Pulling from library/busybox`,
+/// `0fc83a29e590: Downloading 1024/2065920`, `Digest: sha256:...`). A message repeating the
+/// previous line's id and status (a download advancing) replaces it, so a big pull stays short.
+fn add_progress(lines: &mut Vec<ProgressLine>, info: CreateImageInfo) {
+    let Some(status) = info.status.filter(|s| !s.is_empty()) else { return };
+    let mut text = match &info.id {
+        Some(id) if !id.is_empty() => format!("{id}: {status}"),
+        _ => status.clone(),
+    };
+    if let Some(detail) = info.progress_detail
+        && let (Some(current), Some(total)) = (detail.current, detail.total)
+        && total > 0
+    {
+        text = format!("{text} {current}/{total}");
+    }
+    match lines.last_mut() {
+        Some(last) if last.id == info.id && last.status == status => last.text = text,
+        _ => lines.push(ProgressLine { id: info.id, status, text }),
+    }
+}
+
+struct ProgressLine {
+    id: Option<String>,
+    status: String,
+    text: String,
+}
+
+/// A pull's error, from the response or from inside its stream: a missing manifest, tag or
+/// repository is `NotFound`, whatever status the daemon chose for it.
+fn map_pull_error(error: BollardError) -> RuntimeError {
+    let missing = |message: &str| {
+        let m = message.to_ascii_lowercase();
+        ["manifest unknown", "not found", "pull access denied", "repository does not exist"]
+            .iter()
+            .any(|s| m.contains(s))
+    };
+    match error {
+        BollardError::DockerStreamError { error } if missing(&error) => RuntimeError::NotFound(error),
+        BollardError::DockerStreamError { error } => RuntimeError::Transient(error),
+        BollardError::DockerResponseServerError { status_code, message } if status_code != 409 && missing(&message) => {
+            RuntimeError::NotFound(message)
+        }
+        other => map_error(other),
+    }
 }
 
 /// Docker's answer as the engine's error kinds.
@@ -269,5 +332,59 @@ mod tests {
         assert!(matches!(map_error(BollardError::RequestTimeoutError), RuntimeError::Uncertain(_)));
         let io = BollardError::IOError { err: std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset") };
         assert!(matches!(map_error(io), RuntimeError::Uncertain(_)));
+    }
+
+    #[test]
+    fn pull_error_mapping() {
+        let stream = |error: &str| BollardError::DockerStreamError { error: error.into() };
+        let server = |status_code: u16, message: &str| BollardError::DockerResponseServerError {
+            status_code,
+            message: message.into(),
+        };
+        let unknown = "manifest for 127.0.0.1:5000/a:1 not found: manifest unknown: manifest unknown";
+        assert!(matches!(map_pull_error(server(404, unknown)), RuntimeError::NotFound(_)));
+        assert!(matches!(map_pull_error(server(500, unknown)), RuntimeError::NotFound(_)));
+        assert!(matches!(map_pull_error(stream(unknown)), RuntimeError::NotFound(_)));
+        let denied = "pull access denied for nosuch, repository does not exist or may require 'docker login'";
+        assert!(matches!(map_pull_error(stream(denied)), RuntimeError::NotFound(_)));
+        let refused = "Get \"http://127.0.0.1:5999/v2/\": dial tcp 127.0.0.1:5999: connect: connection refused";
+        assert_eq!(map_pull_error(server(500, refused)), RuntimeError::Transient(format!("500: {refused}")));
+        assert_eq!(map_pull_error(stream("unexpected EOF")), RuntimeError::Transient("unexpected EOF".into()));
+        assert!(matches!(map_pull_error(BollardError::RequestTimeoutError), RuntimeError::Uncertain(_)));
+    }
+
+    #[test]
+    fn pull_progress_lines() {
+        let info = |id: Option<&str>, status: &str, progress: Option<(i64, i64)>| CreateImageInfo {
+            id: id.map(str::to_string),
+            status: Some(status.into()),
+            progress_detail: progress
+                .map(|(current, total)| bollard::models::ProgressDetail { current: Some(current), total: Some(total) }),
+            ..Default::default()
+        };
+        let mut lines = Vec::new();
+        for message in [
+            info(Some("latest"), "Pulling from library/busybox", None),
+            info(Some("0fc83a29e590"), "Pulling fs layer", None),
+            info(Some("0fc83a29e590"), "Downloading", Some((1, 10))),
+            info(Some("0fc83a29e590"), "Downloading", Some((10, 10))),
+            info(Some("0fc83a29e590"), "Pull complete", None),
+            info(None, "Digest: sha256:66b6", None),
+            info(None, "Status: Downloaded newer image for busybox:latest", None),
+        ] {
+            add_progress(&mut lines, message);
+        }
+        let text: Vec<String> = lines.into_iter().map(|l| l.text).collect();
+        assert_eq!(
+            text,
+            [
+                "latest: Pulling from library/busybox",
+                "0fc83a29e590: Pulling fs layer",
+                "0fc83a29e590: Downloading 10/10",
+                "0fc83a29e590: Pull complete",
+                "Digest: sha256:66b6",
+                "Status: Downloaded newer image for busybox:latest",
+            ]
+        );
     }
 }

@@ -1,13 +1,22 @@
-//! Helpers for tests that need a real Docker daemon: an offline runnable image, and the rule for
-//! when a missing daemon is a skip and when it is a failure.
+//! Helpers for tests that need a real Docker daemon: an offline runnable image, a local registry
+//! to pull from, and the rule for when a missing daemon is a skip and when it is a failure.
 //!
 //! The CI machines have a Docker engine but no registry and no images. [`ensure_test_image`]
 //! builds one offline: a root filesystem holding Debian's statically linked `busybox` (package
 //! `busybox-static`) with its applets linked in, imported with `docker import`.
+//!
+//! [`ensure_test_registry`] runs Debian's `docker-registry` (the CNCF distribution registry,
+//! package `docker-registry`) on [`TEST_REGISTRY`], loopback only, and pushes the test image
+//! there; [`registry_push`] publishes fresh content under a tag. Docker allows plain HTTP to
+//! registries on 127.0.0.0/8 without any daemon configuration.
 
 use crate::docker::DockerRuntime;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The offline test image: busybox, default command `sleep 3600`.
 pub const TEST_IMAGE: &str = "drydock-test/busybox:latest";
@@ -39,12 +48,20 @@ fn import_test_image() -> Result<(), String> {
     if docker(&["image", "inspect", TEST_IMAGE]).is_ok() {
         return Ok(());
     }
+    import_busybox(TEST_IMAGE, &[])
+}
+
+/// Import a fresh busybox root filesystem as `reference`, with `sleep 3600` as its command and
+/// `changes` (Dockerfile instructions) on top.
+fn import_busybox(reference: &str, changes: &[String]) -> Result<(), String> {
+    static DIRS: AtomicU64 = AtomicU64::new(0);
     let busybox = ["/bin/busybox", "/usr/bin/busybox"]
         .iter()
         .map(PathBuf::from)
         .find(|p| p.exists())
         .ok_or("no busybox binary: install Debian's busybox-static (apt-get install busybox-static)")?;
-    let dir = std::env::temp_dir().join(format!("drydock-rootfs-{}", std::process::id()));
+    let n = DIRS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("drydock-rootfs-{}-{n}", std::process::id()));
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).map_err(|e| format!("create {}: {e}", bin.display()))?;
     std::fs::copy(&busybox, bin.join("busybox")).map_err(|e| format!("copy {}: {e}", busybox.display()))?;
@@ -54,12 +71,12 @@ fn import_test_image() -> Result<(), String> {
             std::os::unix::fs::symlink("busybox", &link).map_err(|e| format!("link {}: {e}", link.display()))?;
         }
     }
-    let result = import(&dir);
+    let result = import(&dir, reference, changes);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-fn import(rootfs: &Path) -> Result<(), String> {
+fn import(rootfs: &Path, reference: &str, changes: &[String]) -> Result<(), String> {
     let tar = Command::new("tar")
         .args(["-C"])
         .arg(rootfs)
@@ -68,8 +85,13 @@ fn import(rootfs: &Path) -> Result<(), String> {
         .spawn()
         .map_err(|e| format!("run tar: {e}"))?;
     let stdout = tar.stdout.ok_or("tar has no stdout")?;
+    let mut args = vec!["import", "-c", r#"CMD ["sleep", "3600"]"#];
+    for change in changes {
+        args.extend(["-c", change]);
+    }
     let output = Command::new("docker")
-        .args(["import", "-c", r#"CMD ["sleep", "3600"]"#, "-", TEST_IMAGE])
+        .args(args)
+        .args(["-", reference])
         .stdin(stdout)
         .output()
         .map_err(|e| format!("run docker import: {e}"))?;
@@ -86,5 +108,166 @@ fn docker(args: &[&str]) -> Result<String, String> {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {
         Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+/// Where [`ensure_test_registry`] serves: loopback only, a fixed port so that every test process
+/// (and the next run) finds the one already listening.
+pub const TEST_REGISTRY: &str = "127.0.0.1:5487";
+
+/// [`TEST_IMAGE`] as [`ensure_test_registry`] pushes it.
+pub fn test_registry_image() -> String {
+    format!("{TEST_REGISTRY}/{TEST_IMAGE}")
+}
+
+/// Make sure a registry answers on [`TEST_REGISTRY`] and holds [`TEST_IMAGE`] as
+/// [`test_registry_image`], starting Debian's `docker-registry` if nothing listens there yet.
+/// Safe to call from parallel tests and processes.
+///
+/// The registry is started as a detached child process (its own process group), with its config
+/// and storage in `$TMPDIR/drydock-registry-<port>/`, and is left running for later tests and runs
+/// to reuse; stop it with `kill $(cat $TMPDIR/drydock-registry-5487/pid)`.
+pub fn ensure_test_registry() -> Result<(), String> {
+    static READY: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    READY.get_or_init(start_registry_and_push_test_image).clone()
+}
+
+fn start_registry_and_push_test_image() -> Result<(), String> {
+    ensure_test_image()?;
+    match registry_answers()? {
+        true => {}
+        false => start_registry()?,
+    }
+    let remote = test_registry_image();
+    docker(&["tag", TEST_IMAGE, &remote]).map_err(|e| format!("docker tag {TEST_IMAGE} {remote}: {e}"))?;
+    docker(&["push", &remote]).map_err(|e| format!("docker push {remote}: {e}"))?;
+    Ok(())
+}
+
+/// Whether the registry API answers on [`TEST_REGISTRY`]; an error if something else listens there.
+fn registry_answers() -> Result<bool, String> {
+    let addr: SocketAddr = TEST_REGISTRY.parse().map_err(|e| format!("{TEST_REGISTRY}: {e}"))?;
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else { return Ok(false) };
+    let request = format!("GET /v2/ HTTP/1.0\r\nHost: {TEST_REGISTRY}\r\n\r\n");
+    let mut response = String::new();
+    let answered = stream.set_read_timeout(Some(Duration::from_secs(5))).is_ok()
+        && stream.write_all(request.as_bytes()).is_ok()
+        && stream.read_to_string(&mut response).is_ok();
+    if !answered || response.is_empty() {
+        return Ok(false); // still starting
+    }
+    let head = response.to_ascii_lowercase();
+    if head.starts_with("http/1.") && head.contains("docker-distribution-api-version: registry/2.0") {
+        Ok(true)
+    } else {
+        let first = response.lines().next().unwrap_or_default();
+        Err(format!("{TEST_REGISTRY} is taken by something that is not a registry (it answered {first:?})"))
+    }
+}
+
+fn start_registry() -> Result<(), String> {
+    let binary = ["/usr/bin/docker-registry", "/usr/local/bin/docker-registry"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .ok_or("no docker-registry binary: install Debian's docker-registry (apt-get install docker-registry)")?;
+    let port = TEST_REGISTRY.rsplit(':').next().unwrap_or_default();
+    let dir = std::env::temp_dir().join(format!("drydock-registry-{port}"));
+    let storage = dir.join("storage");
+    std::fs::create_dir_all(&storage).map_err(|e| format!("create {}: {e}", storage.display()))?;
+    let config = dir.join("config.yml");
+    // Loopback only. Deletes allowed; a fixed secret keeps the startup warning away. (Each push
+    // logs a few routine "blob unknown" errors: its existence checks.)
+    let yaml = format!(
+        "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {TEST_REGISTRY}\n  secret: drydock-test-registry\n",
+        storage.display()
+    );
+    std::fs::write(&config, yaml).map_err(|e| format!("write {}: {e}", config.display()))?;
+    let log_path = dir.join("log");
+    let log = std::fs::File::create(&log_path).map_err(|e| format!("create {}: {e}", log_path.display()))?;
+    let log_err = log.try_clone().map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut child = std::os::unix::process::CommandExt::process_group(
+        Command::new(&binary).arg("serve").arg(&config).stdin(Stdio::null()).stdout(log).stderr(log_err),
+        0,
+    )
+    .spawn()
+    .map_err(|e| format!("run {}: {e}", binary.display()))?;
+    let _ = std::fs::write(dir.join("pid"), child.id().to_string());
+    for _ in 0..100 {
+        if registry_answers()? {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            // Another process may have started one first: then that one answers.
+            std::thread::sleep(Duration::from_millis(200));
+            if registry_answers()? {
+                return Ok(());
+            }
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(format!("docker-registry exited ({status}): {}", log.trim()));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!("docker-registry did not answer on {TEST_REGISTRY} within 10 s (log: {})", log_path.display()))
+}
+
+/// Content published in the test registry: its manifest digest, and the id its image has once
+/// pulled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    pub digest: String,
+    pub id: String,
+}
+
+/// Publish new, runnable content (busybox, `sleep 3600`) in the test registry under every one of
+/// `references` (`127.0.0.1:5487/name:tag`; a tag there moves to the new content), as
+/// `docker import && docker push` would, leaving the local image store as it was: a local tag
+/// the push had to move is put back, and the new image is not kept locally.
+pub fn registry_push(references: &[&str]) -> Result<Published, String> {
+    static CONTENT: AtomicU64 = AtomicU64::new(0);
+    ensure_test_registry()?;
+    let (first, _) = references.split_first().ok_or("registry_push: no reference")?;
+    let before: Vec<Option<String>> = references.iter().map(|r| local_image_id(r)).collect();
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default();
+    let unique = format!("{}-{}-{nanos}", std::process::id(), CONTENT.fetch_add(1, Ordering::Relaxed));
+    import_busybox(first, &[format!("LABEL drydock.test.content={unique}")])?;
+    let id = local_image_id(first).ok_or_else(|| format!("{first}: imported but not found"))?;
+    let mut digest = None;
+    for reference in references {
+        if reference != first {
+            docker(&["tag", &id, reference]).map_err(|e| format!("docker tag {reference}: {e}"))?;
+        }
+        docker(&["push", reference]).map_err(|e| format!("docker push {reference}: {e}"))?;
+        let name = repository_name(reference);
+        let digests = docker(&["image", "inspect", "--format", "{{range .RepoDigests}}{{println .}}{{end}}", &id])?;
+        let pushed = digests
+            .lines()
+            .find_map(|d| d.strip_prefix(&format!("{name}@")).map(str::to_string))
+            .ok_or_else(|| format!("docker push {reference}: no repo digest for {name} in {digests:?}"))?;
+        if digest.as_ref().is_some_and(|d| *d != pushed) {
+            return Err(format!("one content, two digests: {digest:?} and {pushed}"));
+        }
+        digest = Some(pushed);
+    }
+    for (reference, before) in references.iter().zip(before) {
+        if let Some(previous) = before {
+            docker(&["tag", &previous, reference]).map_err(|e| format!("docker tag {previous} {reference}: {e}"))?;
+        }
+    }
+    docker(&["rmi", "--force", &id]).map_err(|e| format!("docker rmi {id}: {e}"))?;
+    Ok(Published { digest: digest.unwrap_or_default(), id })
+}
+
+fn local_image_id(reference: &str) -> Option<String> {
+    docker(&["image", "inspect", "--format", "{{.Id}}", reference]).ok().map(|s| s.trim().to_string())
+}
+
+/// `127.0.0.1:5487/a/b:1` -> `127.0.0.1:5487/a/b`.
+fn repository_name(reference: &str) -> &str {
+    let reference = reference.split('@').next().unwrap_or(reference);
+    let slash = reference.rfind('/').map_or(0, |i| i + 1);
+    match reference[slash..].rfind(':') {
+        Some(colon) => &reference[..slash + colon],
+        None => reference,
     }
 }

@@ -1,9 +1,9 @@
 //! The `basic` workload: a few namespaces, a handful of physical containers in them (some owned by
 //! others), stops, deletes that race creates, and namespace deletes with the odd re-create.
 
+use crate::draw::{between, chance};
 use drydock_engine::MonoTime;
-use drydock_faults::unit;
-use drydock_sim::workload::{ClientOp, TimedOp, Workload};
+use drydock_sim::workload::{ClientOp, ContainerOp, TimedOp, Workload};
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
 use std::time::Duration;
@@ -12,21 +12,13 @@ const IMAGES: [&str; 2] = ["busybox:latest", "nginx:1.27"];
 /// Referenced now and then; never present, so its containers fail.
 const MISSING_IMAGE: &str = "ghost:1";
 
-fn between(rng: &mut ChaCha8Rng, lo_ms: u64, hi_ms: u64) -> Duration {
-    Duration::from_millis(lo_ms + rng.next_u64() % (hi_ms - lo_ms + 1))
-}
-
-fn chance(rng: &mut ChaCha8Rng, p: f64) -> bool {
-    unit(rng) < p
-}
-
 pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
     let mut ops = Vec::new();
     let mut at = |t: Duration, op: ClientOp| ops.push(TimedOp { at: MonoTime::from_duration(t), op });
     let namespaces: Vec<(String, Duration)> =
         (0..1 + rng.next_u64() % 3).map(|i| (format!("ns-{i}"), between(rng, 0, 2_000))).collect();
     for (name, t) in &namespaces {
-        at(*t, ClientOp::CreateNamespace { name: name.clone() });
+        at(*t, ClientOp::CreateNamespace { name: name.clone(), engine: None });
     }
     let mut containers: Vec<(String, String)> = Vec::new();
     for j in 0..2 + rng.next_u64() % 9 {
@@ -40,7 +32,13 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             .then(|| siblings[(rng.next_u64() % siblings.len() as u64) as usize].clone());
         at(
             created,
-            ClientOp::CreateContainer { namespace: namespace.clone(), name: name.clone(), image: image.into(), owner },
+            ClientOp::CreateContainer(ContainerOp {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                image: Some(image.into()),
+                owner,
+                ..ContainerOp::default()
+            }),
         );
         if chance(rng, 0.4) {
             at(
@@ -59,10 +57,10 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             let deleted = between(rng, 10_000, 40_000);
             at(deleted, ClientOp::DeleteNamespace { name: name.clone() });
             if chance(rng, 0.5) {
-                at(deleted + between(rng, 500, 10_000), ClientOp::CreateNamespace { name: name.clone() });
+                at(deleted + between(rng, 500, 10_000), ClientOp::CreateNamespace { name: name.clone(), engine: None });
             }
         }
     }
     ops.sort_by_key(|o| o.at);
-    Workload { images: IMAGES.iter().map(|s| s.to_string()).collect(), ops }
+    Workload { images: IMAGES.iter().map(|s| s.to_string()).collect(), registry: Vec::new(), ops }
 }

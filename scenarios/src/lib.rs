@@ -5,6 +5,10 @@
 //! drawn does not reshuffle the others.
 
 mod basic;
+mod draw;
+mod physical;
+mod pull_storm;
+mod teardown;
 
 use drydock_faults::FaultPlan;
 use drydock_sim::workload::Workload;
@@ -30,6 +34,27 @@ pub fn all() -> &'static [Scenario] {
             description: "namespaces and physical containers created, stopped and deleted over time, deletes racing creates, under swarm faults (uncertain creates, stale caches)",
             generate: basic::generate,
             world: WorldConfig::default,
+            faults: true,
+        },
+        Scenario {
+            name: "pull-storm",
+            description: "many images with equivalent references pulled across two engine processes: leases, policies, retry limits, moving tags, external image removal, deletes during pulls",
+            generate: pull_storm::generate,
+            world: pull_storm::world,
+            faults: true,
+        },
+        Scenario {
+            name: "namespace-teardown",
+            description: "namespaces deleted while their pulls and creates are in flight, creates racing the delete, namespaces re-created",
+            generate: teardown::generate,
+            world: teardown::world,
+            faults: true,
+        },
+        Scenario {
+            name: "physical",
+            description: "the full physical layer: image references, strangers holding names, replaceExisting, retain, hostile caller labels, external removal, owners, stops and deletes",
+            generate: physical::generate,
+            world: physical::world,
             faults: true,
         },
         Scenario {

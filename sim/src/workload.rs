@@ -1,29 +1,41 @@
-//! What clients do during a run: a list of timed operations against the store.
+//! What clients and external actors do during a run: a list of timed operations.
 //!
 //! A workload is plain data (serde), so a run can be saved and replayed without the generator
 //! that made it.
 
 use drydock_engine::MonoTime;
+use drydock_engine::api::PullPolicy;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-/// One client operation. Objects are named; uids are looked up when the operation runs.
+/// One client operation against the store. Objects are named; uids are looked up when the
+/// operation runs.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum ClientOp {
     CreateNamespace {
         name: String,
+        /// Assign the namespace to engine process N (annotation `drydock.dev/engine`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        engine: Option<usize>,
     },
     DeleteNamespace {
         name: String,
     },
-    CreateContainer {
+    CreateImage {
         namespace: String,
         name: String,
         image: String,
-        /// Name of a container in the same namespace that owns this one (garbage collection).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        owner: Option<String>,
+        #[serde(default)]
+        pull_policy: PullPolicy,
+        #[serde(default)]
+        pull_retry_limit: u32,
     },
+    DeleteImage {
+        namespace: String,
+        name: String,
+    },
+    CreateContainer(ContainerOp),
     /// Set `spec.stop`.
     StopContainer {
         namespace: String,
@@ -33,6 +45,42 @@ pub enum ClientOp {
         namespace: String,
         name: String,
     },
+    /// Someone outside drydock acts on the runtime or the registry.
+    External(ExternalOp),
+}
+
+/// The spec of a physical container a client creates.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerOp {
+    pub namespace: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_ref: Option<String>,
+    /// Name of a container in the same namespace that owns this one (garbage collection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retain: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replace_existing: bool,
+    /// Caller labels, possibly trying to set system labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "external", rename_all = "kebab-case")]
+pub enum ExternalOp {
+    /// `docker rm -f NAME`.
+    RemoveContainer { name: String },
+    /// `docker create --name NAME IMAGE`: a stranger holding a name.
+    CreateContainer { name: String, image: String },
+    /// `docker rmi -f REFERENCE`.
+    RemoveImage { reference: String },
+    /// Someone pushes new content under a tag (the tag moves).
+    Push { reference: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,8 +93,11 @@ pub struct TimedOp {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Workload {
-    /// Images present in the runtime from the start.
+    /// Images present in the runtime from the start (imported, no registry).
     pub images: Vec<String>,
+    /// References published in the simulated registry from the start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub registry: Vec<String>,
     /// Sorted by time.
     pub ops: Vec<TimedOp>,
 }

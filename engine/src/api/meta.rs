@@ -73,3 +73,124 @@ pub struct OwnerReference {
     #[serde(default)]
     pub block_owner_deletion: bool,
 }
+
+/// Whether a [`Condition`] holds, as in Kubernetes.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConditionStatus {
+    True,
+    False,
+    #[default]
+    Unknown,
+}
+
+/// One observation a controller reports in an object's status, Kubernetes-style: a `type`, whether
+/// it holds, a machine-readable `reason` (CamelCase) and a human-readable `message`.
+///
+/// *Guarantees* (through [`Condition::set`]): `lastTransitionTime` changes only when `status`
+/// does, so rewriting the same observation does not change the object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: ConditionStatus,
+    #[serde(default)]
+    pub reason: String,
+    #[serde(default)]
+    pub message: String,
+    /// When `status` last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<WallTime>,
+}
+
+impl Condition {
+    /// A condition without a transition time (set by [`Condition::set`]).
+    pub fn new(type_: &str, status: ConditionStatus, reason: &str, message: impl Into<String>) -> Self {
+        Condition {
+            type_: type_.to_string(),
+            status,
+            reason: reason.to_string(),
+            message: message.into(),
+            last_transition_time: None,
+        }
+    }
+
+    pub fn is_true(&self) -> bool {
+        self.status == ConditionStatus::True
+    }
+
+    /// The condition of type `type_` in `conditions`.
+    pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+        conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    /// Put `self` into `conditions`, replacing the condition of its type or appending it. The
+    /// transition time is kept if the status is unchanged, and is `now` otherwise. Returns whether
+    /// `conditions` changed.
+    pub fn set(mut self, conditions: &mut Vec<Condition>, now: WallTime) -> bool {
+        match conditions.iter_mut().find(|c| c.type_ == self.type_) {
+            Some(existing) => {
+                self.last_transition_time =
+                    if existing.status == self.status { existing.last_transition_time } else { Some(now) };
+                if *existing == self {
+                    return false;
+                }
+                *existing = self;
+            }
+            None => {
+                self.last_transition_time = Some(now);
+                conditions.push(self);
+            }
+        }
+        true
+    }
+
+    /// Remove the condition of type `type_`. Returns whether there was one.
+    pub fn remove(conditions: &mut Vec<Condition>, type_: &str) -> bool {
+        let before = conditions.len();
+        conditions.retain(|c| c.type_ != type_);
+        conditions.len() != before
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn condition_serializes_with_kubernetes_field_names() {
+        let mut c = Condition::new("Ready", ConditionStatus::False, "Pending", "waiting");
+        c.last_transition_time = Some(WallTime(5));
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"type": "Ready", "status": "False", "reason": "Pending", "message": "waiting",
+                "lastTransitionTime": 5})
+        );
+        let back: Condition = serde_json::from_value(json).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn set_keeps_the_transition_time_unless_the_status_changes() {
+        let mut conditions = Vec::new();
+        assert!(Condition::new("A", ConditionStatus::False, "Pending", "2 left").set(&mut conditions, WallTime(1)));
+        assert_eq!(conditions[0].last_transition_time, Some(WallTime(1)));
+        // Same status, new message: changed, same transition time.
+        assert!(Condition::new("A", ConditionStatus::False, "Pending", "1 left").set(&mut conditions, WallTime(2)));
+        assert_eq!(conditions[0].last_transition_time, Some(WallTime(1)));
+        assert_eq!(conditions[0].message, "1 left");
+        // The very same observation: no change at all.
+        assert!(!Condition::new("A", ConditionStatus::False, "Pending", "1 left").set(&mut conditions, WallTime(3)));
+        // A new status: a transition.
+        assert!(Condition::new("A", ConditionStatus::True, "Done", "").set(&mut conditions, WallTime(4)));
+        assert_eq!(conditions[0].last_transition_time, Some(WallTime(4)));
+        assert!(Condition::new("B", ConditionStatus::Unknown, "", "").set(&mut conditions, WallTime(5)));
+        assert_eq!(conditions.len(), 2);
+        assert!(Condition::find(&conditions, "A").is_some_and(Condition::is_true));
+        assert!(Condition::remove(&mut conditions, "A"));
+        assert!(!Condition::remove(&mut conditions, "A"));
+        assert!(Condition::find(&conditions, "A").is_none());
+    }
+}

@@ -8,7 +8,7 @@ mod meta;
 mod object;
 pub mod resources;
 
-pub use meta::{ObjectMeta, OwnerReference, Uid};
+pub use meta::{Condition, ConditionStatus, ObjectMeta, OwnerReference, Uid};
 pub use object::{Object, ObjectKey, Resource, TypedError};
 pub use resources::{
     ContainerImage, ContainerImageSpec, ContainerImageStatus, ContainerPhase, ImagePhase, Lease, LeaseSpec, Namespace,
@@ -24,8 +24,13 @@ pub mod names {
     pub const LABEL_NAMESPACE: &str = "drydock.dev/namespace";
     /// Runtime label: uid of the namespace of that object.
     pub const LABEL_NAMESPACE_UID: &str = "drydock.dev/namespace-uid";
+    /// Runtime label: present (`true`) on containers that are kept when their object is deleted.
+    pub const LABEL_RETAIN: &str = "drydock.dev/retain";
     /// Runtime label: identity of the engine process that created the container.
     pub const LABEL_CREATOR: &str = "drydock.dev/creator";
+    /// Namespace annotation: the identity of the engine process responsible for the namespace and
+    /// everything in it. Without it, every engine is.
+    pub const ANNOTATION_ENGINE: &str = "drydock.dev/engine";
     /// Finalizer held by a namespace until all of its children are gone.
     pub const FINALIZER_NAMESPACE: &str = "drydock.dev/namespace-cleanup";
     /// Finalizer held by a container image until its pull is cancelled or done.

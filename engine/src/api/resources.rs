@@ -27,6 +27,10 @@ pub struct NamespaceStatus {
     /// Children still waiting to be deleted while Terminating.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// While Terminating: `CleanupComplete` (False with reason `Pending` and the pending counts per
+    /// kind, then True with reason `Complete` before the namespace finalizer is released).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<super::meta::Condition>,
 }
 
 impl Resource for Namespace {
@@ -226,11 +230,16 @@ impl LeaseSpec {
     }
 }
 
+/// Leases keep no status: everything is in the spec, written by the holder.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseStatus {}
+
 impl Resource for Lease {
     const KIND: &'static str = "Lease";
     const NAMESPACED: bool = false;
     type Spec = LeaseSpec;
-    type Status = NamespaceStatus;
+    type Status = LeaseStatus;
 }
 
 /// Validation of a physical container spec beyond its shape.
@@ -263,14 +272,6 @@ pub(crate) fn validate_physical_container(spec: &PhysicalContainerSpec) -> Vec<F
             "spec.containerName",
             format!("{name:?} is not a valid container name: use [a-zA-Z0-9][a-zA-Z0-9_.-]*"),
         ));
-    }
-    for key in spec.labels.keys() {
-        if key.starts_with("drydock.dev/") {
-            errors.push(FieldError::new(
-                format!("spec.labels[{key}]"),
-                "the drydock.dev/ prefix is reserved for system labels",
-            ));
-        }
     }
     errors
 }

@@ -1,6 +1,7 @@
 //! The built-in controllers.
 
 pub mod gc;
+pub mod image;
 pub mod namespace;
 pub mod physical;
 
@@ -28,6 +29,7 @@ pub fn builtin(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
         Box::new(gc::GarbageCollector::default()),
         Box::new(namespace::NamespaceController::new(config.max_namespace_deletes)),
         Box::new(physical::PhysicalContainerController::new(config.monitor_interval)),
+        Box::new(image::ContainerImageController::new(config.monitor_interval)),
     ]
 }
 

@@ -1,35 +1,97 @@
 //! Namespaces: keep Active ones marked Active; on delete, turn Terminating, delete the children
-//! kind by kind in cleanup order, and release the finalizer only when an uncached list confirms
-//! that no child is left.
+//! rank by rank in cleanup order, report progress in the `CleanupComplete` condition, and release
+//! the finalizer only when an uncached list confirms that no child is left.
 //!
-//! *Guarantees*: the namespace finalizer is never removed while the store holds a child of the
-//! namespace. The store rejects creates in a terminating namespace, so an empty uncached list
-//! taken after deletion began stays empty.
+//! While Terminating, the status carries `CleanupComplete`: False with reason `Pending` and the
+//! children left per kind in cleanup order (`waiting for 2 PhysicalContainer, 1 ContainerImage`),
+//! then True with reason `Complete` once an uncached list found the namespace empty.
+//!
+//! *Guarantees*
+//! - The namespace finalizer is never removed while the store holds a child of the namespace:
+//!   it is removed only after an uncached list, issued while the namespace was terminating, came
+//!   back empty (the store rejects creates in a terminating namespace, so it stays empty).
+//! - The finalizer is removed only after the store has confirmed writing `CleanupComplete=True`:
+//!   the removal is computed from a cached state that holds it (a write's reply, or the watch),
+//!   with that state's resource version as precondition.
+//! - No child of a cleanup rank is deleted while a child of a lower rank remains in the cache or
+//!   in the last uncached list. A listed child counts as remaining until the cache has applied the
+//!   watch past its version without it, our own delete removed it, or a newer list leaves it out.
+//!   Children already being deleted are waited for, not deleted again. At most `max_deletes`
+//!   deletes per reconcile, each with the child's uid as precondition.
+//! - The status is written only when its content changes (`lastTransitionTime` only moves when
+//!   the condition's status does), so a steady namespace causes no writes.
+//!
+//! *Assumptions*: children are only created through the store (so its terminating check
+//! applies). Watch events reach the cache in resource-version order (the engine's contract): a
+//! cache that knows the namespace is terminating has seen every child created before, which is
+//! every child there is. The uncached list is the defence against a cache that breaks this.
 
 use super::without_finalizer;
-use crate::api::{Namespace, NamespacePhase, NamespaceStatus, Object, ObjectKey, Resource, Uid, names};
+use crate::api::{
+    Condition, ConditionStatus, Namespace, NamespacePhase, NamespaceStatus, Object, ObjectKey, Resource, Uid, names,
+};
+use crate::cache::is_removed;
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::store::{DeleteOptions, StoreReply, StoreRequest, StoreResult};
-use crate::time::Now;
-use std::collections::BTreeMap;
+use crate::time::{MonoTime, Now};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-#[derive(Debug, Default)]
-struct Verification {
+/// The condition a terminating namespace reports its cleanup in.
+pub const CONDITION_CLEANUP_COMPLETE: &str = "CleanupComplete";
+/// `CleanupComplete=False`: children are left, or the namespace is not confirmed empty yet.
+pub const REASON_PENDING: &str = "Pending";
+/// `CleanupComplete=True`: an uncached list found no child.
+pub const REASON_COMPLETE: &str = "Complete";
+
+/// How long to wait before listing again when the last list showed children the cache has not
+/// caught up with.
+const RELIST_DELAY: Duration = Duration::from_secs(1);
+
+#[derive(Debug)]
+struct Listed {
+    objects: Vec<Arc<Object>>,
+    at: MonoTime,
+}
+
+/// What the controller knows about the cleanup of one terminating namespace.
+#[derive(Debug)]
+struct Cleanup {
+    uid: Uid,
+    /// An uncached list in flight.
     list: Option<OpId>,
-    children: Option<Vec<Arc<Object>>>,
+    /// The result of the last uncached list.
+    listed: Option<Listed>,
+    list_error: Option<String>,
+    /// Our deletes in flight: op -> child uid.
+    deletes: BTreeMap<OpId, Uid>,
+    /// Children our own deletes removed (or found gone).
+    gone: BTreeSet<Uid>,
+}
+
+impl Cleanup {
+    fn new(uid: &Uid) -> Self {
+        Cleanup {
+            uid: uid.clone(),
+            list: None,
+            listed: None,
+            list_error: None,
+            deletes: BTreeMap::new(),
+            gone: BTreeSet::new(),
+        }
+    }
 }
 
 #[derive(Debug)]
 pub struct NamespaceController {
     max_deletes: usize,
-    verifications: BTreeMap<Uid, Verification>,
+    cleanups: BTreeMap<ObjectKey, Cleanup>,
 }
 
 impl NamespaceController {
     pub fn new(max_deletes: usize) -> Self {
-        NamespaceController { max_deletes: max_deletes.max(1), verifications: BTreeMap::new() }
+        NamespaceController { max_deletes: max_deletes.max(1), cleanups: BTreeMap::new() }
     }
 
     fn write_status(ctx: &mut Context<'_>, ns: &Object, status: &NamespaceStatus) -> bool {
@@ -42,60 +104,113 @@ impl NamespaceController {
         true
     }
 
-    fn delete_children<'a>(&self, ctx: &mut Context<'_>, children: impl Iterator<Item = &'a Arc<Object>>) {
-        for child in children.filter(|c| !c.metadata.is_deleting()).take(self.max_deletes) {
-            ctx.store(StoreRequest::Delete {
-                key: child.key(),
-                options: DeleteOptions { precondition_uid: Some(child.metadata.uid.clone()), ..Default::default() },
-            });
-        }
-    }
-
-    fn terminate(&mut self, ctx: &mut Context<'_>, ns: &Object) -> ReconcileResult {
+    fn terminate(&mut self, ctx: &mut Context<'_>, key: &ObjectKey, ns: &Object) -> ReconcileResult {
         let name = ns.metadata.name.as_str();
-        // Children of the first kind (in cleanup order) that still has any.
+        let now = ctx.now();
         let cache = ctx.cache();
-        let remaining: Vec<&Arc<Object>> = ctx
-            .registry()
-            .namespaced_in_cleanup_order()
-            .into_iter()
-            .map(|kind| cache.list(&kind.kind, Some(name)).collect::<Vec<_>>())
-            .find(|children| !children.is_empty())
-            .unwrap_or_default();
-        let total: usize = cache.list("*", Some(name)).count();
-        let status = NamespaceStatus {
-            phase: Some(NamespacePhase::Terminating),
-            message: (total > 0).then(|| format!("waiting for {total} objects to be deleted")),
-        };
-        if Self::write_status(ctx, ns, &status) {
-            return Ok(Action::done());
+        let registry = ctx.registry();
+        let cleanup = self.cleanups.entry(key.clone()).or_insert_with(|| Cleanup::new(&ns.metadata.uid));
+        if cleanup.uid != ns.metadata.uid {
+            *cleanup = Cleanup::new(&ns.metadata.uid);
         }
-        let verification = self.verifications.entry(ns.metadata.uid.clone()).or_default();
-        if !remaining.is_empty() {
-            verification.children = None;
-            self.delete_children(ctx, remaining.into_iter());
-            return Ok(Action::done());
+        if let Some(error) = cleanup.list_error.take() {
+            return Err(ReconcileError(format!("{key}: listing the namespace failed: {error}")));
         }
-        if verification.list.is_some() {
-            return Ok(Action::done());
-        }
-        match verification.children.take() {
-            None => {
-                let id = ctx.store(StoreRequest::List { kind: None, namespace: Some(name.to_string()) });
-                verification.list = Some(id);
-                Ok(Action::done())
+
+        // What is left: the cache's children, and those of the last uncached list that the cache
+        // has not seen (or has seen at an older version), unless known to be gone.
+        let mut remaining: BTreeMap<ObjectKey, Arc<Object>> =
+            cache.list("*", Some(name)).map(|o| (o.key(), o.clone())).collect();
+        let cached_any = !remaining.is_empty();
+        let mut listed_any = false;
+        for child in cleanup.listed.iter().flat_map(|l| &l.objects) {
+            if cleanup.gone.contains(&child.metadata.uid) {
+                continue;
             }
-            Some(children) if children.is_empty() => {
+            let rv = child.metadata.resource_version;
+            match remaining.get(&child.key()) {
+                Some(cached) if cached.metadata.resource_version >= rv => {}
+                // The cache has applied the watch past this version without it: deleted since.
+                None if cache.watch_resource_version() >= rv => {}
+                _ => {
+                    listed_any = true;
+                    remaining.insert(child.key(), child.clone());
+                }
+            }
+        }
+        let confirmed_empty = remaining.is_empty() && cleanup.listed.as_ref().is_some_and(|l| l.objects.is_empty());
+
+        let rank = |o: &Object| registry.get(&o.kind).map_or(u8::MAX, |k| k.cleanup_rank);
+        let mut pending: BTreeMap<(u8, &str), usize> = BTreeMap::new();
+        for child in remaining.values() {
+            *pending.entry((rank(child), child.kind.as_str())).or_default() += 1;
+        }
+        let condition = if confirmed_empty {
+            Condition::new(
+                CONDITION_CLEANUP_COMPLETE,
+                ConditionStatus::True,
+                REASON_COMPLETE,
+                "all objects of the namespace are deleted",
+            )
+        } else if pending.is_empty() {
+            Condition::new(
+                CONDITION_CLEANUP_COMPLETE,
+                ConditionStatus::False,
+                REASON_PENDING,
+                "no object left as far as the cache knows; confirming with an uncached list",
+            )
+        } else {
+            let counts: Vec<String> = pending.iter().map(|((_, kind), n)| format!("{n} {kind}")).collect();
+            Condition::new(
+                CONDITION_CLEANUP_COMPLETE,
+                ConditionStatus::False,
+                REASON_PENDING,
+                format!("waiting for {}", counts.join(", ")),
+            )
+        };
+        let mut status = ns.status::<Namespace>().unwrap_or_default();
+        status.phase = Some(NamespacePhase::Terminating);
+        status.message =
+            (!remaining.is_empty()).then(|| format!("waiting for {} objects to be deleted", remaining.len()));
+        condition.set(&mut status.conditions, now.wall);
+        let wrote = Self::write_status(ctx, ns, &status);
+
+        if confirmed_empty {
+            if !wrote {
+                // The cached namespace carries CleanupComplete=True: the store has it.
                 tracing::debug!(namespace = name, "cleanup complete: releasing finalizer");
                 ctx.store(StoreRequest::Update { object: without_finalizer(ns, names::FINALIZER_NAMESPACE) });
-                Ok(Action::done())
             }
-            Some(children) => {
-                // The cache has not seen these yet; delete them from the list and look again soon.
-                self.delete_children(ctx, children.iter());
-                Ok(Action::requeue(Duration::from_secs(1)))
+            return Ok(Action::done());
+        }
+
+        // Delete the lowest rank that has children left; never a higher one while it has.
+        if let Some(lowest) = remaining.values().map(|o| rank(o)).min() {
+            let victims =
+                remaining.values().filter(|c| rank(c) == lowest && !c.metadata.is_deleting()).take(self.max_deletes);
+            for child in victims {
+                let op = ctx.store(StoreRequest::Delete {
+                    key: child.key(),
+                    options: DeleteOptions { precondition_uid: Some(child.metadata.uid.clone()), ..Default::default() },
+                });
+                cleanup.deletes.insert(op, child.metadata.uid.clone());
             }
         }
+
+        // Confirm with an uncached list once the cache shows no child. A list whose children the
+        // cache has not caught up with is repeated after a while, not in a loop.
+        if cached_any || cleanup.list.is_some() {
+            return Ok(Action::done());
+        }
+        let due = match &cleanup.listed {
+            Some(listed) if listed_any => listed.at + RELIST_DELAY,
+            _ => now.mono,
+        };
+        if due > now.mono {
+            return Ok(Action::requeue(due - now.mono));
+        }
+        cleanup.list = Some(ctx.store(StoreRequest::List { kind: None, namespace: Some(name.to_string()) }));
+        Ok(Action::done())
     }
 }
 
@@ -116,31 +231,46 @@ impl Controller for NamespaceController {
 
     fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
         let Some(ns) = ctx.get(key) else {
-            self.verifications.retain(|_, v| v.list.is_some());
+            self.cleanups.remove(key);
             return Ok(Action::done());
         };
-        if ns.status::<Namespace>().is_err() {
+        let Ok(mut status) = ns.status::<Namespace>() else {
             return Err(ReconcileError(format!("{key}: status does not decode")));
-        }
+        };
         if !ns.metadata.is_deleting() {
-            let active = NamespaceStatus { phase: Some(NamespacePhase::Active), message: None };
-            Self::write_status(ctx, ns, &active);
+            self.cleanups.remove(key);
+            status.phase = Some(NamespacePhase::Active);
+            status.message = None;
+            Condition::remove(&mut status.conditions, CONDITION_CLEANUP_COMPLETE);
+            Self::write_status(ctx, ns, &status);
             return Ok(Action::done());
         }
         if !ns.metadata.has_finalizer(names::FINALIZER_NAMESPACE) {
+            self.cleanups.remove(key);
             return Ok(Action::done());
         }
-        self.terminate(ctx, ns)
+        self.terminate(ctx, key, ns)
     }
 
-    fn on_store_result(&mut self, _now: Now, _key: &ObjectKey, op: OpId, result: &StoreResult) {
-        for verification in self.verifications.values_mut() {
-            if verification.list == Some(op) {
-                verification.list = None;
-                verification.children = match result {
-                    Ok(StoreReply::Objects(children)) => Some(children.clone()),
-                    _ => None,
-                };
+    fn on_store_result(&mut self, now: Now, key: &ObjectKey, op: OpId, result: &StoreResult) {
+        let Some(cleanup) = self.cleanups.get_mut(key) else { return };
+        if cleanup.list == Some(op) {
+            cleanup.list = None;
+            match result {
+                Ok(StoreReply::Objects(objects)) => {
+                    cleanup.listed = Some(Listed { objects: objects.clone(), at: now.mono });
+                }
+                Ok(StoreReply::Object(_)) => cleanup.list_error = Some("a list answered with one object".into()),
+                Err(e) => cleanup.list_error = Some(e.to_string()),
+            }
+        } else if let Some(uid) = cleanup.deletes.remove(&op) {
+            let removed = match result {
+                Ok(StoreReply::Object(object)) => is_removed(object),
+                Err(e) => e.is_not_found(),
+                Ok(StoreReply::Objects(_)) => false,
+            };
+            if removed {
+                cleanup.gone.insert(uid);
             }
         }
     }

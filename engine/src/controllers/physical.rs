@@ -16,8 +16,8 @@
 
 use super::without_finalizer;
 use crate::api::{
-    ContainerPhase, Namespace, Object, ObjectKey, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus,
-    Resource, Uid, names,
+    ContainerImage, ContainerPhase, ImagePhase, Namespace, Object, ObjectKey, PhysicalContainer, PhysicalContainerSpec,
+    PhysicalContainerStatus, Resource, Uid, names,
 };
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::runtime::{
@@ -29,9 +29,16 @@ use crate::time::{MonoTime, Now};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// Inspection errors in a row before they are reported in status (retrying continues, slower).
+pub const INSPECT_BUDGET: u32 = 5;
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Op {
     Create,
+    /// replaceExisting: find which container holds our name.
+    ResolveName,
+    /// replaceExisting: remove exactly the container resolved by name.
+    RemoveStranger,
     /// List by uid label after an uncertain create.
     Verify,
     Start,
@@ -54,6 +61,8 @@ enum Verify {
     AfterUncertain,
     /// The name was taken: if nothing carries our label, the name belongs to a stranger.
     AfterConflict,
+    /// The name belongs to a stranger and `replaceExisting` is set: remove it, then create.
+    Replace,
 }
 
 /// What this engine knows about one object's runtime container.
@@ -70,6 +79,12 @@ struct Tracked {
     cleanup_verified: bool,
     errors: u32,
     not_before: Option<MonoTime>,
+    /// replaceExisting: the stranger holding our name, once resolved.
+    stranger: Option<String>,
+    /// Inspection failures in a row, and the last one.
+    inspect_errors: u32,
+    inspect_message: Option<String>,
+    replace_existing: bool,
 }
 
 impl Tracked {
@@ -111,7 +126,13 @@ impl PhysicalContainerController {
         BTreeMap::from([(names::LABEL_OWNER_UID.to_string(), uid.0.clone())])
     }
 
-    fn create_request(ctx: &Context<'_>, obj: &Object, ns: &Object, spec: &PhysicalContainerSpec) -> RuntimeRequest {
+    fn create_request(
+        ctx: &Context<'_>,
+        obj: &Object,
+        ns: &Object,
+        spec: &PhysicalContainerSpec,
+        image: String,
+    ) -> RuntimeRequest {
         let namespace = obj.metadata.namespace.clone().unwrap_or_default();
         let mut labels = spec.labels.clone();
         // System labels last, so a caller can never override them.
@@ -119,9 +140,14 @@ impl PhysicalContainerController {
         labels.insert(names::LABEL_NAMESPACE.into(), namespace.clone());
         labels.insert(names::LABEL_NAMESPACE_UID.into(), ns.metadata.uid.0.clone());
         labels.insert(names::LABEL_CREATOR.into(), ctx.identity().to_string());
+        if spec.retain {
+            labels.insert(names::LABEL_RETAIN.into(), "true".into());
+        } else {
+            labels.remove(names::LABEL_RETAIN);
+        }
         RuntimeRequest::CreateContainer(ContainerCreate {
             name: spec.runtime_name(&namespace, &obj.metadata.name),
-            image: spec.image.clone().unwrap_or_default(),
+            image,
             command: spec.command.clone(),
             env: spec.env.clone(),
             labels,
@@ -150,7 +176,7 @@ impl PhysicalContainerController {
         let monitor = self.monitor_interval;
         let t = self.tracked.entry(uid.clone()).or_default();
         if t.runtime_id.is_none() {
-            t.runtime_id.clone_from(&status.runtime_id);
+            t.runtime_id = spec.container_id.clone().or_else(|| status.runtime_id.clone());
         }
         if let Some(message) = &t.failure {
             let failed = PhysicalContainerStatus {
@@ -165,11 +191,39 @@ impl PhysicalContainerController {
             if status.phase == ContainerPhase::Failed {
                 return Ok(Action::done());
             }
-            return if t.verify.is_some() {
-                self.start_op(ctx, uid, Op::Verify, RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) })
-            } else {
-                let request = Self::create_request(ctx, obj, ns, &spec);
-                self.start_op(ctx, uid, Op::Create, request)
+            let name = spec.runtime_name(namespace, &obj.metadata.name);
+            return match (t.verify, t.stranger.clone()) {
+                (Some(Verify::Replace), Some(stranger)) => self.start_op(
+                    ctx,
+                    uid,
+                    Op::RemoveStranger,
+                    RuntimeRequest::RemoveContainer { id: stranger, force: true },
+                ),
+                (Some(Verify::Replace), None) => {
+                    self.start_op(ctx, uid, Op::ResolveName, RuntimeRequest::InspectContainer { id: name })
+                }
+                (Some(_), _) => self.start_op(
+                    ctx,
+                    uid,
+                    Op::Verify,
+                    RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) },
+                ),
+                (None, _) => match resolve_image(ctx, obj, &spec) {
+                    Ok(image) => {
+                        let request = Self::create_request(ctx, obj, ns, &spec, image);
+                        self.start_op(ctx, uid, Op::Create, request)
+                    }
+                    // Only a create waits for the image: verification and cleanup never do.
+                    Err(waiting) => {
+                        let next = PhysicalContainerStatus {
+                            phase: ContainerPhase::Pending,
+                            message: Some(waiting),
+                            ..status.clone()
+                        };
+                        write_status(ctx, obj, &status, next);
+                        Ok(Action::done())
+                    }
+                },
             };
         };
         if status.runtime_id.as_deref() != Some(runtime_id.as_str()) {
@@ -183,6 +237,7 @@ impl PhysicalContainerController {
             Some(Observed::State(state, code)) if !stale => Some((*state, *code)),
             _ => return self.start_op(ctx, uid, Op::Inspect, RuntimeRequest::InspectContainer { id: runtime_id }),
         };
+        let inspect_message = t.inspect_message.clone();
         let next = match observed {
             None => PhysicalContainerStatus {
                 phase: ContainerPhase::Missing,
@@ -207,7 +262,7 @@ impl PhysicalContainerController {
                     ContainerState::Created => ContainerPhase::Exited, // stopped before it ever ran
                 },
                 exit_code,
-                message: None,
+                message: inspect_message,
                 ..status.clone()
             },
         };
@@ -222,6 +277,12 @@ impl PhysicalContainerController {
         }
         let uid = &obj.metadata.uid;
         let status = obj.status::<PhysicalContainer>().unwrap_or_default();
+        let spec = obj.spec::<PhysicalContainer>().unwrap_or_default();
+        if spec.retain || spec.container_id.is_some() {
+            // Kept (retain) or never ours (tracked by id): nothing to remove.
+            ctx.store(StoreRequest::Update { object: without_finalizer(obj, names::FINALIZER_RUNTIME) });
+            return Ok(Action::done());
+        }
         let t = self.tracked.entry(uid.clone()).or_default();
         if !t.removed
             && let Some(id) = t.runtime_id.clone().or(status.runtime_id)
@@ -265,9 +326,10 @@ impl PhysicalContainerController {
                     t.observe(now, ours);
                     t.verify = None;
                 }
+                (None, Some(Verify::AfterConflict)) if t.replace_existing => t.verify = Some(Verify::Replace),
                 (None, Some(Verify::AfterConflict)) => {
                     t.failure = Some(
-                        "the container name is taken by a container drydock did not create for this object".into(),
+                        "the container name is taken by a container drydock did not create for this object (set replaceExisting to replace it)".into(),
                     );
                 }
                 (None, _) => t.verify = None,
@@ -275,7 +337,25 @@ impl PhysicalContainerController {
             (Op::Start, Ok(_)) => t.observed = Some(Observed::State(ContainerState::Running, None)),
             // Stopped: inspect to learn the exit code.
             (Op::Stop, Ok(_)) => t.inspected_at = None,
-            (Op::Inspect, Ok(R::Container(info))) => t.observe(now, info),
+            (Op::Inspect, Ok(R::Container(info))) => {
+                t.observe(now, info);
+                t.inspect_errors = 0;
+                t.inspect_message = None;
+            }
+            (Op::ResolveName, Ok(R::Container(holder))) => t.stranger = Some(holder.id.clone()),
+            (Op::ResolveName, Err(E::NotFound(_))) => t.verify = None, // gone meanwhile: create
+            (Op::RemoveStranger, Ok(_) | Err(E::NotFound(_))) => {
+                t.stranger = None;
+                t.verify = None;
+            }
+            (Op::Inspect, Err(e)) if !matches!(e, E::NotFound(_)) => {
+                t.inspect_errors += 1;
+                if t.inspect_errors >= INSPECT_BUDGET {
+                    t.inspect_message =
+                        Some(format!("cannot inspect the runtime container ({} attempts): {e}", t.inspect_errors));
+                }
+                t.backoff(now);
+            }
             (Op::Start | Op::Stop | Op::Inspect, Err(E::NotFound(_))) => t.observed = Some(Observed::Missing),
             (Op::Remove, Ok(_) | Err(E::NotFound(_))) => {
                 t.removed = true;
@@ -302,6 +382,26 @@ impl PhysicalContainerController {
     }
 }
 
+/// The image to create from: the spec's reference, or the pinned id of the referenced
+/// ContainerImage once it is Ready. `Err` says what we are waiting for.
+fn resolve_image(ctx: &Context<'_>, obj: &Object, spec: &PhysicalContainerSpec) -> Result<String, String> {
+    if let Some(image) = &spec.image {
+        return Ok(image.clone());
+    }
+    let Some(name) = &spec.image_ref else {
+        return Ok(String::new()); // tracking an existing container: nothing to create from
+    };
+    let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+    let Some(image) = ctx.get(&ObjectKey::namespaced(ContainerImage::KIND, namespace, name)) else {
+        return Err(format!("waiting for ContainerImage {name}"));
+    };
+    let status = image.status::<ContainerImage>().unwrap_or_default();
+    match (status.phase, status.image_id) {
+        (ImagePhase::Ready, Some(id)) if !image.metadata.is_deleting() => Ok(id),
+        (phase, _) => Err(format!("waiting for ContainerImage {name} (phase {phase:?})")),
+    }
+}
+
 fn write_status(ctx: &mut Context<'_>, obj: &Object, current: &PhysicalContainerStatus, next: PhysicalContainerStatus) {
     if *current != next {
         let mut object = obj.clone();
@@ -316,7 +416,18 @@ impl Controller for PhysicalContainerController {
     }
 
     fn watches(&self) -> Vec<Watch> {
-        vec![Watch::own(PhysicalContainer::KIND)]
+        vec![
+            Watch::own(PhysicalContainer::KIND),
+            // An image becoming Ready unblocks the containers that reference it.
+            Watch::custom(ContainerImage::KIND, |image, cache| {
+                let ns = image.metadata.namespace.as_deref();
+                cache
+                    .list(PhysicalContainer::KIND, ns)
+                    .filter(|pc| pc.spec.get("imageRef").and_then(|r| r.as_str()) == Some(image.metadata.name.as_str()))
+                    .map(|pc| pc.key())
+                    .collect()
+            }),
+        ]
     }
 
     fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
@@ -326,6 +437,7 @@ impl Controller for PhysicalContainerController {
         };
         let t = self.tracked.entry(obj.metadata.uid.clone()).or_default();
         t.key = Some(key.clone());
+        t.replace_existing = obj.spec::<PhysicalContainer>().is_ok_and(|s| s.replace_existing);
         if t.in_flight.is_some() {
             return Ok(Action::done());
         }

@@ -10,9 +10,16 @@
 //! - An object with finalizers is only marked deleted (`deletionTimestamp`); it disappears when
 //!   its last finalizer is removed. No finalizer can be added once it is marked.
 //! - Spec changes bump `generation`; status is written only through [`Store::update_status`].
+//! - A delete with [`Propagation::Foreground`] or [`Propagation::Orphan`] marks the object and
+//!   adds the propagation's finalizer (`foregroundDeletion` or `orphan`), replacing the other one
+//!   if a client had put it there, so the object is kept even if it had no finalizer before.
 //!
 //! *Caveats*: dependents of a deleted owner are not touched here. Garbage collection is a
-//! controller (`controllers::gc`), as in Kubernetes.
+//! controller (`controllers::gc`), as in Kubernetes. Unlike Kubernetes, deleting an object that is
+//! already marked is a no-op whatever the propagation: its finalizers are not changed (no
+//! finalizer can be added once it is marked). A `Background` delete leaves an `orphan` or
+//! `foregroundDeletion` finalizer a client put on the object in place: the options cannot tell an
+//! explicit `Background` from the default.
 
 mod admission;
 mod backend;
@@ -53,12 +60,38 @@ impl WatchEvent {
     }
 }
 
-/// Deletion propagation. Background (the default) deletes the owner now and lets the garbage
-/// collector delete its dependents.
+/// The finalizer [`Propagation::Foreground`] puts on the deleted owner. The garbage collector
+/// removes it once no dependent with `blockOwnerDeletion` is left.
+pub const FINALIZER_FOREGROUND_DELETION: &str = "foregroundDeletion";
+/// The finalizer [`Propagation::Orphan`] puts on the deleted owner. The garbage collector removes
+/// it once no dependent references the owner any more.
+pub const FINALIZER_ORPHAN: &str = "orphan";
+
+/// Deletion propagation, as in Kubernetes. The store only marks the owner; the garbage collector
+/// (`controllers::gc`) acts on its dependents.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Propagation {
+    /// Delete the owner now (or mark it, if it has finalizers) and let the garbage collector
+    /// delete its dependents once it is gone.
     #[default]
     Background,
+    /// Mark the owner with the `foregroundDeletion` finalizer: it stays until the garbage
+    /// collector has deleted its dependents that have `blockOwnerDeletion`.
+    Foreground,
+    /// Mark the owner with the `orphan` finalizer: the garbage collector removes the owner
+    /// references to it from its dependents, which stay, and then the finalizer.
+    Orphan,
+}
+
+impl Propagation {
+    /// The finalizer this propagation puts on the object it deletes.
+    pub fn finalizer(self) -> Option<&'static str> {
+        match self {
+            Propagation::Background => None,
+            Propagation::Foreground => Some(FINALIZER_FOREGROUND_DELETION),
+            Propagation::Orphan => Some(FINALIZER_ORPHAN),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -302,7 +335,8 @@ impl<B: Backend> Store<B> {
         Ok(self.commit(EventType::Modified, next))
     }
 
-    /// Delete: remove at once if no finalizers remain, else mark with `deletionTimestamp`.
+    /// Delete: remove at once if no finalizers remain (counting the one the propagation adds),
+    /// else mark with `deletionTimestamp`.
     pub fn delete(
         &mut self,
         now: WallTime,
@@ -326,16 +360,18 @@ impl<B: Backend> Store<B> {
                 reason: format!("resource version {rv} is stale (current {})", stored.metadata.resource_version),
             });
         }
-        if stored.metadata.finalizers.is_empty() {
-            let mut last = (*stored).clone();
-            last.metadata.deletion_timestamp.get_or_insert(now);
-            return Ok(self.remove(last));
-        }
         if stored.metadata.is_deleting() {
             return Ok(stored);
         }
         let mut next = (*stored).clone();
         next.metadata.deletion_timestamp = Some(now);
+        if let Some(finalizer) = options.propagation.finalizer() {
+            next.metadata.finalizers.retain(|f| f != FINALIZER_FOREGROUND_DELETION && f != FINALIZER_ORPHAN);
+            next.metadata.finalizers.push(finalizer.to_string());
+        }
+        if next.metadata.finalizers.is_empty() {
+            return Ok(self.remove(next));
+        }
         Ok(self.commit(EventType::Modified, next))
     }
 

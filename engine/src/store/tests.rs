@@ -708,6 +708,151 @@ fn store_does_not_delete_children_of_a_deleting_namespace() {
     assert!(store.list(None, Some(NS)).iter().all(|o| !o.metadata.is_deleting()));
 }
 
+fn delete_with(store: &mut Store, key: &ObjectKey, propagation: Propagation) -> Result<Arc<Object>, StoreError> {
+    store.delete(LATER, key, &DeleteOptions { propagation, ..Default::default() })
+}
+
+/// A store holding `ns/parent` and two dependents of it, one with `blockOwnerDeletion`.
+fn owner_and_dependents() -> (Store, Arc<Object>, Vec<Arc<Object>>) {
+    let mut store = store();
+    let parent = store.create(NOW, container(NS, "parent")).unwrap();
+    let mut blocking = parent.owner_reference(true);
+    blocking.block_owner_deletion = true;
+    let a = store.create(NOW, with_owner(&container(NS, "a"), blocking)).unwrap();
+    let b = store.create(NOW, with_owner(&container(NS, "b"), parent.owner_reference(false))).unwrap();
+    (store, parent, vec![a, b])
+}
+
+#[test]
+fn propagation_finalizers_are_the_kubernetes_ones() {
+    assert_eq!(Propagation::default(), Propagation::Background);
+    assert_eq!(Propagation::Background.finalizer(), None);
+    assert_eq!(Propagation::Foreground.finalizer(), Some("foregroundDeletion"));
+    assert_eq!(Propagation::Orphan.finalizer(), Some("orphan"));
+}
+
+#[test]
+fn foreground_delete_marks_the_owner_with_its_finalizer_and_leaves_dependents_alone() {
+    let (mut store, parent, dependents) = owner_and_dependents();
+    let rv = store.resource_version();
+
+    let marked = delete_with(&mut store, &pc_key(NS, "parent"), Propagation::Foreground).unwrap();
+    assert_eq!(marked.metadata.deletion_timestamp, Some(LATER));
+    assert_eq!(marked.metadata.finalizers, vec![FINALIZER_FOREGROUND_DELETION.to_string()]);
+    assert_eq!(marked.metadata.uid, parent.metadata.uid);
+    assert_eq!(marked.metadata.generation, parent.metadata.generation);
+    assert_eq!(stored(&store, &pc_key(NS, "parent")), marked, "kept although it had no finalizer");
+    assert_eq!(events(&store, rv), vec![(EventType::Modified, "parent".to_string(), rv + 1)]);
+    for dependent in &dependents {
+        assert_eq!(stored(&store, &dependent.key()), *dependent, "the store does not touch dependents");
+    }
+}
+
+#[test]
+fn orphan_delete_marks_the_owner_with_its_finalizer_and_leaves_dependents_alone() {
+    let (mut store, _, dependents) = owner_and_dependents();
+    let rv = store.resource_version();
+
+    let marked = delete_with(&mut store, &pc_key(NS, "parent"), Propagation::Orphan).unwrap();
+    assert_eq!(marked.metadata.deletion_timestamp, Some(LATER));
+    assert_eq!(marked.metadata.finalizers, vec![FINALIZER_ORPHAN.to_string()]);
+    assert_eq!(stored(&store, &pc_key(NS, "parent")), marked);
+    assert_eq!(events(&store, rv), vec![(EventType::Modified, "parent".to_string(), rv + 1)]);
+    for dependent in &dependents {
+        assert_eq!(stored(&store, &dependent.key()), *dependent, "the store does not touch dependents");
+    }
+}
+
+#[test]
+fn propagation_finalizer_joins_existing_ones_and_replaces_the_other_propagation() {
+    let mut store = store();
+    store.create(NOW, with_finalizers(&container(NS, "a"), &["example.com/f"])).unwrap();
+    let marked = delete_with(&mut store, &pc_key(NS, "a"), Propagation::Orphan).unwrap();
+    assert_eq!(marked.metadata.finalizers, vec!["example.com/f".to_string(), FINALIZER_ORPHAN.to_string()]);
+
+    // A client put `orphan` there; deleting in the foreground replaces it.
+    store.create(NOW, with_finalizers(&container(NS, "b"), &[FINALIZER_ORPHAN, "example.com/f"])).unwrap();
+    let marked = delete_with(&mut store, &pc_key(NS, "b"), Propagation::Foreground).unwrap();
+    assert_eq!(
+        marked.metadata.finalizers,
+        vec!["example.com/f".to_string(), FINALIZER_FOREGROUND_DELETION.to_string()]
+    );
+
+    // A background delete leaves a client's propagation finalizer in place.
+    store.create(NOW, with_finalizers(&container(NS, "c"), &[FINALIZER_ORPHAN])).unwrap();
+    let marked = delete_with(&mut store, &pc_key(NS, "c"), Propagation::Background).unwrap();
+    assert_eq!(marked.metadata.finalizers, vec![FINALIZER_ORPHAN.to_string()]);
+    assert!(marked.metadata.is_deleting());
+}
+
+#[test]
+fn background_delete_still_removes_an_object_without_finalizers_at_once() {
+    let (mut store, _, dependents) = owner_and_dependents();
+    let rv = store.resource_version();
+    delete_with(&mut store, &pc_key(NS, "parent"), Propagation::Background).unwrap();
+    assert!(store.get(&pc_key(NS, "parent")).is_none());
+    assert_eq!(events(&store, rv), vec![(EventType::Deleted, "parent".to_string(), rv + 1)]);
+    assert_eq!(stored(&store, &dependents[0].key()), dependents[0]);
+}
+
+#[test]
+fn deleting_a_marked_object_again_changes_nothing_whatever_the_propagation() {
+    let mut store = store();
+    store.create(NOW, with_finalizers(&container(NS, "a"), &["example.com/f"])).unwrap();
+    let marked = delete(&mut store, NOW, &pc_key(NS, "a")).unwrap();
+    let rv = store.resource_version();
+    for propagation in [Propagation::Foreground, Propagation::Orphan, Propagation::Background] {
+        assert_eq!(delete_with(&mut store, &pc_key(NS, "a"), propagation).unwrap(), marked);
+    }
+    assert_unchanged(&store, rv);
+
+    // Nor does the first propagation's finalizer switch to another.
+    store.create(NOW, container(NS, "b")).unwrap();
+    let orphaning = delete_with(&mut store, &pc_key(NS, "b"), Propagation::Orphan).unwrap();
+    let rv = store.resource_version();
+    assert_eq!(delete_with(&mut store, &pc_key(NS, "b"), Propagation::Foreground).unwrap(), orphaning);
+    assert_unchanged(&store, rv);
+}
+
+#[test]
+fn preconditions_are_checked_before_a_propagation_finalizer_is_added() {
+    let (mut store, parent, _) = owner_and_dependents();
+    let rv = store.resource_version();
+    let options = DeleteOptions {
+        precondition_resource_version: Some(parent.metadata.resource_version - 1),
+        propagation: Propagation::Foreground,
+        ..Default::default()
+    };
+    assert_conflict(store.delete(LATER, &pc_key(NS, "parent"), &options));
+    let options = DeleteOptions {
+        precondition_uid: Some(Uid("not-the-uid".into())),
+        propagation: Propagation::Orphan,
+        ..Default::default()
+    };
+    assert_conflict(store.delete(LATER, &pc_key(NS, "parent"), &options));
+    assert_unchanged(&store, rv);
+    assert_eq!(stored(&store, &pc_key(NS, "parent")), parent);
+}
+
+#[test]
+fn removing_the_propagation_finalizer_removes_the_owner_and_still_not_its_dependents() {
+    for (propagation, finalizer) in
+        [(Propagation::Foreground, FINALIZER_FOREGROUND_DELETION), (Propagation::Orphan, FINALIZER_ORPHAN)]
+    {
+        let (mut store, _, dependents) = owner_and_dependents();
+        let marked = delete_with(&mut store, &pc_key(NS, "parent"), propagation).unwrap();
+        let rv = store.resource_version();
+        let mut released = (*marked).clone();
+        released.metadata.finalizers.retain(|f| f != finalizer);
+        store.update(released).unwrap();
+        assert!(store.get(&pc_key(NS, "parent")).is_none());
+        assert_eq!(events(&store, rv), vec![(EventType::Deleted, "parent".to_string(), rv + 1)]);
+        for dependent in &dependents {
+            assert_eq!(stored(&store, &dependent.key()), *dependent);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // admission
 // ---------------------------------------------------------------------------------------------
@@ -807,20 +952,16 @@ fn admission_rejects_a_bad_container_name() {
 }
 
 #[test]
-fn admission_rejects_reserved_labels_in_the_spec() {
+fn caller_labels_may_name_system_labels_and_are_overridden_later() {
+    // Admission accepts them; the physical-container controller applies its system labels after
+    // the caller's, so the runtime never sees the forged value (invariant system-labels-win).
     let mut store = store();
     let mut s = spec("busybox");
     s.labels.insert(names::LABEL_OWNER_UID.into(), "forged".into());
     s.labels.insert("team".into(), "blue".into());
-    let paths = invalid_paths(store.create(NOW, container_with(NS, "a", s)));
-    assert_eq!(paths.len(), 1, "{paths:?}");
-    assert!(paths[0].starts_with("spec.labels"), "{paths:?}");
-    assert!(paths[0].contains("drydock.dev/owner-uid"), "{paths:?}");
-
-    // Other prefixes are the caller's.
-    let mut s = spec("busybox");
-    s.labels.insert("example.com/drydock.dev".into(), "ok".into());
-    store.create(NOW, container_with(NS, "a", s)).unwrap();
+    let created = store.create(NOW, container_with(NS, "a", s)).unwrap();
+    let spec = created.spec::<PhysicalContainer>().unwrap();
+    assert_eq!(spec.labels.get(names::LABEL_OWNER_UID).map(String::as_str), Some("forged"));
 }
 
 #[test]

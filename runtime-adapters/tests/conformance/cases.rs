@@ -381,3 +381,214 @@ pub async fn labels_with_an_owner_uid_find_exactly_that_container<R: Runtime>(fx
     let found = fx.list(&[("drydock.dev/owner-uid", &uid)]).await;
     assert_eq!(found.into_iter().map(|c| c.id).collect::<Vec<_>>(), vec![ours]);
 }
+
+// Images: pulls from the test registry (Debian's docker-registry on the loopback for Docker, the
+// simulated registry for the simulator) and removal while containers use them. Every case
+// publishes content of its own, in a repository of its own.
+
+/// A container made from `image` (created, or also started).
+async fn container_from<R: Runtime>(fx: &Fx<R>, suffix: &str, image: &str, start: bool) -> String {
+    let mut spec = fx.spec(suffix, &[]);
+    spec.image = image.to_string();
+    let id = fx.create_with(spec).await;
+    if start {
+        fx.start(&id).await;
+    }
+    id
+}
+
+/// Published and pulled `<repo>:1`: (reference, content).
+async fn pulled<R: Runtime>(fx: &Fx<R>) -> (String, drydock_adapters::testing::Published) {
+    let reference = format!("{}:1", fx.repo("app"));
+    let published = fx.publish(&[&reference]);
+    fx.pull(&reference).await.unwrap();
+    (reference, published)
+}
+
+pub async fn image_pull_then_inspect_gives_the_registry_content_id<R: Runtime>(fx: &Fx<R>) {
+    let reference = format!("{}:1", fx.repo("app"));
+    let published = fx.publish(&[&reference]);
+    assert!(is_not_found(&fx.inspect_image(&reference).await), "only in the registry so far");
+    fx.pull(&reference).await.unwrap();
+    let image = fx.inspect_image(&reference).await.unwrap();
+    assert_eq!(image.id, published.id);
+    assert_ne!(image.id, published.digest, "the image id is not the manifest digest");
+    assert_eq!(image.tags, vec![reference.clone()]);
+    let id = container_from(fx, "a", &reference, true).await;
+    assert_eq!(state(fx, &id).await, ContainerState::Running, "the pulled image runs");
+}
+
+pub async fn image_pull_progress_names_the_repository_digest_and_outcome<R: Runtime>(fx: &Fx<R>) {
+    let reference = format!("{}:1", fx.repo("app"));
+    let published = fx.publish(&[&reference]);
+    let progress = fx.pull(&reference).await.unwrap();
+    let path = fx.repo("app").split_once('/').unwrap().1.to_string();
+    assert_eq!(progress.first(), Some(&format!("1: Pulling from {path}")), "{progress:?}");
+    assert!(progress.contains(&format!("Digest: {}", published.digest)), "{progress:?}");
+    assert_eq!(progress.last(), Some(&format!("Status: Downloaded newer image for {reference}")), "{progress:?}");
+}
+
+pub async fn image_pull_again_is_up_to_date<R: Runtime>(fx: &Fx<R>) {
+    let (reference, published) = pulled(fx).await;
+    let progress = fx.pull(&reference).await.unwrap();
+    assert_eq!(progress.last(), Some(&format!("Status: Image is up to date for {reference}")), "{progress:?}");
+    assert!(progress.contains(&format!("Digest: {}", published.digest)), "{progress:?}");
+    assert_eq!(fx.inspect_image(&reference).await.unwrap().id, published.id);
+}
+
+pub async fn image_pull_of_a_missing_tag_or_repository_is_not_found<R: Runtime>(fx: &Fx<R>) {
+    let repo = fx.repo("app");
+    fx.publish(&[&format!("{repo}:1")]);
+    for reference in [format!("{repo}:2"), format!("{}:1", fx.repo("absent"))] {
+        match fx.pull(&reference).await {
+            Err(RuntimeError::NotFound(message)) => assert!(message.contains("manifest unknown"), "{message}"),
+            other => panic!("{reference}: {other:?}"),
+        }
+        assert!(is_not_found(&fx.inspect_image(&reference).await), "{reference}: nothing stored");
+    }
+}
+
+pub async fn image_pull_of_an_unknown_digest_is_not_found<R: Runtime>(fx: &Fx<R>) {
+    let repo = fx.repo("app");
+    fx.publish(&[&format!("{repo}:1")]);
+    let reference = format!("{repo}@sha256:{}", "0".repeat(64));
+    let r = fx.pull(&reference).await;
+    assert!(is_not_found(&r), "{r:?}");
+}
+
+pub async fn image_pull_by_digest_adds_no_tag<R: Runtime>(fx: &Fx<R>) {
+    let repo = fx.repo("app");
+    let published = fx.publish(&[&format!("{repo}:1")]);
+    let by_digest = format!("{repo}@{}", published.digest);
+    let progress = fx.pull(&by_digest).await.unwrap();
+    assert_eq!(progress.last(), Some(&format!("Status: Downloaded newer image for {by_digest}")), "{progress:?}");
+    let image = fx.inspect_image(&by_digest).await.unwrap();
+    assert_eq!(image.id, published.id);
+    assert!(image.tags.is_empty(), "{:?}", image.tags);
+    assert!(is_not_found(&fx.inspect_image(&format!("{repo}:1")).await), "the tag is not pulled");
+    let id = container_from(fx, "a", &by_digest, false).await;
+    assert_eq!(fx.inspect(&id).await.unwrap().image, by_digest);
+}
+
+pub async fn image_pull_of_a_moved_tag_gives_a_new_id_and_keeps_the_old_image<R: Runtime>(fx: &Fx<R>) {
+    let repo = fx.repo("app");
+    let (reference, first) = pulled(fx).await;
+    let second = fx.publish(&[&reference]);
+    assert_ne!((&first.digest, &first.id), (&second.digest, &second.id), "new content under the same tag");
+    assert_eq!(fx.inspect_image(&reference).await.unwrap().id, first.id, "the local tag moves only with a pull");
+    let progress = fx.pull(&reference).await.unwrap();
+    assert_eq!(progress.last(), Some(&format!("Status: Downloaded newer image for {reference}")), "{progress:?}");
+    assert_eq!(fx.inspect_image(&reference).await.unwrap().id, second.id);
+    let old = fx.inspect_image(&first.id).await.unwrap();
+    assert!(old.tags.is_empty(), "the old image lost its tag: {:?}", old.tags);
+    assert_eq!(fx.inspect_image(&format!("{repo}@{}", first.digest)).await.unwrap().id, first.id, "by repo digest");
+}
+
+pub async fn image_pull_of_the_pushed_test_image_keeps_its_id<R: Runtime>(fx: &Fx<R>) {
+    fx.registry.ensure();
+    let remote = drydock_adapters::testing::test_registry_image();
+    let progress = fx.pull(&remote).await.unwrap();
+    assert_eq!(progress.last(), Some(&format!("Status: Image is up to date for {remote}")), "{progress:?}");
+    let local = fx.inspect_image(&fx.image).await.unwrap();
+    let pulled = fx.inspect_image(&remote).await.unwrap();
+    assert_eq!(pulled.id, local.id, "content-addressed: pushing and pulling keep the id");
+    assert!(pulled.tags.contains(&remote) && pulled.tags.contains(&fx.image), "{:?}", pulled.tags);
+}
+
+pub async fn image_remove_by_tag_while_a_container_uses_it_is_conflict<R: Runtime>(fx: &Fx<R>) {
+    let (reference, published) = pulled(fx).await;
+    let container = container_from(fx, "a", &reference, false).await;
+    match fx.remove_image(&reference, false).await {
+        Err(RuntimeError::Conflict(message)) => assert!(message.contains(&container[..12]), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fx.inspect_image(&reference).await.unwrap().id, published.id, "untouched");
+}
+
+pub async fn image_remove_while_a_running_container_uses_it_is_conflict_even_with_force<R: Runtime>(fx: &Fx<R>) {
+    let (reference, published) = pulled(fx).await;
+    let container = container_from(fx, "a", &reference, true).await;
+    for (what, force) in [(&reference, false), (&published.id, false), (&published.id, true)] {
+        let r = fx.remove_image(what, force).await;
+        assert!(is_conflict(&r), "{what} force={force}: {r:?}");
+    }
+    assert_eq!(fx.inspect_image(&reference).await.unwrap().id, published.id, "untouched");
+    assert_eq!(state(fx, &container).await, ContainerState::Running);
+}
+
+/// Docker untags a forced tag removal and reports success even while a running container uses
+/// the image: the image stays, untagged, by id.
+pub async fn image_force_remove_by_tag_while_running_only_untags<R: Runtime>(fx: &Fx<R>) {
+    let (reference, published) = pulled(fx).await;
+    let container = container_from(fx, "a", &reference, true).await;
+    fx.remove_image(&reference, true).await.unwrap();
+    assert!(is_not_found(&fx.inspect_image(&reference).await), "the tag is gone");
+    assert!(fx.inspect_image(&published.id).await.unwrap().tags.is_empty(), "the image is not");
+    assert_eq!(state(fx, &container).await, ContainerState::Running);
+}
+
+pub async fn image_force_remove_with_a_stopped_container_deletes_the_image<R: Runtime>(fx: &Fx<R>) {
+    let (reference, published) = pulled(fx).await;
+    let container = container_from(fx, "a", &reference, true).await;
+    fx.stop(&container).await.unwrap();
+    fx.remove_image(&reference, true).await.unwrap();
+    assert!(is_not_found(&fx.inspect_image(&published.id).await), "deleted");
+    let info = fx.inspect(&container).await.unwrap();
+    assert_eq!((info.state, info.image), (ContainerState::Exited, reference), "the container stays");
+}
+
+pub async fn image_remove_of_an_unused_image_then_inspect_is_not_found<R: Runtime>(fx: &Fx<R>) {
+    let (reference, published) = pulled(fx).await;
+    fx.remove_image(&reference, false).await.unwrap();
+    let by_digest = format!("{}@{}", fx.repo("app"), published.digest);
+    for what in [&reference, &published.id, &by_digest] {
+        assert!(is_not_found(&fx.inspect_image(what).await), "{what}");
+    }
+}
+
+pub async fn image_remove_missing_is_not_found<R: Runtime>(fx: &Fx<R>) {
+    for (what, force) in [(format!("{}:1", fx.repo("absent")), false), (format!("sha256:{}", "0".repeat(64)), true)] {
+        let r = fx.remove_image(&what, force).await;
+        assert!(is_not_found(&r), "{what}: {r:?}");
+    }
+}
+
+/// Removing one of two tags only untags, even while a running container uses the image.
+pub async fn image_remove_one_of_two_tags_only_untags<R: Runtime>(fx: &Fx<R>) {
+    let (a, b) = (format!("{}:a", fx.repo("app")), format!("{}:b", fx.repo("app")));
+    let published = fx.publish(&[&a, &b]);
+    fx.pull(&a).await.unwrap();
+    fx.pull(&b).await.unwrap();
+    let container = container_from(fx, "a", &a, true).await;
+    fx.remove_image(&a, false).await.unwrap();
+    assert_eq!(fx.inspect_image(&published.id).await.unwrap().tags, vec![b.clone()]);
+    let r = fx.remove_image(&b, false).await;
+    assert!(is_conflict(&r), "the last tag of a used image: {r:?}");
+    assert_eq!(state(fx, &container).await, ContainerState::Running);
+}
+
+pub async fn image_remove_by_id_with_two_tags_needs_force<R: Runtime>(fx: &Fx<R>) {
+    let (a, b) = (format!("{}:a", fx.repo("app")), format!("{}:b", fx.repo("app")));
+    let published = fx.publish(&[&a, &b]);
+    fx.pull(&a).await.unwrap();
+    fx.pull(&b).await.unwrap();
+    let r = fx.remove_image(&published.id, false).await;
+    assert!(is_conflict(&r), "{r:?}");
+    fx.remove_image(&published.id, true).await.unwrap();
+    for what in [&a, &b, &published.id] {
+        assert!(is_not_found(&fx.inspect_image(what).await), "{what}");
+    }
+}
+
+pub async fn image_a_container_pins_the_image_id_not_the_tag<R: Runtime>(fx: &Fx<R>) {
+    let (reference, first) = pulled(fx).await;
+    let container = container_from(fx, "a", &reference, false).await;
+    let second = fx.publish(&[&reference]);
+    fx.pull(&reference).await.unwrap();
+    assert_eq!(fx.inspect_image(&reference).await.unwrap().id, second.id);
+    fx.remove_image(&reference, false).await.unwrap();
+    assert!(is_not_found(&fx.inspect_image(&second.id).await), "the new image was unused");
+    let r = fx.remove_image(&first.id, false).await;
+    assert!(is_conflict(&r), "the container still uses the old image: {r:?}");
+    assert_eq!(fx.inspect(&container).await.unwrap().image, reference, "as given at create");
+}

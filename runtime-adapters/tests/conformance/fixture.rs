@@ -1,11 +1,12 @@
-//! What every conformance case gets: a runtime, unique names, a label marking its containers, and
-//! cleanup afterwards.
+//! What every conformance case gets: a runtime, a registry to publish images in, unique names, a
+//! label marking its containers, and cleanup afterwards.
 
 use drydock_adapters::Runtime;
 use drydock_adapters::clock::wall_now;
+use drydock_adapters::testing::{Published, TEST_REGISTRY, test_registry_image};
 use drydock_engine::WallTime;
 use drydock_engine::runtime::{
-    ContainerCreate, ContainerInfo, RuntimeError, RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult,
+    ContainerCreate, ContainerInfo, ImageInfo, RuntimeError, RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult,
 };
 use drydock_sim::runtime::SimRuntime;
 use futures_util::FutureExt;
@@ -19,10 +20,53 @@ use std::time::Duration;
 pub struct SimAdapter(parking_lot::Mutex<SimRuntime>);
 
 impl SimAdapter {
+    /// `image` present locally and, as `ensure_test_registry` does on Docker, pushed to the test
+    /// registry as `test_registry_image()`.
     pub fn new(image: &str) -> Self {
         let mut runtime = SimRuntime::new(7);
         runtime.add_image(image);
+        runtime.registry_push_image(image, &test_registry_image());
         SimAdapter(parking_lot::Mutex::new(runtime))
+    }
+}
+
+/// A registry the cases can publish images in, next to the runtime under test.
+pub trait TestRegistry: Send + Sync {
+    /// The registry is up and holds the test image as `test_registry_image()`.
+    fn ensure(&self);
+    /// New content under every one of `references` (tags in the registry); the local store is
+    /// left as it was.
+    fn publish(&self, references: &[&str]) -> Published;
+}
+
+impl TestRegistry for SimAdapter {
+    fn ensure(&self) {}
+
+    fn publish(&self, references: &[&str]) -> Published {
+        let mut runtime = self.0.lock();
+        let (first, rest) = references.split_first().unwrap();
+        let digest = runtime.registry_push(first);
+        for reference in rest {
+            runtime.registry_tag(first, reference).unwrap();
+        }
+        let (_, id) = runtime.registry_lookup(first).unwrap();
+        Published { digest, id }
+    }
+}
+
+/// Docker's side: Debian's docker-registry on the loopback (`drydock_adapters::testing`).
+pub struct DockerRegistry;
+
+impl TestRegistry for DockerRegistry {
+    fn ensure(&self) {
+        if let Err(e) = drydock_adapters::testing::ensure_test_registry() {
+            panic!("cannot run the test registry: {e}");
+        }
+    }
+
+    fn publish(&self, references: &[&str]) -> Published {
+        drydock_adapters::testing::registry_push(references)
+            .unwrap_or_else(|e| panic!("cannot publish {references:?}: {e}"))
     }
 }
 
@@ -38,16 +82,21 @@ pub const RUN_LABEL: &str = "drydock.test/case";
 
 pub struct Fixture<R: Runtime> {
     pub rt: Arc<R>,
+    pub registry: Arc<dyn TestRegistry>,
     pub case: String,
     pub image: String,
     pub since: WallTime,
+    /// Ids of the images published for this case, removed at cleanup.
+    published: parking_lot::Mutex<Vec<String>>,
 }
 
 impl<R: Runtime> Fixture<R> {
-    pub fn new(rt: Arc<R>, case: &str) -> Self {
+    pub fn new(rt: Arc<R>, registry: Arc<dyn TestRegistry>, case: &str) -> Self {
         let nonce = wall_now().0 % 1_000_000;
         Fixture {
             rt,
+            registry,
+            published: parking_lot::Mutex::new(Vec::new()),
             case: format!(
                 "dct-{}-{nonce}-{}",
                 case.replace('_', "-").chars().take(40).collect::<String>(),
@@ -78,6 +127,40 @@ impl<R: Runtime> Fixture<R> {
                 let _ = self.rt.execute(RuntimeRequest::RemoveContainer { id: c.id, force: true }).await;
             }
         }
+        let published = std::mem::take(&mut *self.published.lock());
+        for id in published {
+            let _ = self.rt.execute(RuntimeRequest::RemoveImage { reference: id, force: true }).await;
+        }
+    }
+
+    /// A repository of this case's own in the test registry: `127.0.0.1:5487/drydock-test/<case>-<suffix>`.
+    pub fn repo(&self, suffix: &str) -> String {
+        format!("{TEST_REGISTRY}/drydock-test/{}-{suffix}", self.case)
+    }
+
+    /// Publish new content under `references` in the registry (removed locally at cleanup).
+    pub fn publish(&self, references: &[&str]) -> Published {
+        let published = self.registry.publish(references);
+        self.published.lock().push(published.id.clone());
+        published
+    }
+
+    pub async fn pull(&self, reference: &str) -> Result<Vec<String>, RuntimeError> {
+        match self.exec(RuntimeRequest::PullImage { reference: reference.into() }).await? {
+            RuntimeReply::Pulled { progress } => Ok(progress),
+            other => panic!("pull replied {other:?}"),
+        }
+    }
+
+    pub async fn inspect_image(&self, reference: &str) -> Result<ImageInfo, RuntimeError> {
+        match self.exec(RuntimeRequest::InspectImage { reference: reference.into() }).await? {
+            RuntimeReply::Image(image) => Ok(image),
+            other => panic!("inspect-image replied {other:?}"),
+        }
+    }
+
+    pub async fn remove_image(&self, reference: &str, force: bool) -> RuntimeResult {
+        self.exec(RuntimeRequest::RemoveImage { reference: reference.into(), force }).await
     }
 
     pub fn name(&self, suffix: &str) -> String {

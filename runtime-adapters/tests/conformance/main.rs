@@ -9,11 +9,12 @@ mod cases;
 mod fixture;
 
 use drydock_adapters::testing::{TEST_IMAGE, docker_or_skip, ensure_test_image};
-use fixture::{Fixture, SimAdapter};
+use fixture::{DockerRegistry, Fixture, SimAdapter};
 use std::sync::Arc;
 
 async fn sim_fixture(case: &str) -> Fixture<SimAdapter> {
-    Fixture::new(Arc::new(SimAdapter::new(TEST_IMAGE)), case)
+    let sim = Arc::new(SimAdapter::new(TEST_IMAGE));
+    Fixture::new(sim.clone(), sim, case)
 }
 
 async fn docker_fixture(case: &str) -> Option<Fixture<drydock_adapters::DockerRuntime>> {
@@ -21,7 +22,7 @@ async fn docker_fixture(case: &str) -> Option<Fixture<drydock_adapters::DockerRu
     if let Err(e) = ensure_test_image() {
         panic!("{case}: cannot build the offline test image: {e}");
     }
-    Some(Fixture::new(Arc::new(runtime), case))
+    Some(Fixture::new(Arc::new(runtime), Arc::new(DockerRegistry), case))
 }
 
 macro_rules! conformance {
@@ -97,6 +98,23 @@ conformance! {
     image_inspect_normalizes_references,
     image_inspect_by_id,
     labels_with_an_owner_uid_find_exactly_that_container,
+    image_pull_then_inspect_gives_the_registry_content_id,
+    image_pull_progress_names_the_repository_digest_and_outcome,
+    image_pull_again_is_up_to_date,
+    image_pull_of_a_missing_tag_or_repository_is_not_found,
+    image_pull_of_an_unknown_digest_is_not_found,
+    image_pull_by_digest_adds_no_tag,
+    image_pull_of_a_moved_tag_gives_a_new_id_and_keeps_the_old_image,
+    image_pull_of_the_pushed_test_image_keeps_its_id,
+    image_remove_by_tag_while_a_container_uses_it_is_conflict,
+    image_remove_while_a_running_container_uses_it_is_conflict_even_with_force,
+    image_force_remove_by_tag_while_running_only_untags,
+    image_force_remove_with_a_stopped_container_deletes_the_image,
+    image_remove_of_an_unused_image_then_inspect_is_not_found,
+    image_remove_missing_is_not_found,
+    image_remove_one_of_two_tags_only_untags,
+    image_remove_by_id_with_two_tags_needs_force,
+    image_a_container_pins_the_image_id_not_the_tag,
 }
 
 #[test]

@@ -1,14 +1,19 @@
 //! Desired state equals actual state: the predicate the liveness phase waits for.
 
 use super::View;
-use drydock_engine::api::{ContainerPhase, Namespace, NamespacePhase, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::api::{
+    ContainerImage, ContainerPhase, ImagePhase, Lease, Namespace, NamespacePhase, Object, ObjectKey, PhysicalContainer,
+    PullPolicy, Resource, Uid, names,
+};
 use drydock_engine::runtime::ContainerState;
 
 /// `Ok` when every object is settled and agrees with the runtime; otherwise the first thing that
 /// does not, in words.
 pub fn desired_equals_actual(view: &View<'_>) -> Result<(), String> {
     namespaces_settled(view)?;
+    images_settled(view)?;
     containers_settled(view)?;
+    leases_released(view)?;
     runtime_accounted_for(view)?;
     dependents_have_owners(view)?;
     namespaces_exist(view)
@@ -38,6 +43,57 @@ fn namespaces_settled(view: &View<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// Why an image resource is settled without being Ready, if it is; `None` if it is not settled.
+fn image_settled(view: &View<'_>, image: &Object) -> Option<bool> {
+    let spec = image.spec::<ContainerImage>().ok()?;
+    let status = image.status::<ContainerImage>().ok()?;
+    if image.metadata.is_deleting() {
+        return None;
+    }
+    let present = |id: &str| view.runtime.has_image(id);
+    match status.phase {
+        ImagePhase::Ready => status.image_id.as_deref().is_some_and(present).then_some(true),
+        ImagePhase::Unavailable => status.image_id.as_deref().is_some_and(|id| !present(id)).then_some(false),
+        ImagePhase::Failed => Some(false),
+        ImagePhase::Pending if spec.pull_policy == PullPolicy::Never => (!present(&spec.image)).then_some(false),
+        ImagePhase::Pending | ImagePhase::Pulling => None,
+    }
+}
+
+fn images_settled(view: &View<'_>) -> Result<(), String> {
+    for image in view.store.list(Some(ContainerImage::KIND), None) {
+        if image_settled(view, &image).is_none() {
+            let status = image.status::<ContainerImage>().unwrap_or_default();
+            return Err(format!(
+                "{} is not settled: phase {:?}, image {:?}",
+                image.key(),
+                status.phase,
+                status.image_id
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn leases_released(view: &View<'_>) -> Result<(), String> {
+    for lease in view.store.list(Some(Lease::KIND), None) {
+        if let Some(holder) = lease.spec::<Lease>().ok().and_then(|s| s.live_holder(view.now).map(str::to_string)) {
+            return Err(format!("{} is still held by {holder}", lease.key()));
+        }
+    }
+    Ok(())
+}
+
+/// A container waiting for an image that will never be Ready is settled.
+fn waits_for_unready_image(view: &View<'_>, pc: &Object, spec: &drydock_engine::api::PhysicalContainerSpec) -> bool {
+    let Some(name) = &spec.image_ref else { return false };
+    let ns = pc.metadata.namespace.as_deref().unwrap_or_default();
+    match view.store.get(&ObjectKey::namespaced(ContainerImage::KIND, ns, name)) {
+        None => true,
+        Some(image) => image_settled(view, image) == Some(false),
+    }
+}
+
 fn containers_settled(view: &View<'_>) -> Result<(), String> {
     for pc in view.store.list(Some(PhysicalContainer::KIND), None) {
         let key = pc.key();
@@ -49,7 +105,7 @@ fn containers_settled(view: &View<'_>) -> Result<(), String> {
         let runtime = status.runtime_id.as_deref().and_then(|id| view.runtime.container(id));
         let state = runtime.map(|c| c.state);
         let ok = match status.phase {
-            ContainerPhase::Pending => false,
+            ContainerPhase::Pending => waits_for_unready_image(view, &pc, &spec),
             ContainerPhase::Running => state == Some(ContainerState::Running) && !spec.stop,
             ContainerPhase::Exited => state.is_some_and(|s| s != ContainerState::Running),
             ContainerPhase::Missing => status.runtime_id.is_some() && runtime.is_none(),
@@ -62,6 +118,7 @@ fn containers_settled(view: &View<'_>) -> Result<(), String> {
             ));
         }
         if let Some(c) = runtime
+            && spec.container_id.is_none()
             && c.labels.get(names::LABEL_OWNER_UID) != Some(&pc.metadata.uid.0)
         {
             return Err(format!("{key} records runtime container {}, which was not created for it", c.name));
@@ -76,7 +133,12 @@ fn containers_settled(view: &View<'_>) -> Result<(), String> {
 fn runtime_accounted_for(view: &View<'_>) -> Result<(), String> {
     for c in view.runtime.containers() {
         let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) else { continue };
-        let Some(owner) = view.store.get_by_uid(&Uid(uid.clone())) else {
+        let retained = c.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true");
+        let owner = view.store.get_by_uid(&Uid(uid.clone()));
+        if retained && owner.is_none() {
+            continue; // kept on purpose after its object went
+        }
+        let Some(owner) = owner else {
             return Err(format!("runtime container {} has no owner object (uid {uid})", c.name));
         };
         let recorded = owner.status::<PhysicalContainer>().ok().and_then(|s| s.runtime_id);

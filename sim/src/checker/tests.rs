@@ -51,7 +51,11 @@ fn namespace(store: &mut Store, name: &str) -> Arc<Object> {
 fn active_namespace(store: &mut Store, name: &str) -> Arc<Object> {
     let ns = namespace(store, name);
     let mut next = (*ns).clone();
-    next.set_status::<Namespace>(&NamespaceStatus { phase: Some(NamespacePhase::Active), message: None });
+    next.set_status::<Namespace>(&NamespaceStatus {
+        phase: Some(NamespacePhase::Active),
+        message: None,
+        ..Default::default()
+    });
     store.update_status(next).unwrap()
 }
 
@@ -122,6 +126,7 @@ fn labels_for(pc: &Object, ns: &Object) -> BTreeMap<String, String> {
         (names::LABEL_OWNER_UID.to_string(), pc.metadata.uid.0.clone()),
         (names::LABEL_NAMESPACE.to_string(), ns.metadata.name.clone()),
         (names::LABEL_NAMESPACE_UID.to_string(), ns.metadata.uid.0.clone()),
+        (names::LABEL_CREATOR.to_string(), "engine-0".to_string()),
     ])
 }
 
@@ -135,7 +140,7 @@ fn runtime_container_for(runtime: &mut SimRuntime, n: u8, pc: &Object, ns: &Obje
 
 #[track_caller]
 fn assert_violates(store: &Store, runtime: &SimRuntime, name: &str) -> String {
-    let view = View { store, runtime };
+    let view = View::of(store, runtime);
     let message = match (invariant(name).check)(&view) {
         Err(message) => message,
         Ok(()) => panic!("{name} should be violated"),
@@ -149,7 +154,7 @@ fn assert_violates(store: &Store, runtime: &SimRuntime, name: &str) -> String {
 
 #[track_caller]
 fn assert_holds(store: &Store, runtime: &SimRuntime, name: &str) {
-    let view = View { store, runtime };
+    let view = View::of(store, runtime);
     if let Err(message) = (invariant(name).check)(&view) {
         panic!("{name} should hold, got: {message}");
     }
@@ -161,14 +166,18 @@ fn assert_holds(store: &Store, runtime: &SimRuntime, name: &str) {
 #[test]
 fn invariants_are_listed_once_by_name() {
     let got: Vec<&str> = INVARIANTS.iter().map(|i| i.name).collect();
-    assert_eq!(got, vec![UNIQUE_OWNER_UID, NO_OWNER_CYCLES, NO_LEAK, FINALIZER_AFTER_CLEANUP]);
+    for name in [UNIQUE_OWNER_UID, NO_OWNER_CYCLES, NO_LEAK, FINALIZER_AFTER_CLEANUP] {
+        assert_eq!(got.iter().filter(|n| **n == name).count(), 1, "{name} in {got:?}");
+    }
+    let unique: std::collections::BTreeSet<&str> = got.iter().copied().collect();
+    assert_eq!(unique.len(), got.len(), "names are unique: {got:?}");
     assert!(INVARIANTS.iter().all(|i| !i.description.is_empty()));
 }
 
 #[test]
 fn empty_state_violates_nothing() {
     let (store, runtime) = (store(), SimRuntime::new(1));
-    let view = View { store: &store, runtime: &runtime };
+    let view = View::of(&store, &runtime);
     assert_eq!(check_all(&view), None);
     assert_eq!(desired_equals_actual(&view), Ok(()));
 }
@@ -445,7 +454,7 @@ impl Settled {
     }
 
     fn check(&self) -> Result<(), String> {
-        desired_equals_actual(&View { store: &self.store, runtime: &self.runtime })
+        desired_equals_actual(&View::of(&self.store, &self.runtime))
     }
 
     #[track_caller]
@@ -466,7 +475,7 @@ impl Settled {
 fn converged_when_running_container_matches_its_object() {
     let s = Settled::new();
     assert_eq!(s.check(), Ok(()));
-    assert_eq!(check_all(&View { store: &s.store, runtime: &s.runtime }), None);
+    assert_eq!(check_all(&View::of(&s.store, &s.runtime)), None);
 }
 
 #[test]
@@ -576,7 +585,11 @@ fn not_converged_when_only_owner_is_gone() {
     meta.owner_references.push(parent.owner_reference(false));
     let child = s.store.create(WallTime(1), Object::from_spec::<Namespace>(meta, &NamespaceSpec {})).unwrap();
     let mut next = (*child).clone();
-    next.set_status::<Namespace>(&NamespaceStatus { phase: Some(NamespacePhase::Active), message: None });
+    next.set_status::<Namespace>(&NamespaceStatus {
+        phase: Some(NamespacePhase::Active),
+        message: None,
+        ..Default::default()
+    });
     s.store.update_status(next).unwrap();
     assert_eq!(s.check(), Ok(()));
 

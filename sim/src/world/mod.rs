@@ -7,19 +7,17 @@
 //! [`WorldConfig::convergence_bound`], and then stay quiet (no store writes) for
 //! [`WorldConfig::settle`].
 
-use crate::checker::{self, View};
+mod clients;
+mod record;
+
+use crate::checker::{self, History, View};
 use crate::runtime::SimRuntime;
 use crate::scheduler::Scheduler;
 use crate::trace::Trace;
-use crate::workload::{ClientOp, Workload};
-use drydock_engine::api::{
-    Namespace, NamespaceSpec, Object, ObjectKey, ObjectMeta, PhysicalContainer, PhysicalContainerSpec,
-};
+use crate::workload::Workload;
 use drydock_engine::controllers::{self, ControllerConfig};
 use drydock_engine::runtime::{RuntimeError, RuntimeRequest, RuntimeResult, short};
-use drydock_engine::store::{
-    DeleteOptions, Registry, Store, StoreConfig, StoreReply, StoreRequest, StoreResult, WatchEvent,
-};
+use drydock_engine::store::{Registry, Store, StoreConfig, StoreReply, StoreRequest, StoreResult, WatchEvent};
 use drydock_engine::{Controller, Engine, EngineConfig, Input, MonoTime, Now, OpId, Output, WallTime};
 use drydock_faults::{FaultKind, FaultPlan, unit};
 use rand_chacha::ChaCha8Rng;
@@ -49,12 +47,14 @@ impl Latency {
 #[derive(Clone, Debug)]
 pub struct WorldConfig {
     pub processes: usize,
-    /// Watch delivery delay of a healthy cache.
-    pub watch_delay: Latency,
+    /// Watch delivery delay of a healthy cache, per process (process i uses entry i mod len).
+    pub watch_delays: Vec<Latency>,
     /// Watch delivery delay when the stale-cache fault fires.
     pub stale_watch_delay: Latency,
     pub store_latency: Latency,
     pub runtime_latency: Latency,
+    /// How long a pull takes (it is in flight all that time).
+    pub pull_latency: Latency,
     pub convergence_bound: Duration,
     pub settle: Duration,
     /// A run that takes more events than this fails (a livelock guard).
@@ -69,10 +69,11 @@ impl Default for WorldConfig {
     fn default() -> Self {
         WorldConfig {
             processes: 1,
-            watch_delay: Latency::millis(0, 20),
+            watch_delays: vec![Latency::millis(0, 20)],
             stale_watch_delay: Latency::millis(500, 5_000),
             store_latency: Latency::millis(1, 5),
             runtime_latency: Latency::millis(5, 80),
+            pull_latency: Latency::millis(200, 3_000),
             convergence_bound: Duration::from_secs(120),
             settle: Duration::from_secs(65),
             max_events: 2_000_000,
@@ -191,6 +192,11 @@ pub struct World<'w> {
     runtime_events_sent: usize,
     /// Runtime requests cancelled by their process.
     cancelled: std::collections::BTreeSet<(usize, OpId)>,
+    history: History,
+    /// Something the invariants read changed since they were last evaluated.
+    dirty: bool,
+    /// Runtime mutations in flight -> the owner uid they act for.
+    mutation_owner: std::collections::BTreeMap<(usize, OpId), String>,
     /// Requests handed to the world and not yet replied, plus undelivered watch events.
     in_flight: u64,
     trace: Trace,
@@ -214,6 +220,9 @@ impl<'w> World<'w> {
         let mut runtime = SimRuntime::new(rng.next_u64());
         for image in &workload.images {
             runtime.add_image(image);
+        }
+        for reference in &workload.registry {
+            runtime.registry_push(reference);
         }
         let processes = (0..config.processes)
             .map(|i| Process {
@@ -239,6 +248,9 @@ impl<'w> World<'w> {
             broadcast_rv: 0,
             runtime_events_sent: 0,
             cancelled: Default::default(),
+            history: History::default(),
+            dirty: true,
+            mutation_owner: Default::default(),
             in_flight: 0,
             trace: Trace::new(keep_trace),
             phase: Phase::Safety,
@@ -266,11 +278,17 @@ impl<'w> World<'w> {
         self.report()
     }
 
-    fn now(&self, mono: MonoTime) -> Now {
+    pub(super) fn now(&self, mono: MonoTime) -> Now {
         Now::new(mono, WallTime(EPOCH_MS) + mono.as_duration())
     }
 
     fn step(&mut self, now: MonoTime, event: Event) {
+        // Deliveries, wakes and store replies change only engine memory; everything else may
+        // change the store, the runtime or the history.
+        self.dirty |= !matches!(
+            event,
+            Event::Deliver { .. } | Event::Wake { .. } | Event::Notify { .. } | Event::StoreReply { .. }
+        );
         match event {
             Event::Client(i) => self.client(now, i),
             Event::Deliver { process, event } => {
@@ -286,7 +304,9 @@ impl<'w> World<'w> {
             }
             Event::StoreApply { process, id, request } => {
                 let _ = write!(self.line, "p{process} store {id} {}", request.describe());
-                let result = self.store.execute(self.now(now).wall, request);
+                self.record_store_before(process, &request);
+                let result = self.store.execute(self.now(now).wall, request.clone());
+                self.record_store_after(&request, &result);
                 self.describe_store_result(&result);
                 self.broadcast(now);
                 let at = now + self.config.store_latency.draw(&mut self.rng);
@@ -300,6 +320,7 @@ impl<'w> World<'w> {
             Event::RuntimeApply { process, id, request } => self.runtime_apply(now, process, id, request),
             Event::RuntimeReply { process, id, result } => {
                 self.in_flight -= 1;
+                self.record_runtime_settled(process, id);
                 let _ = write!(self.line, "p{process} runtime-reply {id}");
                 self.input(now, process, Input::RuntimeDone { id, result });
             }
@@ -339,6 +360,8 @@ impl<'w> World<'w> {
                     // If it has not been applied yet it never will be; a reply already on its way
                     // is ignored by the engine.
                     self.cancelled.insert((process, id));
+                    self.record_runtime_settled(process, id);
+                    self.dirty = true;
                     continue;
                 }
                 _ => self.in_flight += 1,
@@ -352,7 +375,13 @@ impl<'w> World<'w> {
                 }
                 Output::Runtime { id, request } => {
                     self.stats.runtime_requests += 1;
-                    let t = now + self.config.runtime_latency.draw(&mut self.rng);
+                    self.record_runtime_issue(process, id, &request);
+                    self.dirty = true;
+                    let latency = match request {
+                        RuntimeRequest::PullImage { .. } => self.config.pull_latency,
+                        _ => self.config.runtime_latency,
+                    };
+                    let t = now + latency.draw(&mut self.rng);
                     self.scheduler.at(t, Event::RuntimeApply { process, id, request });
                 }
             }
@@ -375,6 +404,7 @@ impl<'w> World<'w> {
         let _ = write!(self.line, "p{process} runtime {id} {}", request.describe());
         self.runtime.set_now(self.now(now).wall);
         let mut result = self.runtime.execute(&request);
+        self.record_runtime_apply(process, id, &request, &result);
         match &result {
             Ok(reply) => {
                 let _ = write!(self.line, " -> {}", describe_reply(reply));
@@ -400,12 +430,12 @@ impl<'w> World<'w> {
 
     /// Runtime events reach every process after a watch delay, like store events (no ordering
     /// promise between the two streams).
-    fn broadcast_runtime_events(&mut self, now: MonoTime) {
+    pub(super) fn broadcast_runtime_events(&mut self, now: MonoTime) {
         let events = self.runtime.events()[self.runtime_events_sent..].to_vec();
         self.runtime_events_sent = self.runtime.events().len();
         for event in events {
             for process in 0..self.processes.len() {
-                let at = now + self.config.watch_delay.draw(&mut self.rng);
+                let at = now + self.watch_delay(process).draw(&mut self.rng);
                 self.in_flight += 1;
                 self.scheduler.at(at, Event::Notify { process, event: event.clone() });
             }
@@ -413,7 +443,7 @@ impl<'w> World<'w> {
     }
 
     /// Queue every store event not yet sent to the processes, each after its delivery delay.
-    fn broadcast(&mut self, now: MonoTime) {
+    pub(super) fn broadcast(&mut self, now: MonoTime) {
         let events: Vec<WatchEvent> = match self.store.events_since(self.broadcast_rv) {
             Ok(events) => events.cloned().collect(),
             Err(_) => Vec::new(),
@@ -425,7 +455,7 @@ impl<'w> World<'w> {
                     self.stats.stale_deliveries += 1;
                     self.config.stale_watch_delay.draw(&mut self.rng)
                 } else {
-                    self.config.watch_delay.draw(&mut self.rng)
+                    self.watch_delay(process).draw(&mut self.rng)
                 };
                 let p = &mut self.processes[process];
                 let at = (now + delay).max(p.last_delivery);
@@ -436,58 +466,12 @@ impl<'w> World<'w> {
         }
     }
 
-    fn client(&mut self, now: MonoTime, index: usize) {
-        self.stats.client_ops += 1;
-        let wall = self.now(now).wall;
-        let op = self.workload.ops[index].op.clone();
-        let result = match &op {
-            ClientOp::CreateNamespace { name } => {
-                let _ = write!(self.line, "client create Namespace/{name}");
-                self.store
-                    .create(wall, Object::from_spec::<Namespace>(ObjectMeta::named(None, name), &NamespaceSpec {}))
-            }
-            ClientOp::DeleteNamespace { name } => {
-                let _ = write!(self.line, "client delete Namespace/{name}");
-                self.store.delete(wall, &ObjectKey::cluster("Namespace", name), &DeleteOptions::default())
-            }
-            ClientOp::CreateContainer { namespace, name, image, owner } => {
-                let _ = write!(self.line, "client create PhysicalContainer/{namespace}/{name}");
-                let mut meta = ObjectMeta::named(Some(namespace), name);
-                if let Some(owner) = owner
-                    && let Some(o) = self.store.get(&ObjectKey::namespaced("PhysicalContainer", namespace, owner))
-                {
-                    meta.owner_references.push(o.owner_reference(false));
-                }
-                let spec = PhysicalContainerSpec { image: Some(image.clone()), ..Default::default() };
-                self.store.create(wall, Object::from_spec::<PhysicalContainer>(meta, &spec))
-            }
-            ClientOp::StopContainer { namespace, name } => {
-                let _ = write!(self.line, "client stop PhysicalContainer/{namespace}/{name}");
-                let key = ObjectKey::namespaced("PhysicalContainer", namespace, name);
-                match self.store.get(&key).map(|o| (**o).clone()) {
-                    Some(mut object) => {
-                        if let Some(spec) = object.spec.as_object_mut() {
-                            spec.insert("stop".into(), serde_json::Value::Bool(true));
-                        }
-                        self.store.update(object)
-                    }
-                    None => Err(drydock_engine::store::StoreError::NotFound { key: key.to_string() }),
-                }
-            }
-            ClientOp::DeleteContainer { namespace, name } => {
-                let _ = write!(self.line, "client delete PhysicalContainer/{namespace}/{name}");
-                self.store.delete(
-                    wall,
-                    &ObjectKey::namespaced("PhysicalContainer", namespace, name),
-                    &DeleteOptions::default(),
-                )
-            }
-        };
-        self.describe_store_result(&result.map(StoreReply::Object));
-        self.broadcast(now);
+    fn watch_delay(&self, process: usize) -> Latency {
+        let delays = &self.config.watch_delays;
+        delays.get(process % delays.len().max(1)).copied().unwrap_or(Latency::millis(0, 20))
     }
 
-    fn describe_store_result(&mut self, result: &StoreResult) {
+    pub(super) fn describe_store_result(&mut self, result: &StoreResult) {
         let _ = match result {
             Ok(StoreReply::Object(o)) => write!(self.line, " -> ok rv={}", o.metadata.resource_version),
             Ok(StoreReply::Objects(list)) => write!(self.line, " -> ok {} objects", list.len()),
@@ -497,10 +481,18 @@ impl<'w> World<'w> {
 
     /// Check invariants and the phase's progress. True when the run is over.
     fn check(&mut self, now: MonoTime) -> bool {
-        let view = View { store: &self.store, runtime: &self.runtime };
-        if let Some((invariant, message)) = checker::check_all(&view) {
-            return self.fail(now, invariant, message);
+        let wall = self.now(now).wall;
+        // The invariants are functions of the store, the runtime and the history (and of time only
+        // through lease expiry, which can end a violation but never start one): re-evaluating them
+        // after an event that changed none of those could not find anything new.
+        if std::mem::take(&mut self.dirty) {
+            self.prune_claims(wall);
+            let view = View { store: &self.store, runtime: &self.runtime, history: &self.history, now: wall };
+            if let Some((invariant, message)) = checker::check_all(&view) {
+                return self.fail(now, invariant, message);
+            }
         }
+        let view = View { store: &self.store, runtime: &self.runtime, history: &self.history, now: wall };
         if self.trace.events() >= self.config.max_events {
             let message = format!("the run did not finish within {} events", self.config.max_events);
             return self.fail(now, "event-budget", message);

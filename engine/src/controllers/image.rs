@@ -1,0 +1,416 @@
+//! Container images: make the image present per `pullPolicy`, pin the first verified id, watch
+//! that it stays.
+//!
+//! *Guarantees*
+//! - Pulls of one normalized reference are serialized across resources and processes by an
+//!   exclusive lease; a contended pull stays Pending and is retried through reconciliation
+//!   without consuming pull attempts. The policy is re-evaluated once the lease is held.
+//! - At most `pullRetryLimit + 1` pulls per resource; then Failed, terminally.
+//! - The first verified image id is pinned in status and never changes. If that image
+//!   disappears the resource becomes Unavailable; it is never pulled again.
+//! - A NotFound on the inspection right after a pull is retried within a bounded budget (reset
+//!   after a successful inspection) without pulling again.
+//! - Deleting the resource cancels an in-flight pull; the runtime image is never removed.
+
+use super::without_finalizer;
+use crate::api::{
+    ContainerImage, ContainerImageSpec, ContainerImageStatus, ImagePhase, Object, ObjectKey, PullPolicy, Resource, Uid,
+    names, normalize_image_reference,
+};
+use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
+use crate::lease::{Acquire, LeaseClient, lease_name};
+use crate::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
+use crate::store::{StoreRequest, StoreResult};
+use crate::time::{MonoTime, Now};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How long a pull lease lasts without renewal.
+pub const PULL_LEASE_DURATION: Duration = Duration::from_secs(15);
+/// Inspections allowed to answer NotFound right after a pull before the image counts as failed.
+pub const VERIFY_BUDGET: u32 = 5;
+/// Progress lines kept in status.
+const PROGRESS_LINES: usize = 20;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Op {
+    /// Is the image present? (policy `missing` / `never`, or re-evaluation under the lease)
+    Check,
+    Pull,
+    /// Inspect right after a pull.
+    Verify,
+    /// Inspect the pinned id.
+    Monitor,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Step {
+    /// Decide from the policy whether to pull.
+    Start,
+    /// The image is not present (or policy `always`): pull under the lease.
+    NeedPull,
+    /// The lease is held: look once more before pulling (policy `missing`).
+    Recheck,
+    /// Pull under the lease.
+    PullNow,
+    /// Pulled: inspect until verified, within the budget.
+    Verify { budget: u32 },
+}
+
+#[derive(Debug)]
+struct Tracked {
+    key: ObjectKey,
+    policy: PullPolicy,
+    in_flight: Option<(OpId, Op)>,
+    step: Step,
+    /// A verified id not yet written to status.
+    verified: Option<String>,
+    pull_attempts: u32,
+    progress: Vec<String>,
+    failure: Option<String>,
+    waiting: Option<String>,
+    missing: bool,
+    inspected_at: Option<MonoTime>,
+    not_before: Option<MonoTime>,
+}
+
+impl Tracked {
+    fn new(key: ObjectKey, policy: PullPolicy, status: &ContainerImageStatus) -> Self {
+        Tracked {
+            key,
+            policy,
+            in_flight: None,
+            step: Step::Start,
+            verified: None,
+            pull_attempts: status.pull_attempts,
+            progress: status.progress.clone(),
+            failure: None,
+            waiting: None,
+            missing: false,
+            inspected_at: None,
+            not_before: None,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct ContainerImageController {
+    monitor_interval: Duration,
+    tracked: BTreeMap<Uid, Tracked>,
+    ops: BTreeMap<OpId, Uid>,
+    leases: LeaseClient,
+}
+
+impl ContainerImageController {
+    pub fn new(monitor_interval: Duration) -> Self {
+        ContainerImageController {
+            monitor_interval,
+            tracked: BTreeMap::new(),
+            ops: BTreeMap::new(),
+            leases: LeaseClient::default(),
+        }
+    }
+
+    fn holder(identity: &str, uid: &Uid) -> String {
+        format!("{identity}/{uid}")
+    }
+
+    fn runtime(&mut self, ctx: &mut Context<'_>, uid: &Uid, op: Op, request: RuntimeRequest) -> ReconcileResult {
+        let id = ctx.runtime(request);
+        self.ops.insert(id, uid.clone());
+        if let Some(t) = self.tracked.get_mut(uid) {
+            t.in_flight = Some((id, op));
+        }
+        Ok(Action::done())
+    }
+
+    /// Acquire (or keep) the pull lease; returns whether it is held.
+    fn lease(&mut self, ctx: &mut Context<'_>, uid: &Uid, reference: &str) -> Acquire {
+        let normalized = normalize_image_reference(reference);
+        let holder = Self::holder(ctx.identity(), uid);
+        self.leases.acquire(ctx, &lease_name("pull", &normalized), &normalized, &holder, PULL_LEASE_DURATION)
+    }
+
+    fn release(&mut self, ctx: &mut Context<'_>, uid: &Uid, reference: &str) {
+        let holder = Self::holder(ctx.identity(), uid);
+        self.leases.release(ctx, &lease_name("pull", &normalize_image_reference(reference)), &holder);
+    }
+
+    fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+        let uid = obj.metadata.uid.clone();
+        let spec = obj.spec::<ContainerImage>().map_err(|e| ReconcileError(e.to_string()))?;
+        let status = obj.status::<ContainerImage>().map_err(|e| ReconcileError(e.to_string()))?;
+        let now = ctx.now();
+        let monitor = self.monitor_interval;
+        let t = self.tracked.entry(uid.clone()).or_insert_with(|| Tracked::new(obj.key(), spec.pull_policy, &status));
+        // Pinned: only watch that it stays.
+        if let Some(pinned) = status.image_id.clone().or_else(|| t.verified.clone()) {
+            let stale = t.inspected_at.is_none_or(|at| now.mono.since(at) >= monitor);
+            if status.image_id.is_some() && stale {
+                return self.runtime(ctx, &uid, Op::Monitor, RuntimeRequest::InspectImage { reference: pinned });
+            }
+            let phase = if t.missing { ImagePhase::Unavailable } else { ImagePhase::Ready };
+            let message =
+                t.missing.then(|| format!("image {pinned} was removed from the runtime; it is not pulled again"));
+            let next = ContainerImageStatus { phase, image_id: Some(pinned), message, ..status.clone() };
+            write_status(ctx, obj, &status, next);
+            return Ok(Action::requeue(monitor));
+        }
+        if status.phase == ImagePhase::Failed || t.failure.is_some() {
+            let message = t.failure.clone().or(status.message.clone());
+            let next = ContainerImageStatus { phase: ImagePhase::Failed, message, ..status.clone() };
+            write_status(ctx, obj, &status, next);
+            return Ok(Action::done());
+        }
+        if let Some(waiting) = &t.waiting {
+            let next =
+                ContainerImageStatus { phase: ImagePhase::Pending, message: Some(waiting.clone()), ..status.clone() };
+            write_status(ctx, obj, &status, next);
+        }
+        let reference = spec.image.clone();
+        match t.step.clone() {
+            Step::Start => match spec.pull_policy {
+                PullPolicy::Always => {
+                    t.step = Step::NeedPull;
+                    self.apply(ctx, obj)
+                }
+                PullPolicy::Missing | PullPolicy::Never => {
+                    self.runtime(ctx, &uid, Op::Check, RuntimeRequest::InspectImage { reference })
+                }
+            },
+            Step::NeedPull | Step::PullNow | Step::Recheck => self.pull_under_lease(ctx, obj, &spec, &status),
+            Step::Verify { .. } => self.runtime(ctx, &uid, Op::Verify, RuntimeRequest::InspectImage { reference }),
+        }
+    }
+
+    fn pull_under_lease(
+        &mut self,
+        ctx: &mut Context<'_>,
+        obj: &Object,
+        spec: &ContainerImageSpec,
+        status: &ContainerImageStatus,
+    ) -> ReconcileResult {
+        let uid = obj.metadata.uid.clone();
+        match self.lease(ctx, &uid, &spec.image) {
+            // The lease write's reply does not trigger a reconcile by itself (nothing watches
+            // leases): ask for one as soon as it is in.
+            Acquire::Pending => Ok(Action::requeue(Duration::from_millis(1))),
+            Acquire::Contended { holder } => {
+                let message = format!(
+                    "waiting for the pull lease of {} (held by {holder})",
+                    normalize_image_reference(&spec.image)
+                );
+                let next =
+                    ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..status.clone() };
+                write_status(ctx, obj, status, next);
+                Ok(Action::requeue(Duration::from_millis(500)))
+            }
+            Acquire::Held => {
+                let Some(t) = self.tracked.get_mut(&uid) else { return Ok(Action::done()) };
+                match t.step {
+                    // The image may have arrived while we waited for the lease.
+                    Step::NeedPull if spec.pull_policy == PullPolicy::Missing => {
+                        t.step = Step::Recheck;
+                        self.runtime(
+                            ctx,
+                            &uid,
+                            Op::Check,
+                            RuntimeRequest::InspectImage { reference: spec.image.clone() },
+                        )
+                    }
+                    Step::Recheck => self.runtime(
+                        ctx,
+                        &uid,
+                        Op::Check,
+                        RuntimeRequest::InspectImage { reference: spec.image.clone() },
+                    ),
+                    _ => {
+                        t.pull_attempts += 1;
+                        t.step = Step::PullNow;
+                        let attempts = t.pull_attempts;
+                        let next = ContainerImageStatus {
+                            phase: ImagePhase::Pulling,
+                            pull_attempts: attempts,
+                            message: None,
+                            ..status.clone()
+                        };
+                        // Counting the attempt durably first: a crash cannot hand out extra pulls.
+                        write_status(ctx, obj, status, next);
+                        self.runtime(ctx, &uid, Op::Pull, RuntimeRequest::PullImage { reference: spec.image.clone() })
+                    }
+                }
+            }
+        }
+    }
+
+    fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+        let uid = obj.metadata.uid.clone();
+        let reference = obj.spec::<ContainerImage>().map(|s| s.image).unwrap_or_default();
+        if let Some(t) = self.tracked.get_mut(&uid)
+            && let Some((op, _)) = t.in_flight.take()
+        {
+            ctx.cancel(op);
+            self.ops.remove(&op);
+        }
+        self.release(ctx, &uid, &reference);
+        if obj.metadata.has_finalizer(names::FINALIZER_IMAGE) {
+            ctx.store(StoreRequest::Update { object: without_finalizer(obj, names::FINALIZER_IMAGE) });
+        }
+        Ok(Action::done())
+    }
+
+    fn handle(&mut self, now: Now, uid: &Uid, op: Op, result: &RuntimeResult) {
+        let Some(t) = self.tracked.get_mut(uid) else { return };
+        match (op, result) {
+            (Op::Check, Ok(RuntimeReply::Image(image))) => {
+                t.verified = Some(image.id.clone());
+                t.inspected_at = Some(now.mono);
+                t.waiting = None;
+            }
+            (Op::Check, Err(RuntimeError::NotFound(_))) if t.policy == PullPolicy::Never => {
+                t.waiting = Some("the image is not present and pullPolicy is never: waiting for it to appear".into());
+                t.not_before = Some(now.mono + Duration::from_secs(5));
+            }
+            (Op::Check, Err(RuntimeError::NotFound(_))) => match t.step {
+                Step::Recheck => t.step = Step::PullNow,
+                _ => t.step = Step::NeedPull,
+            },
+            (Op::Pull, Ok(RuntimeReply::Pulled { progress })) => {
+                let skip = progress.len().saturating_sub(PROGRESS_LINES);
+                t.progress = progress[skip..].to_vec();
+                t.step = Step::Verify { budget: VERIFY_BUDGET };
+                t.waiting = None;
+            }
+            (Op::Pull, Err(error)) => {
+                t.step = Step::NeedPull;
+                t.waiting = Some(format!("pull attempt {} failed: {error}", t.pull_attempts));
+                t.not_before = Some(now.mono + backoff(t.pull_attempts));
+            }
+            (Op::Verify, Ok(RuntimeReply::Image(image))) => {
+                t.verified = Some(image.id.clone());
+                t.inspected_at = Some(now.mono);
+            }
+            (Op::Verify, Err(RuntimeError::NotFound(_))) => {
+                if let Step::Verify { budget } = t.step {
+                    let left = budget.saturating_sub(1);
+                    if left == 0 {
+                        t.failure = Some("the image was pulled but inspecting it kept answering NotFound".into());
+                    } else {
+                        t.step = Step::Verify { budget: left };
+                        t.not_before = Some(now.mono + Duration::from_millis(200) * (VERIFY_BUDGET - left));
+                    }
+                }
+            }
+            (Op::Monitor, Ok(RuntimeReply::Image(_))) => {
+                t.missing = false;
+                t.inspected_at = Some(now.mono);
+            }
+            (Op::Monitor, Err(RuntimeError::NotFound(_))) => {
+                t.missing = true;
+                t.inspected_at = Some(now.mono);
+            }
+            (_, _) => t.not_before = Some(now.mono + Duration::from_secs(1)),
+        }
+    }
+}
+
+fn backoff(attempts: u32) -> Duration {
+    Duration::from_secs(1).saturating_mul(1 << attempts.min(3)).min(Duration::from_secs(5))
+}
+
+fn write_status(ctx: &mut Context<'_>, obj: &Object, current: &ContainerImageStatus, next: ContainerImageStatus) {
+    if *current != next {
+        let mut object = obj.clone();
+        object.set_status::<ContainerImage>(&next);
+        ctx.store(StoreRequest::UpdateStatus { object });
+    }
+}
+
+impl Controller for ContainerImageController {
+    fn name(&self) -> &str {
+        "container-image"
+    }
+
+    fn watches(&self) -> Vec<Watch> {
+        vec![Watch::own(ContainerImage::KIND)]
+    }
+
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
+        let Some(obj) = ctx.get(key) else {
+            self.tracked.retain(|_, t| &t.key != key);
+            return Ok(Action::done());
+        };
+        if obj.metadata.is_deleting() {
+            return self.cleanup(ctx, obj);
+        }
+        if !obj.metadata.has_finalizer(names::FINALIZER_IMAGE) {
+            let mut next = (**obj).clone();
+            next.metadata.finalizers.push(names::FINALIZER_IMAGE.to_string());
+            ctx.store(StoreRequest::Update { object: next });
+            return Ok(Action::done());
+        }
+        if let Some(t) = self.tracked.get(&obj.metadata.uid)
+            && let Some((_, op)) = t.in_flight
+        {
+            if op == Op::Pull {
+                // Keep the lease alive for as long as the pull takes.
+                let (uid, reference) =
+                    (obj.metadata.uid.clone(), obj.spec::<ContainerImage>().map(|s| s.image).unwrap_or_default());
+                self.lease(ctx, &uid, &reference);
+                return Ok(Action::requeue(PULL_LEASE_DURATION / 4));
+            }
+            return Ok(Action::done());
+        }
+        if let Some(t) = self.tracked.get_mut(&obj.metadata.uid) {
+            if let Some(at) = t.not_before.take_if(|at| *at > ctx.now().mono) {
+                t.not_before = Some(at);
+                let waiting = t.waiting.clone();
+                if let (Some(message), Ok(status)) = (waiting, obj.status::<ContainerImage>())
+                    && status.image_id.is_none()
+                    && status.phase != ImagePhase::Failed
+                {
+                    let next =
+                        ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..status.clone() };
+                    write_status(ctx, obj, &status, next);
+                }
+                return Ok(Action::requeue(at - ctx.now().mono));
+            }
+            // A failed pull with attempts left goes back to waiting for the lease; past the limit
+            // it is terminal.
+            let limit = obj.spec::<ContainerImage>().map(|s| s.pull_retry_limit).unwrap_or(0);
+            if t.step == Step::NeedPull && t.failure.is_none() && t.pull_attempts > limit {
+                let last = t.waiting.clone().unwrap_or_default();
+                t.failure = Some(format!("gave up after {} pull attempts: {last}", t.pull_attempts));
+            }
+        }
+        let uid = obj.metadata.uid.clone();
+        let result = self.apply(ctx, obj);
+        if let (Some(t), Ok(spec)) = (self.tracked.get(&uid), obj.spec::<ContainerImage>())
+            && (t.verified.is_some() || t.failure.is_some())
+            && t.in_flight.is_none()
+        {
+            // Done with pulling either way: let others have the lease.
+            let holder = Self::holder(ctx.identity(), &uid);
+            let holds = self.leases.holds(
+                &lease_name("pull", &normalize_image_reference(&spec.image)),
+                &holder,
+                ctx.now().wall,
+            );
+            if holds {
+                self.release(ctx, &uid, &spec.image);
+            }
+        }
+        result
+    }
+
+    fn on_store_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &StoreResult) {
+        self.leases.on_store_result(now.wall, op, result);
+    }
+
+    fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
+        let Some(uid) = self.ops.remove(&op) else { return };
+        let Some(t) = self.tracked.get_mut(&uid) else { return };
+        let Some((_, kind)) = t.in_flight.take_if(|(id, _)| *id == op) else { return };
+        self.handle(now, &uid, kind, result);
+    }
+}

@@ -1,0 +1,190 @@
+//! Exclusive leases over the store, acquired and renewed with resourceVersion preconditions.
+//!
+//! A [`LeaseClient`] is a small state machine a controller embeds. `acquire` never waits: it
+//! issues the next store request and answers `Pending` until a reply arrives, or `Contended` while
+//! another holder's lease is live; the controller requeues and asks again. Holders are
+//! `<engine identity>/<resource uid>`, so two resources of one process contend like two processes.
+//!
+//! *Guarantees*: a lease is taken only by a write whose precondition is the resourceVersion this
+//! client read, and only if the lease was free, expired, or already ours at that version. Two
+//! clients therefore never both get a successful write for the same live lease.
+//!
+//! *Assumptions*: holders' wall clocks agree to well within the lease duration.
+
+use crate::api::{Lease, LeaseSpec, Object, ObjectKey, ObjectMeta, Resource};
+use crate::controller::{Context, OpId};
+use crate::store::{StoreError, StoreReply, StoreRequest, StoreResult};
+use crate::time::WallTime;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What `acquire` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Acquire {
+    /// We hold it.
+    Held,
+    /// A request is in flight; ask again when the key is reconciled next.
+    Pending,
+    /// Someone else holds a live lease (as of our last read).
+    Contended { holder: String },
+}
+
+#[derive(Clone, Debug)]
+enum State {
+    Reading(OpId),
+    /// The lease does not exist: create it.
+    Absent,
+    /// Free, expired or ours at this version: take it with an update.
+    Free(Arc<Object>),
+    Writing(OpId),
+    Held(Arc<Object>),
+    /// Held, and a renewal is in flight.
+    Renewing(OpId, Arc<Object>),
+    Contended(String),
+    Releasing,
+}
+
+/// The lease object name for a key: `<prefix>-<hash>`, a valid object name for any key.
+pub fn lease_name(prefix: &str, key: &str) -> String {
+    let digest = hex::encode(Sha256::digest(key.as_bytes()));
+    format!("{prefix}-{}", &digest[..20])
+}
+
+#[derive(Debug, Default)]
+pub struct LeaseClient {
+    /// (lease name, holder) -> state. Keyed by holder too: several resources of one controller
+    /// may want the same lease, and each is its own contender.
+    leases: BTreeMap<Claim, State>,
+    ops: BTreeMap<OpId, Claim>,
+}
+
+type Claim = (String, String);
+
+impl LeaseClient {
+    /// Try to hold lease `name` (serializing `key`) as `holder` for `duration`. Issues at most one
+    /// store request; the reply is fed back through [`LeaseClient::on_store_result`].
+    pub fn acquire(
+        &mut self,
+        ctx: &mut Context<'_>,
+        name: &str,
+        key: &str,
+        holder: &str,
+        duration: Duration,
+    ) -> Acquire {
+        let now = ctx.now().wall;
+        let claim: Claim = (name.to_string(), holder.to_string());
+        let state = self.leases.get(&claim).cloned();
+        let (next, answer) = match state {
+            Some(State::Held(object)) => {
+                let spec = object.spec::<Lease>().unwrap_or_default();
+                if spec.live_holder(now) != Some(holder) {
+                    // Expired under us: start over.
+                    (self.read(ctx, name), Acquire::Pending)
+                } else if spec.renew_time.is_none_or(|t| now.0.saturating_sub(t.0) > spec.duration_ms / 3) {
+                    let mut renewed = (*object).clone();
+                    renewed.spec = lease_spec(key, holder, spec.acquire_time.unwrap_or(now), now, duration);
+                    let id = ctx.store(StoreRequest::Update { object: renewed });
+                    (State::Renewing(id, object), Acquire::Held)
+                } else {
+                    (State::Held(object), Acquire::Held)
+                }
+            }
+            Some(State::Renewing(id, object)) => {
+                let live = object.spec::<Lease>().is_ok_and(|s| s.live_holder(now) == Some(holder));
+                (State::Renewing(id, object), if live { Acquire::Held } else { Acquire::Pending })
+            }
+            Some(s @ (State::Reading(_) | State::Writing(_) | State::Releasing)) => (s, Acquire::Pending),
+            Some(State::Absent) => {
+                let mut object = Object::new(Lease::KIND, ObjectMeta::named(None, name), serde_json::Value::Null);
+                object.spec = lease_spec(key, holder, now, now, duration);
+                (State::Writing(ctx.store(StoreRequest::Create { object })), Acquire::Pending)
+            }
+            Some(State::Free(object)) => {
+                let spec = object.spec::<Lease>().unwrap_or_default();
+                let acquired = if spec.live_holder(now) == Some(holder) { spec.acquire_time } else { None };
+                let mut next = (*object).clone();
+                next.spec = lease_spec(key, holder, acquired.unwrap_or(now), now, duration);
+                (State::Writing(ctx.store(StoreRequest::Update { object: next })), Acquire::Pending)
+            }
+            Some(State::Contended(holder)) => (self.read(ctx, name), Acquire::Contended { holder }),
+            None => (self.read(ctx, name), Acquire::Pending),
+        };
+        if let State::Reading(id) | State::Writing(id) | State::Renewing(id, _) = &next {
+            self.ops.insert(*id, claim.clone());
+        }
+        self.leases.insert(claim, next);
+        answer
+    }
+
+    /// Give lease `name` up. If we hold it, the lease is marked free; if a write that could make
+    /// us holder is in flight, we forget it and the lease simply expires.
+    pub fn release(&mut self, ctx: &mut Context<'_>, name: &str, holder: &str) {
+        let claim: Claim = (name.to_string(), holder.to_string());
+        match self.leases.remove(&claim) {
+            Some(State::Held(object) | State::Renewing(_, object)) => {
+                let mut spec = object.spec::<Lease>().unwrap_or_default();
+                spec.holder = None;
+                let mut next = (*object).clone();
+                next.spec = serde_json::to_value(spec).unwrap_or_default();
+                let id = ctx.store(StoreRequest::Update { object: next });
+                self.ops.insert(id, claim.clone());
+                self.leases.insert(claim, State::Releasing);
+            }
+            _ => self.ops.retain(|_, c| *c != claim),
+        }
+    }
+
+    /// Whether we believe we hold `name` at `now`.
+    pub fn holds(&self, name: &str, holder: &str, now: WallTime) -> bool {
+        match self.leases.get(&(name.to_string(), holder.to_string())) {
+            Some(State::Held(o) | State::Renewing(_, o)) => {
+                o.spec::<Lease>().is_ok_and(|s| s.live_holder(now) == Some(holder))
+            }
+            _ => false,
+        }
+    }
+
+    /// Feed a store reply. Returns false if the op was not a lease request of this client.
+    pub fn on_store_result(&mut self, now: WallTime, op: OpId, result: &StoreResult) -> bool {
+        let Some(claim) = self.ops.remove(&op) else { return false };
+        let holder = claim.1.as_str();
+        let Some(state) = self.leases.get(&claim).cloned() else { return true };
+        let next = match (state, result) {
+            (State::Reading(_), Err(StoreError::NotFound { .. })) => Some(State::Absent),
+            (State::Reading(_), Ok(StoreReply::Object(object))) => {
+                match object.spec::<Lease>().ok().and_then(|s| s.live_holder(now).map(str::to_string)) {
+                    Some(other) if other != holder => Some(State::Contended(other)),
+                    _ => Some(State::Free(object.clone())),
+                }
+            }
+            (State::Writing(_) | State::Renewing(..), Ok(StoreReply::Object(object))) => {
+                Some(State::Held(object.clone()))
+            }
+            (State::Releasing, _) => None,
+            // Conflict, AlreadyExists, a failed read: someone else got there; read again later.
+            _ => Some(State::Contended(String::new())),
+        };
+        match next {
+            Some(state) => self.leases.insert(claim, state),
+            None => self.leases.remove(&claim),
+        };
+        true
+    }
+
+    fn read(&mut self, ctx: &mut Context<'_>, name: &str) -> State {
+        State::Reading(ctx.store(StoreRequest::Get { key: ObjectKey::cluster(Lease::KIND, name) }))
+    }
+}
+
+fn lease_spec(key: &str, holder: &str, acquired: WallTime, renewed: WallTime, duration: Duration) -> serde_json::Value {
+    let spec = LeaseSpec {
+        key: key.to_string(),
+        holder: Some(holder.to_string()),
+        acquire_time: Some(acquired),
+        renew_time: Some(renewed),
+        duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+    };
+    serde_json::to_value(spec).unwrap_or_default()
+}

@@ -1,0 +1,92 @@
+//! `physical`: the full physical layer, mixed: containers from images and from ContainerImage
+//! references, strangers holding names (with and without replaceExisting), retained containers,
+//! caller labels that try to set system labels, containers removed behind the engine's back,
+//! owners and dependents, stops, deletes racing creates, namespace deletes.
+
+use crate::draw::{Ops, between, chance, pick};
+use drydock_engine::api::PullPolicy;
+use drydock_sim::workload::{ClientOp, ContainerOp, ExternalOp, Workload};
+use drydock_sim::{Latency, WorldConfig};
+use rand_chacha::ChaCha8Rng;
+use rand_core::RngCore;
+use std::collections::BTreeMap;
+
+pub fn world() -> WorldConfig {
+    WorldConfig {
+        processes: 2,
+        watch_delays: vec![Latency::millis(0, 20), Latency::millis(0, 100)],
+        ..WorldConfig::default()
+    }
+}
+
+pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
+    let mut ops = Ops::default();
+    let namespaces: Vec<(String, std::time::Duration)> =
+        (0..1 + rng.next_u64() % 3).map(|i| (format!("ns-{i}"), between(rng, 0, 1_500))).collect();
+    for (i, (ns, t)) in namespaces.iter().enumerate() {
+        ops.at(*t, ClientOp::CreateNamespace { name: ns.clone(), engine: Some(i % 2) });
+        if chance(rng, 0.7) {
+            let image = ClientOp::CreateImage {
+                namespace: ns.clone(),
+                name: "app".into(),
+                image: pick(rng, &["nginx:1.27", "docker.io/library/nginx:1.27", "busybox"]).to_string(),
+                pull_policy: PullPolicy::Missing,
+                pull_retry_limit: 2,
+            };
+            ops.at(*t + between(rng, 0, 500), image);
+        }
+    }
+    let mut made: Vec<(String, String)> = Vec::new();
+    for j in 0..4 + rng.next_u64() % 9 {
+        let (namespace, ns_t) = pick(rng, &namespaces).clone();
+        let name = format!("c-{j}");
+        let runtime_name = format!("{namespace}-{name}");
+        let created = ns_t + between(rng, 100, 25_000);
+        if chance(rng, 0.25) {
+            // A stranger already holds the name drydock will use.
+            let stranger = ExternalOp::CreateContainer { name: runtime_name.clone(), image: "busybox:latest".into() };
+            ops.at(created.saturating_sub(between(rng, 0, 2_000)), ClientOp::External(stranger));
+        }
+        let siblings: Vec<&String> = made.iter().filter(|(ns, _)| *ns == namespace).map(|(_, n)| n).collect();
+        let owner = (!siblings.is_empty() && chance(rng, 0.2)).then(|| pick(rng, &siblings).to_string());
+        let mut labels = BTreeMap::new();
+        if chance(rng, 0.2) {
+            labels.insert("drydock.dev/owner-uid".to_string(), "not-yours".to_string());
+            labels.insert("drydock.dev/creator".to_string(), "mallory".to_string());
+        }
+        let (image, image_ref) =
+            if chance(rng, 0.3) { (None, Some("app".to_string())) } else { (Some("busybox:latest".to_string()), None) };
+        let container = ContainerOp {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            image,
+            image_ref,
+            owner,
+            retain: chance(rng, 0.2),
+            replace_existing: chance(rng, 0.5),
+            labels,
+        };
+        ops.at(created, ClientOp::CreateContainer(container));
+        if chance(rng, 0.2) {
+            let removal = ExternalOp::RemoveContainer { name: runtime_name };
+            ops.at(created + between(rng, 2_000, 20_000), ClientOp::External(removal));
+        }
+        if chance(rng, 0.3) {
+            ops.at(
+                created + between(rng, 1, 15_000),
+                ClientOp::StopContainer { namespace: namespace.clone(), name: name.clone() },
+            );
+        }
+        if chance(rng, 0.4) {
+            let delay = if chance(rng, 0.3) { between(rng, 0, 100) } else { between(rng, 1_000, 25_000) };
+            ops.at(created + delay, ClientOp::DeleteContainer { namespace: namespace.clone(), name: name.clone() });
+        }
+        made.push((namespace, name));
+    }
+    for (name, _) in &namespaces {
+        if chance(rng, 0.25) {
+            ops.at(between(rng, 15_000, 40_000), ClientOp::DeleteNamespace { name: name.clone() });
+        }
+    }
+    Workload { images: vec!["busybox:latest".into()], registry: vec!["nginx:1.27".into()], ops: ops.finish() }
+}

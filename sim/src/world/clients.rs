@@ -1,0 +1,148 @@
+//! Client actors and external actors: they act on the store, the runtime and the registry
+//! directly, at the times the workload says.
+
+use super::World;
+use crate::workload::{ClientOp, ContainerOp, ExternalOp};
+use drydock_engine::MonoTime;
+use drydock_engine::api::{
+    ContainerImage, ContainerImageSpec, Namespace, NamespaceSpec, Object, ObjectKey, ObjectMeta, PhysicalContainer,
+    PhysicalContainerSpec, Resource, names,
+};
+use drydock_engine::runtime::{ContainerCreate, RuntimeRequest};
+use drydock_engine::store::{DeleteOptions, StoreError, StoreReply};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+impl World<'_> {
+    pub(super) fn client(&mut self, now: MonoTime, index: usize) {
+        self.stats.client_ops += 1;
+        let wall = self.now(now).wall;
+        let op = self.workload.ops[index].op.clone();
+        let result: Result<Arc<Object>, StoreError> = match &op {
+            ClientOp::CreateNamespace { name, engine } => {
+                let _ = write!(self.line, "client create Namespace/{name}");
+                let mut meta = ObjectMeta::named(None, name);
+                if let Some(engine) = engine {
+                    meta.annotations.insert(names::ANNOTATION_ENGINE.into(), format!("engine-{engine}"));
+                }
+                self.store.create(wall, Object::from_spec::<Namespace>(meta, &NamespaceSpec {}))
+            }
+            ClientOp::DeleteNamespace { name } => {
+                let _ = write!(self.line, "client delete Namespace/{name}");
+                self.store.delete(wall, &ObjectKey::cluster(Namespace::KIND, name), &DeleteOptions::default())
+            }
+            ClientOp::CreateImage { namespace, name, image, pull_policy, pull_retry_limit } => {
+                let _ = write!(self.line, "client create ContainerImage/{namespace}/{name} {image}");
+                let spec = ContainerImageSpec {
+                    image: image.clone(),
+                    pull_policy: *pull_policy,
+                    pull_retry_limit: *pull_retry_limit,
+                };
+                self.store
+                    .create(wall, Object::from_spec::<ContainerImage>(ObjectMeta::named(Some(namespace), name), &spec))
+            }
+            ClientOp::DeleteImage { namespace, name } => {
+                let _ = write!(self.line, "client delete ContainerImage/{namespace}/{name}");
+                let key = ObjectKey::namespaced(ContainerImage::KIND, namespace, name);
+                self.store.delete(wall, &key, &DeleteOptions::default())
+            }
+            ClientOp::CreateContainer(c) => {
+                let _ = write!(self.line, "client create PhysicalContainer/{}/{}", c.namespace, c.name);
+                let object = self.container_object(c);
+                self.store.create(wall, object)
+            }
+            ClientOp::StopContainer { namespace, name } => {
+                let _ = write!(self.line, "client stop PhysicalContainer/{namespace}/{name}");
+                let key = ObjectKey::namespaced(PhysicalContainer::KIND, namespace, name);
+                match self.store.get(&key).map(|o| (**o).clone()) {
+                    Some(mut object) => {
+                        if let Some(spec) = object.spec.as_object_mut() {
+                            spec.insert("stop".into(), serde_json::Value::Bool(true));
+                        }
+                        self.store.update(object)
+                    }
+                    None => Err(StoreError::NotFound { key: key.to_string() }),
+                }
+            }
+            ClientOp::DeleteContainer { namespace, name } => {
+                let _ = write!(self.line, "client delete PhysicalContainer/{namespace}/{name}");
+                let key = ObjectKey::namespaced(PhysicalContainer::KIND, namespace, name);
+                self.store.delete(wall, &key, &DeleteOptions::default())
+            }
+            ClientOp::External(op) => {
+                self.external(op);
+                self.broadcast_runtime_events(now);
+                return;
+            }
+        };
+        if let Ok(object) = &result {
+            self.record_client_write(object);
+        }
+        self.describe_store_result(&result.map(StoreReply::Object));
+        self.broadcast(now);
+    }
+
+    fn container_object(&self, c: &ContainerOp) -> Object {
+        let mut meta = ObjectMeta::named(Some(&c.namespace), &c.name);
+        if let Some(owner) = &c.owner
+            && let Some(o) = self.store.get(&ObjectKey::namespaced(PhysicalContainer::KIND, &c.namespace, owner))
+        {
+            meta.owner_references.push(o.owner_reference(false));
+        }
+        let spec = PhysicalContainerSpec {
+            image: c.image.clone(),
+            image_ref: c.image_ref.clone(),
+            retain: c.retain,
+            replace_existing: c.replace_existing,
+            labels: c.labels.clone(),
+            ..Default::default()
+        };
+        Object::from_spec::<PhysicalContainer>(meta, &spec)
+    }
+
+    fn external(&mut self, op: &ExternalOp) {
+        self.runtime.set_now(self.now(self.scheduler.now()).wall);
+        match op {
+            ExternalOp::RemoveContainer { name } => {
+                let owner = self.runtime.container(name).and_then(|c| c.labels.get(names::LABEL_OWNER_UID).cloned());
+                let removed = self.runtime.remove_externally(name);
+                if removed && let Some(uid) = owner {
+                    self.history.externally_removed.insert(uid);
+                }
+                let _ = write!(
+                    self.line,
+                    "external docker rm -f {name} -> {}",
+                    if removed { "removed" } else { "no such container" }
+                );
+            }
+            ExternalOp::CreateContainer { name, image } => {
+                let create = ContainerCreate {
+                    name: name.clone(),
+                    image: image.clone(),
+                    command: Vec::new(),
+                    env: Default::default(),
+                    labels: Default::default(),
+                };
+                let result = self.runtime.execute(&RuntimeRequest::CreateContainer(create));
+                let _ = write!(
+                    self.line,
+                    "external docker create --name {name} {image} -> {}",
+                    if result.is_ok() { "created" } else { "failed" }
+                );
+            }
+            ExternalOp::RemoveImage { reference } => {
+                let result =
+                    self.runtime.execute(&RuntimeRequest::RemoveImage { reference: reference.clone(), force: true });
+                let _ = write!(
+                    self.line,
+                    "external docker rmi -f {reference} -> {}",
+                    if result.is_ok() { "removed" } else { "refused" }
+                );
+            }
+            ExternalOp::Push { reference } => {
+                let digest = self.runtime.registry_push(reference);
+                let _ = write!(self.line, "external push {reference} -> {}", drydock_engine::runtime::short(&digest));
+            }
+        }
+    }
+}
