@@ -43,6 +43,8 @@ enum State {
     /// Held, and a renewal is in flight.
     Renewing(OpId, Arc<Object>),
     Contended(String),
+    /// Contention was reported; read again at the next attempt.
+    Retry,
     Releasing,
 }
 
@@ -108,7 +110,10 @@ impl LeaseClient {
                 next.spec = lease_spec(key, holder, acquired.unwrap_or(now), now, duration);
                 (State::Writing(ctx.store(StoreRequest::Update { object: next })), Acquire::Pending)
             }
-            Some(State::Contended(holder)) => (self.read(ctx, name), Acquire::Contended { holder }),
+            // Report the contention now; read again only at the next attempt, which the caller
+            // schedules (a read here would make the engine rerun the reconcile at once).
+            Some(State::Contended(holder)) => (State::Retry, Acquire::Contended { holder }),
+            Some(State::Retry) => (self.read(ctx, name), Acquire::Pending),
             None => (self.read(ctx, name), Acquire::Pending),
         };
         if let State::Reading(id) | State::Writing(id) | State::Renewing(id, _) = &next {
@@ -187,4 +192,108 @@ fn lease_spec(key: &str, holder: &str, acquired: WallTime, renewed: WallTime, du
         duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
     };
     serde_json::to_value(spec).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::cache::Cache;
+    use crate::controller::Issued;
+    use crate::store::{Registry, Store, StoreConfig};
+    use crate::time::{MonoTime, Now};
+
+    const D: Duration = Duration::from_secs(10);
+
+    /// Run one `acquire` at wall time `t` and carry out what it asked of the store.
+    fn step(client: &mut LeaseClient, store: &mut Store, t: u64, holder: &str) -> Acquire {
+        let (cache, registry) = (Cache::default(), Registry::builtin());
+        let mut next_op = 0;
+        let now = Now::new(MonoTime(t * 1_000_000), WallTime(t));
+        let mut ctx = Context {
+            now,
+            identity: "engine",
+            cache: &cache,
+            registry: &registry,
+            next_op: &mut next_op,
+            issued: Vec::new(),
+        };
+        let answer = client.acquire(&mut ctx, "pull-x", "x", holder, D);
+        let issued = std::mem::take(&mut ctx.issued);
+        for request in issued {
+            if let Issued::Store(id, request) = request {
+                let result = store.execute(WallTime(t), request);
+                assert!(client.on_store_result(WallTime(t), id, &result));
+            }
+        }
+        answer
+    }
+
+    fn acquire_until_settled(client: &mut LeaseClient, store: &mut Store, t: u64, holder: &str) -> Acquire {
+        let mut answer = Acquire::Pending;
+        for _ in 0..4 {
+            answer = step(client, store, t, holder);
+            if answer != Acquire::Pending {
+                break;
+            }
+        }
+        answer
+    }
+
+    #[test]
+    fn one_holder_at_a_time_and_takeover_only_after_expiry() {
+        let mut store = Store::in_memory(Registry::builtin(), StoreConfig::default());
+        let (mut a, mut b) = (LeaseClient::default(), LeaseClient::default());
+        assert_eq!(acquire_until_settled(&mut a, &mut store, 1_000, "a"), Acquire::Held);
+        assert_eq!(acquire_until_settled(&mut b, &mut store, 2_000, "b"), Acquire::Contended { holder: "a".into() });
+        // a never renews (it died): b takes over once a's lease has run out, not before.
+        assert_ne!(acquire_until_settled(&mut b, &mut store, 10_999, "b"), Acquire::Held);
+        assert_eq!(acquire_until_settled(&mut b, &mut store, 11_001, "b"), Acquire::Held);
+        let lease = store.get(&ObjectKey::cluster(Lease::KIND, "pull-x")).unwrap().spec::<Lease>().unwrap();
+        assert_eq!(lease.holder.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn holders_of_one_client_contend_with_each_other() {
+        let mut store = Store::in_memory(Registry::builtin(), StoreConfig::default());
+        let mut client = LeaseClient::default();
+        assert_eq!(acquire_until_settled(&mut client, &mut store, 1_000, "engine/uid-1"), Acquire::Held);
+        let other = acquire_until_settled(&mut client, &mut store, 1_500, "engine/uid-2");
+        assert_eq!(other, Acquire::Contended { holder: "engine/uid-1".into() });
+        assert!(client.holds("pull-x", "engine/uid-1", WallTime(1_500)));
+        assert!(!client.holds("pull-x", "engine/uid-2", WallTime(1_500)));
+    }
+
+    #[test]
+    fn renewal_extends_and_release_frees() {
+        let mut store = Store::in_memory(Registry::builtin(), StoreConfig::default());
+        let (mut a, mut b) = (LeaseClient::default(), LeaseClient::default());
+        assert_eq!(acquire_until_settled(&mut a, &mut store, 1_000, "a"), Acquire::Held);
+        // Past a third of the duration, acquiring renews.
+        assert_eq!(step(&mut a, &mut store, 5_000, "a"), Acquire::Held);
+        let renewed = store.get(&ObjectKey::cluster(Lease::KIND, "pull-x")).unwrap().spec::<Lease>().unwrap();
+        assert_eq!(renewed.renew_time, Some(WallTime(5_000)));
+        assert_eq!(renewed.acquire_time, Some(WallTime(1_000)));
+        assert_ne!(acquire_until_settled(&mut b, &mut store, 12_000, "b"), Acquire::Held, "renewed until 15000");
+        // Release marks it free: b gets it at once.
+        let (cache, registry) = (Cache::default(), Registry::builtin());
+        let mut next_op = 100;
+        let now = Now::new(MonoTime(0), WallTime(12_500));
+        let mut ctx = Context {
+            now,
+            identity: "engine",
+            cache: &cache,
+            registry: &registry,
+            next_op: &mut next_op,
+            issued: Vec::new(),
+        };
+        a.release(&mut ctx, "pull-x", "a");
+        for request in std::mem::take(&mut ctx.issued) {
+            if let Issued::Store(id, request) = request {
+                let result = store.execute(WallTime(12_500), request);
+                a.on_store_result(WallTime(12_500), id, &result);
+            }
+        }
+        assert_eq!(acquire_until_settled(&mut b, &mut store, 12_600, "b"), Acquire::Held);
+    }
 }

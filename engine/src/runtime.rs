@@ -56,7 +56,10 @@ pub enum RuntimeRequest {
     PullImage {
         reference: String,
     },
-    /// Remove an image. `Conflict` while a container uses it (a running one, even with `force`).
+    /// Remove an image, Docker's way. By id: `Conflict` while any container uses it, and while a
+    /// running one does even with `force`. By tag: removes the tag; the image itself goes only with
+    /// its last tag, which is `Conflict` while a container uses it unless `force` (then the image
+    /// stays, untagged, under a running container). The engine never removes images it pulled.
     RemoveImage {
         reference: String,
         force: bool,

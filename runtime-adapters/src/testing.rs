@@ -80,7 +80,9 @@ fn import(rootfs: &Path, reference: &str, changes: &[String]) -> Result<(), Stri
     let tar = Command::new("tar")
         .args(["-C"])
         .arg(rootfs)
-        .args(["-cf", "-", "."])
+        // A reproducible archive (GNU tar): every import shares one layer, so published test
+        // content costs the registry and the daemon a config and a manifest, not a layer.
+        .args(["--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner", "-cf", "-", "."])
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("run tar: {e}"))?;

@@ -81,6 +81,9 @@ pub enum ExternalOp {
     RemoveImage { reference: String },
     /// Someone pushes new content under a tag (the tag moves).
     Push { reference: String },
+    /// A process that then dies takes the pull lease of `reference` for `seconds`: engines must
+    /// wait for it to expire, then take it over.
+    HoldLease { reference: String, seconds: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

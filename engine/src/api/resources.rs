@@ -383,15 +383,14 @@ pub fn normalize_image_reference(reference: &str) -> String {
         Some((name, digest)) => (name, Some(digest)),
         None => (reference, None),
     };
-    let first = name.split('/').next().unwrap_or_default();
-    let has_registry = name.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
-    let mut full = if has_registry {
-        name.to_string()
-    } else if name.contains('/') {
-        format!("docker.io/{name}")
-    } else {
-        format!("docker.io/library/{name}")
+    let (registry, path) = match name.split_once('/') {
+        Some((first, rest)) if first.contains('.') || first.contains(':') || first == "localhost" => (first, rest),
+        _ => ("docker.io", name),
     };
+    let registry = if registry == "index.docker.io" { "docker.io" } else { registry };
+    let path =
+        if registry == "docker.io" && !path.contains('/') { format!("library/{path}") } else { path.to_string() };
+    let mut full = format!("{registry}/{path}");
     let last = full.rsplit('/').next().unwrap_or_default();
     if !last.contains(':') && digest.is_none() {
         full.push_str(":latest");
@@ -426,6 +425,31 @@ mod normalize_tests {
         let d = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
         assert_eq!(n(&format!("busybox@{d}")), format!("docker.io/library/busybox@{d}"));
         assert_ne!(n(&format!("busybox@{d}")), n("busybox"));
+    }
+
+    /// Docker's documented rules: the default registry is docker.io, single-component names live
+    /// under library/, a missing tag means latest, a first component with a dot, a colon or
+    /// `localhost` is a registry host, and a digest names content on its own.
+    #[test]
+    fn normalization_table() {
+        let d = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+        let table: &[(&str, String)] = &[
+            ("busybox", "docker.io/library/busybox:latest".into()),
+            ("busybox:1.36", "docker.io/library/busybox:1.36".into()),
+            ("library/busybox", "docker.io/library/busybox:latest".into()),
+            ("docker.io/busybox", "docker.io/library/busybox:latest".into()),
+            ("docker.io/library/busybox:latest", "docker.io/library/busybox:latest".into()),
+            ("bitnami/redis", "docker.io/bitnami/redis:latest".into()),
+            ("localhost/app", "localhost/app:latest".into()),
+            ("localhost:5000/app:v1", "localhost:5000/app:v1".into()),
+            ("127.0.0.1:5487/drydock-test/busybox", "127.0.0.1:5487/drydock-test/busybox:latest".into()),
+            ("ghcr.io/owner/image", "ghcr.io/owner/image:latest".into()),
+            (&*Box::leak(format!("busybox@{d}").into_boxed_str()), format!("docker.io/library/busybox@{d}")),
+            (&*Box::leak(format!("busybox:1.36@{d}").into_boxed_str()), format!("docker.io/library/busybox:1.36@{d}")),
+        ];
+        for (input, want) in table {
+            assert_eq!(&n(input), want, "{input}");
+        }
     }
 
     #[test]

@@ -5,9 +5,10 @@ use super::World;
 use crate::workload::{ClientOp, ContainerOp, ExternalOp};
 use drydock_engine::MonoTime;
 use drydock_engine::api::{
-    ContainerImage, ContainerImageSpec, Namespace, NamespaceSpec, Object, ObjectKey, ObjectMeta, PhysicalContainer,
-    PhysicalContainerSpec, Resource, names,
+    ContainerImage, ContainerImageSpec, Lease, LeaseSpec, Namespace, NamespaceSpec, Object, ObjectKey, ObjectMeta,
+    PhysicalContainer, PhysicalContainerSpec, Resource, names, normalize_image_reference,
 };
+use drydock_engine::lease::lease_name;
 use drydock_engine::runtime::{ContainerCreate, RuntimeRequest};
 use drydock_engine::store::{DeleteOptions, StoreError, StoreReply};
 use std::fmt::Write as _;
@@ -100,6 +101,39 @@ impl World<'_> {
         Object::from_spec::<PhysicalContainer>(meta, &spec)
     }
 
+    /// Write a pull lease as a holder that will never renew it.
+    fn hold_lease(&mut self, reference: &str, seconds: u64) {
+        let normalized = normalize_image_reference(reference);
+        let name = lease_name("pull", &normalized);
+        let wall = self.now(self.scheduler.now()).wall;
+        let spec = LeaseSpec {
+            key: normalized,
+            holder: Some("dead-engine/0".into()),
+            acquire_time: Some(wall),
+            renew_time: Some(wall),
+            duration_ms: seconds * 1000,
+        };
+        let key = ObjectKey::cluster(Lease::KIND, &name);
+        let result = match self.store.get(&key).map(|o| (**o).clone()) {
+            Some(mut existing) => {
+                let live = existing.spec::<Lease>().ok().and_then(|s| s.live_holder(wall).map(str::to_string));
+                if let Some(holder) = live {
+                    let _ = write!(self.line, "external hold lease {name}: held by {holder}, not taken");
+                    return;
+                }
+                existing.spec = serde_json::to_value(&spec).unwrap_or_default();
+                self.store.update(existing)
+            }
+            None => self.store.create(wall, Object::from_spec::<Lease>(ObjectMeta::named(None, &name), &spec)),
+        };
+        let _ = write!(self.line, "external hold lease {name} for {seconds}s");
+        if let Ok(object) = &result {
+            self.record_lease(object);
+        }
+        self.describe_store_result(&result.map(StoreReply::Object));
+        self.broadcast(self.scheduler.now());
+    }
+
     fn external(&mut self, op: &ExternalOp) {
         self.runtime.set_now(self.now(self.scheduler.now()).wall);
         match op {
@@ -139,6 +173,7 @@ impl World<'_> {
                     if result.is_ok() { "removed" } else { "refused" }
                 );
             }
+            ExternalOp::HoldLease { reference, seconds } => self.hold_lease(reference, *seconds),
             ExternalOp::Push { reference } => {
                 let digest = self.runtime.registry_push(reference);
                 let _ = write!(self.line, "external push {reference} -> {}", drydock_engine::runtime::short(&digest));

@@ -116,6 +116,20 @@ impl World<'_> {
             return;
         }
         self.record_object(object);
+        self.record_lease(object);
+        let removed = object.metadata.is_deleting() && object.metadata.finalizers.is_empty();
+        if removed
+            && object.kind == PhysicalContainer::KIND
+            && self.history.mutations_in_flight.get(&object.metadata.uid.0).is_some_and(|n| *n > 0)
+        {
+            let message =
+                format!("{} left the store while a runtime operation on its container was in flight", object.key());
+            self.history.flag("finalizer-after-runtime-cleanup", message);
+        }
+    }
+
+    /// A lease was written: record who claims it until when.
+    pub(super) fn record_lease(&mut self, object: &Object) {
         if object.kind == Lease::KIND
             && let Ok(spec) = object.spec::<Lease>()
         {
@@ -129,15 +143,6 @@ impl World<'_> {
                 }
                 _ => claims.clear(),
             }
-        }
-        let removed = object.metadata.is_deleting() && object.metadata.finalizers.is_empty();
-        if removed
-            && object.kind == PhysicalContainer::KIND
-            && self.history.mutations_in_flight.get(&object.metadata.uid.0).is_some_and(|n| *n > 0)
-        {
-            let message =
-                format!("{} left the store while a runtime operation on its container was in flight", object.key());
-            self.history.flag("finalizer-after-runtime-cleanup", message);
         }
     }
 
