@@ -12,7 +12,7 @@
 //!   after a successful inspection) without pulling again.
 //! - Deleting the resource cancels an in-flight pull; the runtime image is never removed.
 
-use super::without_finalizer;
+use super::{without_finalizer, write_status};
 use crate::api::{
     ContainerImage, ContainerImageSpec, ContainerImageStatus, ImagePhase, Object, ObjectKey, PullPolicy, Resource, Uid,
     names, normalize_image_reference,
@@ -153,19 +153,19 @@ impl ContainerImageController {
             let message =
                 t.missing.then(|| format!("image {pinned} was removed from the runtime; it is not pulled again"));
             let next = ContainerImageStatus { phase, image_id: Some(pinned), message, ..status.clone() };
-            write_status(ctx, obj, &status, next);
+            write_status::<ContainerImage>(ctx, obj, &status, next);
             return Ok(Action::requeue(monitor));
         }
         if status.phase == ImagePhase::Failed || t.failure.is_some() {
             let message = t.failure.clone().or(status.message.clone());
             let next = ContainerImageStatus { phase: ImagePhase::Failed, message, ..status.clone() };
-            write_status(ctx, obj, &status, next);
+            write_status::<ContainerImage>(ctx, obj, &status, next);
             return Ok(Action::done());
         }
         if let Some(waiting) = &t.waiting {
             let next =
                 ContainerImageStatus { phase: ImagePhase::Pending, message: Some(waiting.clone()), ..status.clone() };
-            write_status(ctx, obj, &status, next);
+            write_status::<ContainerImage>(ctx, obj, &status, next);
         }
         let reference = spec.image.clone();
         match t.step.clone() {
@@ -202,7 +202,7 @@ impl ContainerImageController {
                 );
                 let next =
                     ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..status.clone() };
-                write_status(ctx, obj, status, next);
+                write_status::<ContainerImage>(ctx, obj, status, next);
                 Ok(Action::requeue(Duration::from_millis(500)))
             }
             Acquire::Held => {
@@ -235,7 +235,7 @@ impl ContainerImageController {
                             ..status.clone()
                         };
                         // Counting the attempt durably first: a crash cannot hand out extra pulls.
-                        write_status(ctx, obj, status, next);
+                        write_status::<ContainerImage>(ctx, obj, status, next);
                         self.runtime(ctx, &uid, Op::Pull, RuntimeRequest::PullImage { reference: spec.image.clone() })
                     }
                 }
@@ -318,14 +318,6 @@ fn backoff(attempts: u32) -> Duration {
     Duration::from_secs(1).saturating_mul(1 << attempts.min(3)).min(Duration::from_secs(5))
 }
 
-fn write_status(ctx: &mut Context<'_>, obj: &Object, current: &ContainerImageStatus, next: ContainerImageStatus) {
-    if *current != next {
-        let mut object = obj.clone();
-        object.set_status::<ContainerImage>(&next);
-        ctx.store(StoreRequest::UpdateStatus { object });
-    }
-}
-
 impl Controller for ContainerImageController {
     fn name(&self) -> &str {
         "container-image"
@@ -371,7 +363,7 @@ impl Controller for ContainerImageController {
                 {
                     let next =
                         ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..status.clone() };
-                    write_status(ctx, obj, &status, next);
+                    write_status::<ContainerImage>(ctx, obj, &status, next);
                 }
                 return Ok(Action::requeue(at - ctx.now().mono));
             }

@@ -39,3 +39,20 @@ pub(crate) fn without_finalizer(object: &crate::api::Object, finalizer: &str) ->
     next.metadata.finalizers.retain(|f| f != finalizer);
     next
 }
+
+/// Write `next` as the status of `obj` unless it equals `current` (a write triggers another
+/// reconcile, so writing an unchanged status would loop). Returns whether a write was issued.
+pub(crate) fn write_status<R: crate::api::Resource>(
+    ctx: &mut crate::controller::Context<'_>,
+    obj: &crate::api::Object,
+    current: &R::Status,
+    next: R::Status,
+) -> bool {
+    if *current == next {
+        return false;
+    }
+    let mut object = obj.clone();
+    object.set_status::<R>(&next);
+    ctx.store(crate::store::StoreRequest::UpdateStatus { object });
+    true
+}

@@ -95,13 +95,8 @@ impl NamespaceController {
     }
 
     fn write_status(ctx: &mut Context<'_>, ns: &Object, status: &NamespaceStatus) -> bool {
-        if ns.status::<Namespace>().ok().as_ref() == Some(status) {
-            return false;
-        }
-        let mut next = ns.clone();
-        next.set_status::<Namespace>(status);
-        ctx.store(StoreRequest::UpdateStatus { object: next });
-        true
+        let Ok(current) = ns.status::<Namespace>() else { return false };
+        super::write_status::<Namespace>(ctx, ns, &current, status.clone())
     }
 
     fn terminate(&mut self, ctx: &mut Context<'_>, key: &ObjectKey, ns: &Object) -> ReconcileResult {

@@ -14,7 +14,7 @@
 //! succeed. In-memory state (what is in flight, what was observed) is a cache of the runtime:
 //! after a crash it is rebuilt from `status.runtimeId`, inspection and the uid label.
 
-use super::without_finalizer;
+use super::{without_finalizer, write_status};
 use crate::api::{
     ContainerImage, ContainerPhase, ImagePhase, Namespace, Object, ObjectKey, PhysicalContainer, PhysicalContainerSpec,
     PhysicalContainerStatus, Resource, Uid, names,
@@ -184,7 +184,7 @@ impl PhysicalContainerController {
                 message: Some(message.clone()),
                 ..status.clone()
             };
-            write_status(ctx, obj, &status, failed);
+            write_status::<PhysicalContainer>(ctx, obj, &status, failed);
             return Ok(Action::done());
         }
         let Some(runtime_id) = t.runtime_id.clone() else {
@@ -220,7 +220,7 @@ impl PhysicalContainerController {
                             message: Some(waiting),
                             ..status.clone()
                         };
-                        write_status(ctx, obj, &status, next);
+                        write_status::<PhysicalContainer>(ctx, obj, &status, next);
                         Ok(Action::done())
                     }
                 },
@@ -228,7 +228,7 @@ impl PhysicalContainerController {
         };
         if status.runtime_id.as_deref() != Some(runtime_id.as_str()) {
             let next = PhysicalContainerStatus { runtime_id: Some(runtime_id), ..status.clone() };
-            write_status(ctx, obj, &status, next);
+            write_status::<PhysicalContainer>(ctx, obj, &status, next);
             return Ok(Action::done());
         }
         let stale = t.inspected_at.is_none_or(|at| now.mono.since(at) >= monitor);
@@ -267,7 +267,7 @@ impl PhysicalContainerController {
             },
         };
         let missing = next.phase == ContainerPhase::Missing;
-        write_status(ctx, obj, &status, next);
+        write_status::<PhysicalContainer>(ctx, obj, &status, next);
         Ok(if missing { Action::done() } else { Action::requeue(monitor) })
     }
 
@@ -399,14 +399,6 @@ fn resolve_image(ctx: &Context<'_>, obj: &Object, spec: &PhysicalContainerSpec) 
     match (status.phase, status.image_id) {
         (ImagePhase::Ready, Some(id)) if !image.metadata.is_deleting() => Ok(id),
         (phase, _) => Err(format!("waiting for ContainerImage {name} (phase {phase:?})")),
-    }
-}
-
-fn write_status(ctx: &mut Context<'_>, obj: &Object, current: &PhysicalContainerStatus, next: PhysicalContainerStatus) {
-    if *current != next {
-        let mut object = obj.clone();
-        object.set_status::<PhysicalContainer>(&next);
-        ctx.store(StoreRequest::UpdateStatus { object });
     }
 }
 

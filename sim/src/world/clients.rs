@@ -176,7 +176,11 @@ impl World<'_> {
             ExternalOp::HoldLease { reference, seconds } => self.hold_lease(reference, *seconds),
             ExternalOp::Push { reference } => {
                 let digest = self.runtime.registry_push(reference);
-                let _ = write!(self.line, "external push {reference} -> {}", drydock_engine::runtime::short(&digest));
+                let _ = write!(
+                    self.line,
+                    "external push {reference} -> {}",
+                    drydock_engine::runtime::short(digest.trim_start_matches("sha256:"))
+                );
             }
         }
     }
