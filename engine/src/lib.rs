@@ -12,6 +12,7 @@ pub mod controller;
 pub mod controllers;
 mod engine;
 pub mod lease;
+pub mod lifecycle_key;
 pub mod queue;
 pub mod runtime;
 pub mod store;

@@ -4,6 +4,7 @@
 //! engine serve user-written kinds exactly like the built-in ones; each built-in kind has a typed
 //! view through the [`Resource`] trait.
 
+pub mod logical;
 mod meta;
 mod object;
 pub mod resources;
