@@ -27,7 +27,7 @@ pub enum SimCommand {
 #[derive(Args)]
 pub struct RunArgs {
     /// Scenario name (see `drydock sim list`).
-    #[arg(long)]
+    #[arg(long, default_value = "mixed")]
     scenario: String,
     /// How many seeds to run.
     #[arg(long, default_value_t = 100)]

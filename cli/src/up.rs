@@ -84,10 +84,16 @@ async fn report_leftovers<R: Runtime>(
 ) -> Result<ExitCode> {
     let objects: Vec<ObjectKey> = applied.iter().filter(|k| store.get(k).is_some()).cloned().collect();
     let labels = BTreeMap::from([(names::LABEL_CREATOR.to_string(), identity.to_string())]);
-    let containers = match runtime.execute(RuntimeRequest::ListContainers { labels }).await {
+    let all = match runtime.execute(RuntimeRequest::ListContainers { labels }).await {
         Ok(RuntimeReply::Containers(list)) => list,
         _ => Vec::new(),
     };
+    // Persistent and retained containers stay on purpose.
+    let (kept, containers): (Vec<_>, Vec<_>) =
+        all.into_iter().partition(|c| c.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true"));
+    for c in &kept {
+        println!("  kept (persistent or retained): {} ({})", c.name, &c.id[..12.min(c.id.len())]);
+    }
     if clean && objects.is_empty() && containers.is_empty() {
         println!("torn down in {:.1} s: nothing left", started.elapsed().as_secs_f64());
         return Ok(ExitCode::SUCCESS);
@@ -117,6 +123,9 @@ async fn print_phases(store: Arc<SharedStore>) {
         for event in events {
             seen = event.resource_version();
             let key = event.object.key();
+            if key.kind == drydock_engine::api::Lease::KIND {
+                continue; // bookkeeping, not something the user applied
+            }
             let line = if event.event == EventType::Deleted {
                 phases.remove(&key);
                 "deleted".to_string()

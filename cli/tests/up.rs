@@ -129,3 +129,90 @@ async fn up_runs_a_manifest_on_docker_and_tears_down_on_sigterm() {
     assert!(output.contains(&format!("Namespace/{ns}")) && output.contains("deleted"), "{output}");
     assert!(docker_names_with(&ns).is_empty(), "runtime containers left behind");
 }
+
+/// Run `drydock up -f path` until each of `keys` has been shown Running, then SIGTERM it and
+/// return its whole output (it must exit 0).
+fn up_until_running(path: &PathBuf, keys: &[String]) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_drydock"))
+        .arg("up")
+        .arg("-f")
+        .arg(path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines: Vec<String> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let running =
+        |lines: &[String], key: &str| lines.iter().any(|l| l.contains(&format!("{key} ")) && l.contains("Running"));
+    while !keys.iter().all(|k| running(&lines, k)) {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => lines.push(line),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("{keys:?} not all Running within 60 s; output so far:\n{}", lines.join("\n"));
+            }
+        }
+    }
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let status = child.wait().unwrap();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
+        lines.push(line);
+    }
+    let output = lines.join("\n");
+    assert!(status.success(), "exit {status}:\n{output}");
+    output
+}
+
+fn container_id(name: &str) -> Option<String> {
+    let out = Command::new("docker").args(["inspect", "--format", "{{.Id}}", name]).output().unwrap();
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[tokio::test]
+async fn logical_containers_session_goes_persistent_stays_and_is_reused_then_replaced() {
+    if docker_or_skip("up_logical").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let ns = unique("lc");
+    let persistent_name = format!("{ns}-db");
+    let session_name = format!("{ns}-web");
+    let command = "[sh, -c, \"trap 'exit 0' TERM; while true; do sleep 1; done\"]";
+    let manifest_with = |version: &str| {
+        manifest(
+            &format!("logical-{version}.yaml"),
+            &format!(
+                "kind: Namespace\nmetadata: {{name: {ns}}}\n---\n\
+                 kind: LogicalContainer\nmetadata: {{name: web, namespace: {ns}}}\n\
+                 spec: {{mode: session, image: '{TEST_IMAGE}', command: {command}}}\n---\n\
+                 kind: LogicalContainer\nmetadata: {{name: db, namespace: {ns}}}\n\
+                 spec: {{mode: persistent, image: '{TEST_IMAGE}', containerName: {persistent_name}, env: [{{name: VERSION, value: '{version}'}}], command: {command}}}\n"
+            ),
+        )
+    };
+    let keys = [format!("LogicalContainer/{ns}/web"), format!("LogicalContainer/{ns}/db")];
+
+    // Run 1: both reach Running; teardown removes the session container and keeps the persistent one.
+    let out = up_until_running(&manifest_with("1"), &keys);
+    assert!(out.contains("kept (persistent or retained)") && out.contains("nothing left"), "{out}");
+    assert!(container_id(&session_name).is_none(), "the session container was removed:\n{out}");
+    let first = container_id(&persistent_name).expect("the persistent container is kept");
+
+    // Run 2, same spec: the persistent container is reused (same id, not created again).
+    up_until_running(&manifest_with("1"), &keys);
+    assert_eq!(container_id(&persistent_name).as_deref(), Some(first.as_str()), "reused");
+
+    // Run 3, a change to the lifecycle key: replaced by a new container.
+    up_until_running(&manifest_with("2"), &keys);
+    let third = container_id(&persistent_name).expect("a persistent container");
+    assert_ne!(third, first, "replaced after the key changed");
+    let _ = Command::new("docker").args(["rm", "-f", &persistent_name]).output();
+}

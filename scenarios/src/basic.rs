@@ -18,7 +18,7 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
     let namespaces: Vec<(String, Duration)> =
         (0..1 + rng.next_u64() % 3).map(|i| (format!("ns-{i}"), between(rng, 0, 2_000))).collect();
     for (name, t) in &namespaces {
-        at(*t, ClientOp::CreateNamespace { name: name.clone(), engine: None });
+        at(*t, ClientOp::CreateNamespace { name: name.clone(), engine: None, workload: None });
     }
     let mut containers: Vec<(String, String)> = Vec::new();
     for j in 0..2 + rng.next_u64() % 9 {
@@ -57,7 +57,10 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             let deleted = between(rng, 10_000, 40_000);
             at(deleted, ClientOp::DeleteNamespace { name: name.clone() });
             if chance(rng, 0.5) {
-                at(deleted + between(rng, 500, 10_000), ClientOp::CreateNamespace { name: name.clone(), engine: None });
+                at(
+                    deleted + between(rng, 500, 10_000),
+                    ClientOp::CreateNamespace { name: name.clone(), engine: None, workload: None },
+                );
             }
         }
     }

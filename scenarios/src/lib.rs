@@ -6,6 +6,7 @@
 
 mod basic;
 mod draw;
+mod logical;
 mod physical;
 mod pull_storm;
 mod teardown;
@@ -55,6 +56,34 @@ pub fn all() -> &'static [Scenario] {
             description: "the full physical layer: image references, strangers holding names, replaceExisting, retain, hostile caller labels, external removal, owners, stops and deletes",
             generate: physical::generate,
             world: physical::world,
+            faults: true,
+        },
+        Scenario {
+            name: "session",
+            description: "session logical containers with inline images and image references, created and deleted, in namespaces that get deleted",
+            generate: logical::session,
+            world: logical::two_processes,
+            faults: true,
+        },
+        Scenario {
+            name: "persistent-reuse",
+            description: "a persistent workload started, torn down and started again against a runtime that keeps its containers, with edits that do and do not change the lifecycle key",
+            generate: logical::persistent_reuse,
+            world: logical::two_processes,
+            faults: true,
+        },
+        Scenario {
+            name: "adopt-existing",
+            description: "containers created and removed outside drydock; existing-mode logical containers wait for them and adopt them, persistent ones adopt strangers",
+            generate: logical::adopt_existing,
+            world: logical::two_processes,
+            faults: true,
+        },
+        Scenario {
+            name: "mixed",
+            description: "everything at random: session, persistent and existing logical containers beside the physical layer (the default scenario)",
+            generate: logical::mixed,
+            world: logical::two_processes,
             faults: true,
         },
         Scenario {

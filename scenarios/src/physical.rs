@@ -24,7 +24,7 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
     let namespaces: Vec<(String, std::time::Duration)> =
         (0..1 + rng.next_u64() % 3).map(|i| (format!("ns-{i}"), between(rng, 0, 1_500))).collect();
     for (i, (ns, t)) in namespaces.iter().enumerate() {
-        ops.at(*t, ClientOp::CreateNamespace { name: ns.clone(), engine: Some(i % 2) });
+        ops.at(*t, ClientOp::CreateNamespace { name: ns.clone(), engine: Some(i % 2), workload: None });
         if chance(rng, 0.7) {
             let image = ClientOp::CreateImage {
                 namespace: ns.clone(),

@@ -21,7 +21,10 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
     let mut ops = Ops::default();
     let namespaces: Vec<String> = (0..2 + rng.next_u64() % 3).map(|i| format!("ns-{i}")).collect();
     for (i, ns) in namespaces.iter().enumerate() {
-        ops.at(between(rng, 0, 1_000), ClientOp::CreateNamespace { name: ns.clone(), engine: Some(i % 2) });
+        ops.at(
+            between(rng, 0, 1_000),
+            ClientOp::CreateNamespace { name: ns.clone(), engine: Some(i % 2), workload: None },
+        );
     }
     let mut references: Vec<String> = Vec::new();
     for (repository, tag) in [("busybox", "latest"), ("nginx", "1.27"), ("redis", "7")] {

@@ -23,7 +23,7 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
         let ns = format!("ns-{i}");
         let engine = Some((i % 2) as usize);
         let born = between(rng, 0, 1_000);
-        ops.at(born, ClientOp::CreateNamespace { name: ns.clone(), engine });
+        ops.at(born, ClientOp::CreateNamespace { name: ns.clone(), engine, workload: None });
         let burst = born + between(rng, 100, 2_000);
         let images = 1 + rng.next_u64() % 3;
         for k in 0..images {
@@ -69,7 +69,7 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
         }
         if chance(rng, 0.5) {
             let again = doomed + between(rng, 1_000, 15_000);
-            ops.at(again, ClientOp::CreateNamespace { name: ns.clone(), engine });
+            ops.at(again, ClientOp::CreateNamespace { name: ns.clone(), engine, workload: None });
             let c = ContainerOp {
                 namespace: ns.clone(),
                 name: "c-0".into(),

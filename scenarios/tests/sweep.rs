@@ -49,3 +49,16 @@ fn a_trace_is_kept_on_request_and_matches_the_digest() {
     assert!(lines.iter().any(|l| l.contains("client create Namespace/")));
     assert_eq!(scenario.run(7, false).digest, report.digest, "keeping the trace does not change the run");
 }
+
+/// Every scenario, a few dozen seeds each: no failures, deterministic.
+#[test]
+fn every_scenario_passes_a_short_sweep() {
+    for scenario in drydock_scenarios::all() {
+        for seed in 0..40 {
+            let report = scenario.run(seed, false);
+            assert!(report.ok, "{} seed {seed} failed: {:?}", scenario.name, report.violations);
+        }
+        let (a, b) = (scenario.run(3, false), scenario.run(3, false));
+        assert_eq!(a.digest, b.digest, "{} is not deterministic", scenario.name);
+    }
+}

@@ -18,6 +18,19 @@ pub enum ClientOp {
         /// Assign the namespace to engine process N (annotation `drydock.dev/engine`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         engine: Option<usize>,
+        /// The workload annotation (`drydock.dev/workload`), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workload: Option<String>,
+    },
+    /// Create a logical container.
+    CreateLogical {
+        namespace: String,
+        name: String,
+        spec: Box<drydock_engine::api::logical::LogicalContainerSpec>,
+    },
+    DeleteLogical {
+        namespace: String,
+        name: String,
     },
     DeleteNamespace {
         name: String,

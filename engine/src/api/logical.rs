@@ -1,5 +1,5 @@
-//! The spec of a logical container (issue: logical containers). Only the types the lifecycle key
-//! needs exist so far; the kind is not registered with the store yet.
+//! Logical containers: the lifecycle policy (session, persistent, existing) above physical
+//! containers and images.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -117,4 +117,90 @@ pub struct LogicalContainerSpec {
     pub stop: bool,
     #[serde(default)]
     pub replace: bool,
+}
+
+/// A logical container: a container with a lifecycle policy, realised by a backing
+/// `PhysicalContainer` (and, for an inline image, an owned `ContainerImage`).
+pub struct LogicalContainer;
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum LogicalPhase {
+    #[default]
+    Pending,
+    Starting,
+    Running,
+    Exited,
+    /// Mode `existing`: no container of that name yet.
+    NotFound,
+    /// Terminal.
+    Failed,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LogicalContainerStatus {
+    #[serde(default)]
+    pub phase: LogicalPhase,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<super::Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle_key: Option<String>,
+    /// The backing PhysicalContainer, once created or adopted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_uid: Option<super::Uid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_id: Option<String>,
+    /// Persistent: the workload that owns the runtime container, once recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    /// Startup output of an owned inline image (pull progress).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub startup_output: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl super::Resource for LogicalContainer {
+    const KIND: &'static str = "LogicalContainer";
+    const NAMESPACED: bool = true;
+    type Spec = LogicalContainerSpec;
+    type Status = LogicalContainerStatus;
+}
+
+impl LogicalContainerSpec {
+    /// The runtime container name: the spec's, or `<namespace>-<name>`.
+    pub fn runtime_name(&self, namespace: &str, name: &str) -> String {
+        self.container_name.clone().unwrap_or_else(|| format!("{namespace}-{name}"))
+    }
+}
+
+/// Longest logical container name: room for the `-backing` and `-image` suffixes.
+pub const MAX_NAME: usize = 55;
+
+pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<crate::store::FieldError> {
+    use crate::store::FieldError;
+    let mut errors = Vec::new();
+    let sources = usize::from(spec.image.is_some()) + usize::from(spec.image_ref.is_some());
+    match (spec.mode, sources) {
+        (LogicalMode::Existing, 0) => {}
+        (LogicalMode::Existing, _) => {
+            errors.push(FieldError::new("spec.image", "mode existing never creates: give no image"))
+        }
+        (_, 1) => {}
+        (_, _) => errors.push(FieldError::new("spec", "exactly one of spec.image and spec.imageRef is required")),
+    }
+    if spec.mode == LogicalMode::Existing && spec.container_name.is_none() {
+        errors.push(FieldError::new("spec.containerName", "mode existing needs the name of the container to adopt"));
+    }
+    if let Some(image) = &spec.image
+        && let Err(message) = super::resources::validate_image_reference(image)
+    {
+        errors.push(FieldError::new("spec.image", message));
+    }
+    if let Some(name) = &spec.container_name
+        && !super::is_runtime_name(name)
+    {
+        errors.push(FieldError::new("spec.containerName", format!("{name:?} is not a valid container name")));
+    }
+    errors
 }

@@ -37,5 +37,15 @@ pub mod names {
     /// Finalizer held by a container image until its pull is cancelled or done.
     pub const FINALIZER_IMAGE: &str = "drydock.dev/image-cleanup";
     /// Finalizer held by a physical container until its runtime container is gone.
+    pub const FINALIZER_LOGICAL: &str = "drydock.dev/logical-cleanup";
+    /// Finalizer a logical container puts on the resources it owns, set at create: they cannot
+    /// disappear while it still needs them.
+    pub const FINALIZER_HOLD: &str = "drydock.dev/logical-hold";
+    /// Runtime label: uid of the logical container a runtime container realises.
+    pub const LABEL_LOGICAL_UID: &str = "drydock.dev/logical-uid";
+    /// Runtime label: the lifecycle key the container was created with.
+    pub const LABEL_LIFECYCLE_KEY: &str = "drydock.dev/lifecycle-key";
+    /// Namespace annotation: the workload that owns persistent containers of this namespace.
+    pub const ANNOTATION_WORKLOAD: &str = "drydock.dev/workload";
     pub const FINALIZER_RUNTIME: &str = "drydock.dev/runtime-cleanup";
 }

@@ -2,6 +2,7 @@
 
 pub mod gc;
 pub mod image;
+pub mod logical;
 pub mod namespace;
 pub mod physical;
 
@@ -15,11 +16,18 @@ pub struct ControllerConfig {
     pub monitor_interval: Duration,
     /// At most this many child deletes per namespace reconcile.
     pub max_namespace_deletes: usize,
+    /// The workload recorded for persistent containers of namespaces without a
+    /// `drydock.dev/workload` annotation.
+    pub default_workload: Option<String>,
 }
 
 impl Default for ControllerConfig {
     fn default() -> Self {
-        ControllerConfig { monitor_interval: Duration::from_secs(30), max_namespace_deletes: 16 }
+        ControllerConfig {
+            monitor_interval: Duration::from_secs(30),
+            max_namespace_deletes: 16,
+            default_workload: None,
+        }
     }
 }
 
@@ -30,6 +38,7 @@ pub fn builtin(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
         Box::new(namespace::NamespaceController::new(config.max_namespace_deletes)),
         Box::new(physical::PhysicalContainerController::new(config.monitor_interval)),
         Box::new(image::ContainerImageController::new(config.monitor_interval)),
+        Box::new(logical::LogicalContainerController::new(config.default_workload.clone())),
     ]
 }
 

@@ -85,6 +85,7 @@ struct Tracked {
     inspect_errors: u32,
     inspect_message: Option<String>,
     replace_existing: bool,
+    started_tracked: bool,
 }
 
 impl Tracked {
@@ -238,6 +239,10 @@ impl PhysicalContainerController {
             _ => return self.start_op(ctx, uid, Op::Inspect, RuntimeRequest::InspectContainer { id: runtime_id }),
         };
         let inspect_message = t.inspect_message.clone();
+        // A tracked container (reused or adopted) that is not running is started once; after that
+        // its exits are its own business, as for any container.
+        let start_tracked = spec.container_id.is_some() && !t.started_tracked;
+        t.started_tracked |= spec.container_id.is_some();
         let next = match observed {
             None => PhysicalContainerStatus {
                 phase: ContainerPhase::Missing,
@@ -253,6 +258,9 @@ impl PhysicalContainerController {
                 );
             }
             Some((ContainerState::Created, _)) if !spec.stop => {
+                return self.start_op(ctx, uid, Op::Start, RuntimeRequest::StartContainer { id: runtime_id });
+            }
+            Some((ContainerState::Exited, _)) if !spec.stop && start_tracked => {
                 return self.start_op(ctx, uid, Op::Start, RuntimeRequest::StartContainer { id: runtime_id });
             }
             Some((state, exit_code)) => PhysicalContainerStatus {

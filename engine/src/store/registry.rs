@@ -1,6 +1,7 @@
 //! The kinds a store admits, with their scope, default finalizers and validation.
 
 use super::FieldError;
+use crate::api::logical::LogicalContainer;
 use crate::api::resources::{
     validate_container_image, validate_physical_container, validate_physical_container_update,
 };
@@ -117,6 +118,11 @@ impl Registry {
                 .with_cleanup_rank(40),
         );
         registry.register(KindInfo::typed::<Lease>(|_| Vec::new()));
+        registry.register(
+            KindInfo::typed::<LogicalContainer>(crate::api::logical::validate)
+                .with_finalizer(names::FINALIZER_LOGICAL)
+                .with_cleanup_rank(10),
+        );
         registry
     }
 

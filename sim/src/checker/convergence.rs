@@ -1,6 +1,7 @@
 //! Desired state equals actual state: the predicate the liveness phase waits for.
 
 use super::View;
+use drydock_engine::api::logical::{LogicalContainer, LogicalMode, LogicalPhase};
 use drydock_engine::api::{
     ContainerImage, ContainerPhase, ImagePhase, Lease, Namespace, NamespacePhase, Object, ObjectKey, PhysicalContainer,
     PullPolicy, Resource, Uid, names,
@@ -13,6 +14,7 @@ pub fn desired_equals_actual(view: &View<'_>) -> Result<(), String> {
     namespaces_settled(view)?;
     images_settled(view)?;
     containers_settled(view)?;
+    logicals_settled(view)?;
     leases_released(view)?;
     runtime_accounted_for(view)?;
     dependents_have_owners(view)?;
@@ -70,6 +72,46 @@ fn images_settled(view: &View<'_>) -> Result<(), String> {
                 status.phase,
                 status.image_id
             ));
+        }
+    }
+    Ok(())
+}
+
+fn logicals_settled(view: &View<'_>) -> Result<(), String> {
+    for lc in view.store.list(Some(LogicalContainer::KIND), None) {
+        let key = lc.key();
+        if lc.metadata.is_deleting() {
+            return Err(format!("{key} is still being deleted"));
+        }
+        let spec = lc.spec::<LogicalContainer>().map_err(|e| e.to_string())?;
+        let status = lc.status::<LogicalContainer>().map_err(|e| e.to_string())?;
+        let ns = lc.metadata.namespace.as_deref().unwrap_or_default();
+        let backing = view.store.get(&ObjectKey::namespaced(
+            PhysicalContainer::KIND,
+            ns,
+            &format!("{}-backing", lc.metadata.name),
+        ));
+        let backing_phase = backing.and_then(|b| b.status::<PhysicalContainer>().ok()).map(|s| s.phase);
+        let ok = match status.phase {
+            LogicalPhase::Pending => false,
+            LogicalPhase::Starting => {
+                let waits = backing
+                    .is_some_and(|b| b.spec::<PhysicalContainer>().is_ok_and(|s| waits_for_unready_image(view, b, &s)));
+                backing_phase == Some(ContainerPhase::Pending) && waits
+            }
+            LogicalPhase::Running => backing_phase == Some(ContainerPhase::Running),
+            LogicalPhase::Exited => backing_phase == Some(ContainerPhase::Exited),
+            LogicalPhase::Failed => true,
+            LogicalPhase::NotFound => {
+                let name = spec.runtime_name(ns, &lc.metadata.name);
+                spec.mode == LogicalMode::Existing && view.runtime.container(&name).is_none()
+            }
+        };
+        if !ok {
+            return Err(format!("{key}: phase {:?} but its backing is {backing_phase:?}", status.phase));
+        }
+        if spec.mode == LogicalMode::Persistent && status.runtime_id.is_some() && status.workload.is_none() {
+            return Err(format!("{key}: persistent and running, but no workload recorded"));
         }
     }
     Ok(())

@@ -22,6 +22,10 @@ pub struct History {
     pub externally_removed: BTreeSet<String>,
     /// Runtime mutations (create, start, stop, remove) in flight, per owner uid.
     pub mutations_in_flight: BTreeMap<String, u32>,
+    /// Runtime creates applied per logical container uid.
+    pub logical_creates: BTreeMap<String, u32>,
+    /// Drydock-created containers removed by an engine: name -> the lifecycle key they carried.
+    pub removed_by_engine: BTreeMap<String, Option<String>>,
     /// Violations seen as they happened: (invariant, message).
     pub flagged: Vec<(&'static str, String)>,
 }
@@ -36,6 +40,8 @@ impl History {
             pinned: BTreeMap::new(),
             externally_removed: BTreeSet::new(),
             mutations_in_flight: BTreeMap::new(),
+            logical_creates: BTreeMap::new(),
+            removed_by_engine: BTreeMap::new(),
             flagged: Vec::new(),
         }
     }

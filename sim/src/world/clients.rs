@@ -4,6 +4,7 @@
 use super::World;
 use crate::workload::{ClientOp, ContainerOp, ExternalOp};
 use drydock_engine::MonoTime;
+use drydock_engine::api::logical::LogicalContainer;
 use drydock_engine::api::{
     ContainerImage, ContainerImageSpec, Lease, LeaseSpec, Namespace, NamespaceSpec, Object, ObjectKey, ObjectMeta,
     PhysicalContainer, PhysicalContainerSpec, Resource, names, normalize_image_reference,
@@ -20,11 +21,14 @@ impl World<'_> {
         let wall = self.now(now).wall;
         let op = self.workload.ops[index].op.clone();
         let result: Result<Arc<Object>, StoreError> = match &op {
-            ClientOp::CreateNamespace { name, engine } => {
+            ClientOp::CreateNamespace { name, engine, workload } => {
                 let _ = write!(self.line, "client create Namespace/{name}");
                 let mut meta = ObjectMeta::named(None, name);
                 if let Some(engine) = engine {
                     meta.annotations.insert(names::ANNOTATION_ENGINE.into(), format!("engine-{engine}"));
+                }
+                if let Some(workload) = workload {
+                    meta.annotations.insert(names::ANNOTATION_WORKLOAD.into(), workload.clone());
                 }
                 self.store.create(wall, Object::from_spec::<Namespace>(meta, &NamespaceSpec {}))
             }
@@ -51,6 +55,16 @@ impl World<'_> {
                 let _ = write!(self.line, "client create PhysicalContainer/{}/{}", c.namespace, c.name);
                 let object = self.container_object(c);
                 self.store.create(wall, object)
+            }
+            ClientOp::CreateLogical { namespace, name, spec } => {
+                let _ = write!(self.line, "client create LogicalContainer/{namespace}/{name} mode={:?}", spec.mode);
+                let object = Object::from_spec::<LogicalContainer>(ObjectMeta::named(Some(namespace), name), &**spec);
+                self.store.create(wall, object)
+            }
+            ClientOp::DeleteLogical { namespace, name } => {
+                let _ = write!(self.line, "client delete LogicalContainer/{namespace}/{name}");
+                let key = ObjectKey::namespaced(LogicalContainer::KIND, namespace, name);
+                self.store.delete(wall, &key, &DeleteOptions::default())
             }
             ClientOp::StopContainer { namespace, name } => {
                 let _ = write!(self.line, "client stop PhysicalContainer/{namespace}/{name}");
@@ -138,9 +152,17 @@ impl World<'_> {
         self.runtime.set_now(self.now(self.scheduler.now()).wall);
         match op {
             ExternalOp::RemoveContainer { name } => {
-                let owner = self.runtime.container(name).and_then(|c| c.labels.get(names::LABEL_OWNER_UID).cloned());
+                // Only a container drydock knew (its object recorded it) counts: one removed before
+                // drydock ever saw it (its create's reply lost) is indistinguishable from one never
+                // created, and creating it then is right.
+                let known = self.runtime.container(name).and_then(|c| {
+                    let uid = c.labels.get(names::LABEL_OWNER_UID)?;
+                    let owner = self.store.get_by_uid(&drydock_engine::api::Uid(uid.clone()))?;
+                    let recorded = owner.status::<PhysicalContainer>().ok()?.runtime_id?;
+                    (recorded == c.id).then(|| uid.clone())
+                });
                 let removed = self.runtime.remove_externally(name);
-                if removed && let Some(uid) = owner {
+                if removed && let Some(uid) = known {
                     self.history.externally_removed.insert(uid);
                 }
                 let _ = write!(

@@ -193,6 +193,8 @@ pub struct World<'w> {
     /// Runtime requests cancelled by their process.
     cancelled: std::collections::BTreeSet<(usize, OpId)>,
     history: History,
+    /// The container a remove being applied is about to remove (for the history).
+    removing: Option<drydock_engine::runtime::ContainerInfo>,
     /// Something the invariants read changed since they were last evaluated.
     dirty: bool,
     /// Runtime mutations in flight -> the owner uid they act for.
@@ -249,6 +251,7 @@ impl<'w> World<'w> {
             runtime_events_sent: 0,
             cancelled: Default::default(),
             history: History::default(),
+            removing: None,
             dirty: true,
             mutation_owner: Default::default(),
             in_flight: 0,
@@ -403,6 +406,10 @@ impl<'w> World<'w> {
         }
         let _ = write!(self.line, "p{process} runtime {id} {}", request.describe());
         self.runtime.set_now(self.now(now).wall);
+        self.removing = match &request {
+            RuntimeRequest::RemoveContainer { id, .. } => self.runtime.container(id).cloned(),
+            _ => None,
+        };
         let mut result = self.runtime.execute(&request);
         self.record_runtime_apply(process, id, &request, &result);
         match &result {

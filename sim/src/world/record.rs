@@ -1,6 +1,7 @@
 //! Recording what the checkers need to know beyond the current state (see `checker::History`).
 
 use super::World;
+use drydock_engine::api::logical::{LogicalContainer, LogicalMode};
 use drydock_engine::api::{
     ContainerImage, Lease, Namespace, Object, ObjectKey, PhysicalContainer, Resource, names, normalize_image_reference,
 };
@@ -79,6 +80,13 @@ impl World<'_> {
             }
             self.history.pulls_in_flight.retain(|_, pulls| !pulls.is_empty());
         }
+        if let (RuntimeRequest::CreateContainer(c), Ok(_)) = (request, result) {
+            self.record_logical_create(process, c);
+        }
+        if let (RuntimeRequest::RemoveContainer { .. }, Ok(_), Some(removed)) = (request, result, &self.removing) {
+            let removed = removed.clone();
+            self.record_logical_remove(process, &removed);
+        }
         if let (RuntimeRequest::CreateContainer(c), Ok(_)) = (request, result)
             && let Some(uid) = c.labels.get(names::LABEL_OWNER_UID)
             && self.history.externally_removed.contains(uid)
@@ -97,7 +105,16 @@ impl World<'_> {
             self.store.get(&ObjectKey::cluster(Namespace::KIND, namespace)).is_some_and(|ns| ns.metadata.is_deleting());
         let rank = |kind: &str| self.store.registry().get(kind).map(|k| k.cleanup_rank);
         let deleting = rank(&key.kind);
+        // An owner cleaning up what it owns (a logical container deleting its backing, the garbage
+        // collector) is not the namespace's ordered cleanup.
+        let owner_driven = self.store.get(key).is_some_and(|o| {
+            o.metadata
+                .owner_references
+                .iter()
+                .any(|r| self.store.get_by_uid(&r.uid).is_none_or(|owner| owner.metadata.is_deleting()))
+        });
         if ns_terminating
+            && !owner_driven
             && self.store.get(key).is_some_and(|o| !o.metadata.is_deleting())
             && let Some(earlier) = self.store.list(None, Some(namespace)).iter().find(|o| rank(&o.kind) < deleting)
         {
@@ -117,6 +134,7 @@ impl World<'_> {
         }
         self.record_object(object);
         self.record_lease(object);
+        self.check_hold(request, object);
         let removed = object.metadata.is_deleting() && object.metadata.finalizers.is_empty();
         if removed
             && object.kind == PhysicalContainer::KIND
@@ -133,6 +151,9 @@ impl World<'_> {
         if object.kind == Lease::KIND
             && let Ok(spec) = object.spec::<Lease>()
         {
+            if spec.holder.is_none() {
+                self.check_workload_recorded(object);
+            }
             let claims = self.history.lease_claims.entry(object.metadata.name.clone()).or_default();
             match (&spec.holder, spec.renew_time) {
                 (Some(holder), Some(renewed)) => {
@@ -151,6 +172,94 @@ impl World<'_> {
         let horizon = WallTime(now.0.saturating_sub(Duration::from_secs(60).as_millis() as u64));
         for claims in self.history.lease_claims.values_mut() {
             claims.retain(|_, until| *until > horizon);
+        }
+    }
+}
+
+impl World<'_> {
+    fn logical(&self, uid: &str) -> Option<std::sync::Arc<Object>> {
+        self.store
+            .get_by_uid(&drydock_engine::api::Uid(uid.to_string()))
+            .filter(|o| o.kind == LogicalContainer::KIND)
+            .cloned()
+    }
+
+    fn record_logical_create(&mut self, process: usize, c: &drydock_engine::runtime::ContainerCreate) {
+        if let Some(uid) = c.labels.get(names::LABEL_LOGICAL_UID) {
+            let creates = self.history.logical_creates.entry(uid.clone()).or_default();
+            *creates += 1;
+            let creates = *creates;
+            let mode = self.logical(uid).and_then(|lc| lc.spec::<LogicalContainer>().ok()).map(|s| s.mode);
+            if mode == Some(LogicalMode::Existing) {
+                self.history.flag(
+                    "existing-never-creates",
+                    format!("p{process} created {} for an existing-mode logical container", c.name),
+                );
+            }
+            if mode == Some(LogicalMode::Persistent) && creates > 1 {
+                self.history.flag(
+                    "persistent-replace-once",
+                    format!("p{process} created {} a second time for one persistent logical container", c.name),
+                );
+            }
+        }
+        let key = c.labels.get(names::LABEL_LIFECYCLE_KEY);
+        if key.is_some() && self.history.removed_by_engine.get(&c.name).map(Option::as_ref) == Some(key) {
+            let message =
+                format!("{} was removed and created again with the same lifecycle key instead of being reused", c.name);
+            self.history.flag("persistent-reuse", message);
+        }
+    }
+
+    fn record_logical_remove(&mut self, process: usize, removed: &drydock_engine::runtime::ContainerInfo) {
+        if removed.labels.contains_key(names::LABEL_CREATOR) {
+            self.history
+                .removed_by_engine
+                .insert(removed.name.clone(), removed.labels.get(names::LABEL_LIFECYCLE_KEY).cloned());
+        }
+        let retained = removed.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true");
+        if retained
+            && let Some(uid) = removed.labels.get(names::LABEL_LOGICAL_UID)
+            && self.logical(uid).is_some()
+        {
+            let message =
+                format!("p{process} removed {}, the persistent container of a live logical container", removed.name);
+            self.history.flag("persistent-survives-delete", message);
+        }
+    }
+
+    /// A backing resource lost its logical hold: only while its logical owner is going away.
+    pub(super) fn check_hold(&mut self, request: &StoreRequest, object: &Object) {
+        if !matches!(request, StoreRequest::Update { .. }) || object.metadata.has_finalizer(names::FINALIZER_HOLD) {
+            return;
+        }
+        for owner in object.metadata.owner_references.iter().filter(|r| r.kind == LogicalContainer::KIND) {
+            if let Some(lc) = self.logical(&owner.uid.0)
+                && !lc.metadata.is_deleting()
+            {
+                let message = format!("{} lost its hold while {} still needs it", object.key(), lc.key());
+                self.history.flag("hold-before-release", message);
+            }
+        }
+    }
+
+    /// A container startup lease was released: the workload must be on record first.
+    fn check_workload_recorded(&mut self, lease: &Object) {
+        if !lease.metadata.name.starts_with("container-") {
+            return;
+        }
+        let Some(claims) = self.history.lease_claims.get(&lease.metadata.name) else { return };
+        let holders: Vec<String> = claims.keys().cloned().collect();
+        for holder in &holders {
+            let Some((_, uid)) = holder.rsplit_once('/') else { continue };
+            let Some(lc) = self.logical(uid) else { continue };
+            let persistent = lc.spec::<LogicalContainer>().is_ok_and(|s| s.mode == LogicalMode::Persistent);
+            let recorded = lc.status::<LogicalContainer>().is_ok_and(|s| s.workload.is_some());
+            if persistent && !lc.metadata.is_deleting() && !recorded {
+                let message =
+                    format!("{holder} released the startup lease of {} before recording the workload", lc.key());
+                self.history.flag("workload-recorded-before-lease-release", message);
+            }
         }
     }
 }

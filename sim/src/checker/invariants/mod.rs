@@ -4,6 +4,7 @@
 
 mod containers;
 mod images;
+mod logical;
 
 use super::View;
 
@@ -73,5 +74,45 @@ pub const INVARIANTS: &[Invariant] = &[
         name: "pull-attempts-within-limit",
         description: "at most pullRetryLimit + 1 pulls per image resource",
         check: images::pull_attempts_within_limit,
+    },
+    Invariant {
+        name: "single-backing",
+        description: "never two runtime containers for one logical container",
+        check: logical::single_backing,
+    },
+    Invariant {
+        name: "persistent-reuse",
+        description: "a matching, drydock-created persistent container is reused, never removed and created again",
+        check: logical::persistent_reuse,
+    },
+    Invariant {
+        name: "persistent-replace-once",
+        description: "a persistent logical container creates its runtime container at most once (a key mismatch: one remove, one create)",
+        check: logical::persistent_replace_once,
+    },
+    Invariant {
+        name: "existing-never-creates",
+        description: "an existing-mode logical container never creates a runtime container",
+        check: logical::existing_never_creates,
+    },
+    Invariant {
+        name: "session-never-outlives-owner",
+        description: "a session runtime container never outlives its logical container",
+        check: logical::session_never_outlives_owner,
+    },
+    Invariant {
+        name: "persistent-survives-delete",
+        description: "deleting a persistent logical container never removes its runtime container",
+        check: logical::persistent_survives_delete,
+    },
+    Invariant {
+        name: "hold-before-release",
+        description: "no backing resource loses its hold while its logical container still needs it",
+        check: logical::hold_before_release,
+    },
+    Invariant {
+        name: "workload-recorded-before-lease-release",
+        description: "a persistent logical container records its workload before releasing its startup lease",
+        check: logical::workload_recorded_before_lease_release,
     },
 ];

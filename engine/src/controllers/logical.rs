@@ -1,0 +1,497 @@
+//! Logical containers: session, persistent and existing lifecycles over physical containers.
+//!
+//! - `session`: an owned `PhysicalContainer` (and an owned `ContainerImage` for an inline image),
+//!   removed with the logical container or its namespace.
+//! - `persistent`: under a startup lease keyed by the runtime container name, inspect the runtime
+//!   by name: a drydock-created container whose lifecycle-key label matches is reused (tracked by
+//!   id: zero creates), one whose key differs is replaced (exactly one remove, one create, through
+//!   `replaceExisting`), one drydock did not create is adopted. The runtime container is retained
+//!   on delete. The owning workload is recorded in status before the startup lease is released.
+//! - `existing`: never creates; `NotFound` until a container of that name appears, then adopted.
+//!
+//! *Guarantees*
+//! - Owned resources are created with both their own cleanup finalizer and the logical hold, in
+//!   the create itself. The hold is released only while this logical container is being deleted.
+//! - Losing the backing (its identity or its hold) is terminal: never a silent recreate.
+//! - A backing create whose outcome is unknown is verified with an uncached read of owner and hold
+//!   before anything else happens.
+
+use super::write_status;
+use crate::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalContainerStatus, LogicalMode, LogicalPhase};
+use crate::api::{
+    ContainerImage, ContainerImageSpec, ContainerPhase, Namespace, Object, ObjectKey, ObjectMeta, OwnerReference,
+    PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, Uid, names,
+};
+use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
+use crate::lease::{Acquire, LeaseClient, lease_name};
+use crate::lifecycle_key::lifecycle_key;
+use crate::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
+use crate::store::{DeleteOptions, StoreReply, StoreRequest, StoreResult};
+use crate::time::{MonoTime, Now};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How long a persistent startup lease lasts without renewal.
+pub const STARTUP_LEASE_DURATION: Duration = Duration::from_secs(30);
+
+/// What an inspection of the runtime container name found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Found {
+    Absent,
+    /// Created by drydock, with this lifecycle key label.
+    Ours {
+        id: String,
+        key: Option<String>,
+    },
+    /// Not created by drydock.
+    Stranger {
+        id: String,
+    },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Op {
+    InspectName,
+    CreateBacking,
+    VerifyBacking,
+    CleanupCheck,
+}
+
+#[derive(Debug, Default)]
+struct Tracked {
+    key: Option<ObjectKey>,
+    in_flight: Option<(OpId, Op)>,
+    found: Option<Found>,
+    /// The backing's uid, learned from its create or its verification.
+    backing: Option<Uid>,
+    failure: Option<String>,
+    not_before: Option<MonoTime>,
+    cleanup_clear: bool,
+    /// A backing create failed or its outcome is unknown: read the store before anything else.
+    verify: bool,
+}
+
+#[derive(Debug)]
+pub struct LogicalContainerController {
+    default_workload: Option<String>,
+    tracked: BTreeMap<Uid, Tracked>,
+    ops: BTreeMap<OpId, Uid>,
+    leases: LeaseClient,
+}
+
+fn backing_name(name: &str) -> String {
+    format!("{name}-backing")
+}
+
+fn image_name(name: &str) -> String {
+    format!("{name}-image")
+}
+
+fn owner_ref(obj: &Object) -> OwnerReference {
+    OwnerReference { block_owner_deletion: true, ..obj.owner_reference(true) }
+}
+
+fn owned_by(child: &Object, owner: &Uid) -> bool {
+    child.metadata.owner_references.iter().any(|r| &r.uid == owner)
+}
+
+impl LogicalContainerController {
+    /// `default_workload`: the workload recorded for persistent containers when the namespace has
+    /// no `drydock.dev/workload` annotation.
+    pub fn new(default_workload: Option<String>) -> Self {
+        LogicalContainerController {
+            default_workload,
+            tracked: BTreeMap::new(),
+            ops: BTreeMap::new(),
+            leases: LeaseClient::default(),
+        }
+    }
+
+    fn holder(ctx: &Context<'_>, uid: &Uid) -> String {
+        format!("{}/{uid}", ctx.identity())
+    }
+
+    fn lease_for(spec: &LogicalContainerSpec, obj: &Object) -> (String, String) {
+        let runtime_name = spec.runtime_name(obj.metadata.namespace.as_deref().unwrap_or_default(), &obj.metadata.name);
+        (lease_name("container", &runtime_name), runtime_name)
+    }
+
+    fn track_op(&mut self, uid: &Uid, id: OpId, op: Op) {
+        self.ops.insert(id, uid.clone());
+        if let Some(t) = self.tracked.get_mut(uid) {
+            t.in_flight = Some((id, op));
+        }
+    }
+
+    /// The backing spec for the mode and what the runtime has.
+    fn backing_spec(
+        obj: &Object,
+        spec: &LogicalContainerSpec,
+        found: Option<&Found>,
+        key: &str,
+    ) -> PhysicalContainerSpec {
+        let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+        let mut labels = spec.labels.clone();
+        labels.insert(names::LABEL_LOGICAL_UID.into(), obj.metadata.uid.0.clone());
+        labels.insert(names::LABEL_LIFECYCLE_KEY.into(), key.to_string());
+        let env = spec.env.iter().map(|e| (e.name.clone(), e.value.clone())).collect();
+        let mut command = spec.command.clone();
+        command.extend(spec.args.iter().cloned());
+        let (image, image_ref) = match (&spec.image, &spec.image_ref) {
+            (Some(_), _) => (None, Some(image_name(&obj.metadata.name))),
+            (None, Some(reference)) => (None, Some(reference.clone())),
+            (None, None) => (None, None),
+        };
+        let persistent = spec.mode == LogicalMode::Persistent;
+        match found {
+            Some(Found::Stranger { id }) => {
+                PhysicalContainerSpec { container_id: Some(id.clone()), stop: spec.stop, ..Default::default() }
+            }
+            Some(Found::Ours { id, key: Some(k) }) if k == key => {
+                PhysicalContainerSpec { container_id: Some(id.clone()), stop: spec.stop, ..Default::default() }
+            }
+            _ if spec.mode == LogicalMode::Existing => PhysicalContainerSpec::default(),
+            other => PhysicalContainerSpec {
+                image,
+                image_ref,
+                container_name: Some(spec.runtime_name(namespace, &obj.metadata.name)),
+                command,
+                env,
+                labels,
+                stop: spec.stop,
+                retain: persistent,
+                // A drydock container with another key is replaced; `replace` asks for it always.
+                replace_existing: spec.replace || matches!(other, Some(Found::Ours { .. })),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn create_backing(
+        &mut self,
+        ctx: &mut Context<'_>,
+        obj: &Object,
+        spec: &LogicalContainerSpec,
+        found: Option<&Found>,
+        key: &str,
+    ) {
+        let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+        let hold = |meta: &mut ObjectMeta, finalizer: &str| {
+            meta.owner_references.push(owner_ref(obj));
+            meta.finalizers = vec![finalizer.to_string(), names::FINALIZER_HOLD.to_string()];
+        };
+        let backing = Self::backing_spec(obj, spec, found, key);
+        if backing.container_id.is_none()
+            && let Some(image) = &spec.image
+        {
+            let mut meta = ObjectMeta::named(Some(namespace), &image_name(&obj.metadata.name));
+            hold(&mut meta, names::FINALIZER_IMAGE);
+            let image_spec =
+                ContainerImageSpec { image: image.clone(), pull_policy: PullPolicy::Missing, ..Default::default() };
+            // If it exists already (a retry), the AlreadyExists is harmless: the backing refers to it by name.
+            ctx.store(StoreRequest::Create { object: Object::from_spec::<ContainerImage>(meta, &image_spec) });
+        }
+        let mut meta = ObjectMeta::named(Some(namespace), &backing_name(&obj.metadata.name));
+        hold(&mut meta, names::FINALIZER_RUNTIME);
+        let id = ctx.store(StoreRequest::Create { object: Object::from_spec::<PhysicalContainer>(meta, &backing) });
+        self.track_op(&obj.metadata.uid, id, Op::CreateBacking);
+    }
+
+    fn workload(&self, ctx: &Context<'_>, obj: &Object) -> String {
+        let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+        ctx.get(&ObjectKey::cluster(Namespace::KIND, namespace))
+            .and_then(|ns| ns.metadata.annotations.get(names::ANNOTATION_WORKLOAD).cloned())
+            .or_else(|| self.default_workload.clone())
+            .unwrap_or_default()
+    }
+
+    fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+        let uid = obj.metadata.uid.clone();
+        let namespace = obj.metadata.namespace.clone().unwrap_or_default();
+        match ctx.get(&ObjectKey::cluster(Namespace::KIND, &namespace)) {
+            None => return Ok(Action::requeue(Duration::from_secs(1))),
+            Some(ns) if ns.metadata.is_deleting() => return Ok(Action::done()),
+            Some(_) => {}
+        }
+        let spec = obj.spec::<LogicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
+        let status = obj.status::<LogicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
+        let key = lifecycle_key(&spec);
+        let backing_key = ObjectKey::namespaced(PhysicalContainer::KIND, &namespace, &backing_name(&obj.metadata.name));
+        let backing = ctx.get(&backing_key).cloned();
+        let t = self.tracked.entry(uid.clone()).or_default();
+        if t.backing.is_none() {
+            t.backing.clone_from(&status.backing_uid);
+        }
+        if let Some(message) = t.failure.clone() {
+            let next = LogicalContainerStatus { phase: LogicalPhase::Failed, message: Some(message), ..status.clone() };
+            write_status::<LogicalContainer>(ctx, obj, &status, next);
+            return Ok(Action::done());
+        }
+        if let Some(expected) = t.backing.clone() {
+            let lost = match &backing {
+                None => Some("the backing PhysicalContainer disappeared".to_string()),
+                Some(b) if b.metadata.uid != expected => {
+                    Some("the backing PhysicalContainer was replaced by another object".to_string())
+                }
+                Some(b) if !b.metadata.has_finalizer(names::FINALIZER_HOLD) => {
+                    Some("the backing PhysicalContainer lost its hold".to_string())
+                }
+                Some(_) => None,
+            };
+            if let Some(lost) = lost {
+                t.failure = Some(format!("{lost}; it is not recreated"));
+                return self.apply(ctx, obj);
+            }
+            return self.project(ctx, obj, &spec, &status, &key, backing.as_deref());
+        }
+        // No backing yet.
+        if t.verify {
+            let id = ctx.store(StoreRequest::Get { key: backing_key });
+            self.track_op(&uid, id, Op::VerifyBacking);
+            return Ok(Action::done());
+        }
+        if let Some(b) = &backing {
+            // We created it but did not get to record it: adopt it if it is ours and held.
+            return if owned_by(b, &uid) && b.metadata.has_finalizer(names::FINALIZER_HOLD) {
+                t.backing = Some(b.metadata.uid.clone());
+                let next = LogicalContainerStatus {
+                    backing_uid: Some(b.metadata.uid.clone()),
+                    lifecycle_key: Some(key),
+                    ..status.clone()
+                };
+                write_status::<LogicalContainer>(ctx, obj, &status, next);
+                Ok(Action::done())
+            } else {
+                t.failure = Some(format!("{backing_key} exists and is not ours"));
+                self.apply(ctx, obj)
+            };
+        }
+        if spec.mode == LogicalMode::Session {
+            self.create_backing(ctx, obj, &spec, None, &key);
+            return Ok(Action::done());
+        }
+        if spec.mode == LogicalMode::Persistent {
+            let (lease, runtime_name) = Self::lease_for(&spec, obj);
+            let holder = Self::holder(ctx, &uid);
+            match self.leases.acquire(ctx, &lease, &runtime_name, &holder, STARTUP_LEASE_DURATION) {
+                Acquire::Held => {}
+                Acquire::Pending => return Ok(Action::requeue(Duration::from_millis(1))),
+                Acquire::Contended { .. } => {
+                    let next = LogicalContainerStatus {
+                        message: Some(format!("waiting for the startup lease of {runtime_name}")),
+                        ..status.clone()
+                    };
+                    write_status::<LogicalContainer>(ctx, obj, &status, next);
+                    return Ok(Action::requeue(Duration::from_millis(500)));
+                }
+            }
+        }
+        let t = self.tracked.entry(uid.clone()).or_default();
+        match t.found.clone() {
+            None => {
+                let runtime_name = spec.runtime_name(&namespace, &obj.metadata.name);
+                let id = ctx.runtime(RuntimeRequest::InspectContainer { id: runtime_name });
+                self.track_op(&uid, id, Op::InspectName);
+                Ok(Action::done())
+            }
+            Some(Found::Absent) if spec.mode == LogicalMode::Existing => {
+                t.found = None;
+                let next = LogicalContainerStatus {
+                    phase: LogicalPhase::NotFound,
+                    message: Some("no container of that name yet".into()),
+                    ..status.clone()
+                };
+                write_status::<LogicalContainer>(ctx, obj, &status, next);
+                Ok(Action::requeue(Duration::from_secs(2)))
+            }
+            Some(found) => {
+                self.create_backing(ctx, obj, &spec, Some(&found), &key);
+                Ok(Action::done())
+            }
+        }
+    }
+
+    /// Status from the backing; for persistent, record the workload, then release the lease.
+    fn project(
+        &mut self,
+        ctx: &mut Context<'_>,
+        obj: &Object,
+        spec: &LogicalContainerSpec,
+        status: &LogicalContainerStatus,
+        key: &str,
+        backing: Option<&Object>,
+    ) -> ReconcileResult {
+        let Some(backing) = backing else { return Ok(Action::done()) };
+        let pc = backing.status::<PhysicalContainer>().unwrap_or_default();
+        let (phase, message) = match pc.phase {
+            ContainerPhase::Pending => (LogicalPhase::Starting, pc.message.clone()),
+            ContainerPhase::Running => (LogicalPhase::Running, None),
+            ContainerPhase::Exited => (LogicalPhase::Exited, None),
+            ContainerPhase::Missing => {
+                (LogicalPhase::Failed, Some("the runtime container was removed outside drydock".into()))
+            }
+            ContainerPhase::Failed => (LogicalPhase::Failed, pc.message.clone()),
+        };
+        let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+        let startup_output = match &spec.image {
+            Some(_) => ctx
+                .get(&ObjectKey::namespaced(ContainerImage::KIND, namespace, &image_name(&obj.metadata.name)))
+                .and_then(|i| i.status::<ContainerImage>().ok())
+                .map(|s| s.progress)
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let persistent = spec.mode == LogicalMode::Persistent;
+        let workload = match (&status.workload, persistent && pc.runtime_id.is_some()) {
+            (Some(w), _) => Some(w.clone()),
+            (None, true) => Some(self.workload(ctx, obj)),
+            (None, false) => None,
+        };
+        let next = LogicalContainerStatus {
+            phase,
+            message,
+            runtime_id: pc.runtime_id.clone(),
+            lifecycle_key: Some(key.to_string()),
+            backing_uid: Some(backing.metadata.uid.clone()),
+            workload,
+            startup_output,
+            conditions: status.conditions.clone(),
+        };
+        write_status::<LogicalContainer>(ctx, obj, status, next);
+        // Release the startup lease only once the workload is recorded (status as stored says so),
+        // or for modes that never took it.
+        if persistent && status.workload.is_some() {
+            let (lease, _) = Self::lease_for(spec, obj);
+            let holder = Self::holder(ctx, &obj.metadata.uid);
+            if self.leases.holds(&lease, &holder, ctx.now().wall) {
+                self.leases.release(ctx, &lease, &holder);
+            }
+        }
+        Ok(Action::done())
+    }
+
+    fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+        let uid = obj.metadata.uid.clone();
+        let namespace = obj.metadata.namespace.clone().unwrap_or_default();
+        if let Ok(spec) = obj.spec::<LogicalContainer>() {
+            let (lease, _) = Self::lease_for(&spec, obj);
+            let holder = Self::holder(ctx, &uid);
+            self.leases.release(ctx, &lease, &holder);
+        }
+        let children = [
+            ObjectKey::namespaced(PhysicalContainer::KIND, &namespace, &backing_name(&obj.metadata.name)),
+            ObjectKey::namespaced(ContainerImage::KIND, &namespace, &image_name(&obj.metadata.name)),
+        ];
+        let mut waiting = false;
+        for key in &children {
+            let Some(child) = ctx.get(key).cloned() else { continue };
+            if !owned_by(&child, &uid) {
+                continue;
+            }
+            waiting = true;
+            if !child.metadata.is_deleting() {
+                let options =
+                    DeleteOptions { precondition_uid: Some(child.metadata.uid.clone()), ..Default::default() };
+                ctx.store(StoreRequest::Delete { key: key.clone(), options });
+            } else if child.metadata.finalizers.iter().all(|f| f == names::FINALIZER_HOLD) {
+                // Its own cleanup is done: let it go.
+                let mut next = (*child).clone();
+                next.metadata.finalizers.retain(|f| f != names::FINALIZER_HOLD);
+                ctx.store(StoreRequest::Update { object: next });
+            }
+        }
+        let t = self.tracked.entry(uid.clone()).or_default();
+        if waiting {
+            t.cleanup_clear = false;
+            return Ok(Action::done());
+        }
+        if !t.cleanup_clear {
+            // The cache shows nothing: confirm with the store before letting go.
+            let id = ctx.store(StoreRequest::List { kind: None, namespace: Some(namespace) });
+            self.track_op(&uid, id, Op::CleanupCheck);
+            return Ok(Action::done());
+        }
+        if obj.metadata.has_finalizer(names::FINALIZER_LOGICAL) {
+            let mut next = obj.clone();
+            next.metadata.finalizers.retain(|f| f != names::FINALIZER_LOGICAL);
+            ctx.store(StoreRequest::Update { object: next });
+        }
+        Ok(Action::done())
+    }
+}
+
+impl Controller for LogicalContainerController {
+    fn name(&self) -> &str {
+        "logical-container"
+    }
+
+    fn watches(&self) -> Vec<Watch> {
+        vec![
+            Watch::own(LogicalContainer::KIND),
+            Watch::owners(PhysicalContainer::KIND, LogicalContainer::KIND, true),
+            Watch::owners(ContainerImage::KIND, LogicalContainer::KIND, true),
+        ]
+    }
+
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
+        let Some(obj) = ctx.get(key).cloned() else {
+            self.tracked.retain(|_, t| t.in_flight.is_some() || t.key.as_ref() != Some(key));
+            return Ok(Action::done());
+        };
+        let t = self.tracked.entry(obj.metadata.uid.clone()).or_default();
+        t.key = Some(key.clone());
+        if t.in_flight.is_some() {
+            return Ok(Action::done());
+        }
+        if let Some(at) = t.not_before.take_if(|at| *at > ctx.now().mono) {
+            t.not_before = Some(at);
+            return Ok(Action::requeue(at - ctx.now().mono));
+        }
+        if obj.metadata.is_deleting() { self.cleanup(ctx, &obj) } else { self.apply(ctx, &obj) }
+    }
+
+    fn on_store_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &StoreResult) {
+        if self.leases.on_store_result(now.wall, op, result) {
+            return;
+        }
+        let Some(uid) = self.ops.remove(&op) else { return };
+        let Some(t) = self.tracked.get_mut(&uid) else { return };
+        let Some((_, kind)) = t.in_flight.take_if(|(id, _)| *id == op) else { return };
+        match (kind, result) {
+            (Op::CreateBacking, Ok(StoreReply::Object(created))) => t.backing = Some(created.metadata.uid.clone()),
+            // Unknown outcome or a name collision: an uncached read decides, next reconcile.
+            (Op::CreateBacking, Err(_)) => t.verify = true,
+            (Op::VerifyBacking, Ok(StoreReply::Object(found))) => {
+                t.verify = false;
+                if owned_by(found, &uid) && found.metadata.has_finalizer(names::FINALIZER_HOLD) {
+                    t.backing = Some(found.metadata.uid.clone());
+                } else {
+                    t.failure = Some(format!("{} exists and is not ours", found.key()));
+                }
+            }
+            (Op::VerifyBacking, Err(e)) if e.is_not_found() => t.verify = false,
+            (Op::CleanupCheck, Ok(StoreReply::Objects(objects))) => {
+                t.cleanup_clear = !objects.iter().any(|o| owned_by(o, &uid));
+            }
+            (Op::VerifyBacking, _) => t.not_before = Some(now.mono + Duration::from_secs(1)),
+            (Op::CleanupCheck, _) | (Op::InspectName, _) | (Op::CreateBacking, Ok(_)) => {}
+        }
+    }
+
+    fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
+        let Some(uid) = self.ops.remove(&op) else { return };
+        let Some(t) = self.tracked.get_mut(&uid) else { return };
+        let Some((_, Op::InspectName)) = t.in_flight.take_if(|(id, _)| *id == op) else { return };
+        t.found = match result {
+            Ok(RuntimeReply::Container(c)) if c.labels.contains_key(names::LABEL_CREATOR) => {
+                Some(Found::Ours { id: c.id.clone(), key: c.labels.get(names::LABEL_LIFECYCLE_KEY).cloned() })
+            }
+            Ok(RuntimeReply::Container(c)) => Some(Found::Stranger { id: c.id.clone() }),
+            Err(RuntimeError::NotFound(_)) => Some(Found::Absent),
+            _ => {
+                t.not_before = Some(now.mono + Duration::from_secs(1));
+                None
+            }
+        };
+    }
+}
