@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerCreate {
     pub name: String,
     pub image: String,
@@ -24,6 +24,20 @@ pub struct ContainerCreate {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// Ports to publish; a port without a host port gets one picked by the runtime at start.
+    #[serde(default)]
+    pub ports: Vec<crate::api::logical::PortMapping>,
+    /// Bind mounts (host path or volume name -> container path).
+    #[serde(default)]
+    pub mounts: Vec<crate::api::logical::Mount>,
+}
+
+/// A port the runtime published for a running container.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PublishedPort {
+    pub container_port: u16,
+    pub protocol: crate::api::logical::Protocol,
+    pub host_port: u16,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,6 +127,9 @@ pub struct ContainerInfo {
     pub state: ContainerState,
     /// Set once the container has exited.
     pub exit_code: Option<i64>,
+    /// Published ports, while running.
+    #[serde(default)]
+    pub ports: Vec<PublishedPort>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

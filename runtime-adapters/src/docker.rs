@@ -13,16 +13,19 @@ use crate::runtime::Runtime;
 use bollard::Docker;
 use bollard::errors::Error as BollardError;
 use bollard::models::CreateImageInfo;
-use bollard::models::{ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum};
+use bollard::models::{
+    ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum, HostConfig, PortBinding,
+};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, CreateImageOptionsBuilder, EventsOptionsBuilder, ListContainersOptions,
     RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, StopContainerOptionsBuilder,
 };
 use drydock_engine::WallTime;
+use drydock_engine::api::logical::{PortMapping, Protocol};
 use drydock_engine::api::{names, normalize_image_reference};
 use drydock_engine::runtime::{
-    ContainerCreate, ContainerInfo, ContainerState, EventAction, ImageInfo, RuntimeError, RuntimeEvent, RuntimeReply,
-    RuntimeRequest, RuntimeResult,
+    ContainerCreate, ContainerInfo, ContainerState, EventAction, ImageInfo, PublishedPort, RuntimeError, RuntimeEvent,
+    RuntimeReply, RuntimeRequest, RuntimeResult,
 };
 use futures_util::StreamExt;
 use std::collections::{BTreeMap, HashMap};
@@ -66,11 +69,29 @@ impl DockerRuntime {
 
     async fn create(&self, c: ContainerCreate) -> RuntimeResult {
         let options = CreateContainerOptionsBuilder::default().name(&c.name).build();
+        let port_key = |p: &PortMapping| format!("{}/{}", p.container_port, protocol_name(p.protocol));
+        let mut bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
+        for p in &c.ports {
+            let binding = PortBinding { host_ip: p.host_ip.clone(), host_port: p.host_port.map(|h| h.to_string()) };
+            bindings.entry(port_key(p)).or_insert_with(|| Some(Vec::new())).get_or_insert_with(Vec::new).push(binding);
+        }
+        let binds: Vec<String> = c
+            .mounts
+            .iter()
+            .map(|m| format!("{}:{}{}", m.source, m.target, if m.read_only { ":ro" } else { "" }))
+            .collect();
+        let host_config = HostConfig {
+            port_bindings: (!bindings.is_empty()).then_some(bindings),
+            binds: (!binds.is_empty()).then_some(binds),
+            ..Default::default()
+        };
         let body = ContainerCreateBody {
             image: Some(c.image),
             cmd: (!c.command.is_empty()).then_some(c.command),
             env: (!c.env.is_empty()).then(|| c.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
             labels: Some(c.labels.into_iter().collect()),
+            exposed_ports: (!c.ports.is_empty()).then(|| c.ports.iter().map(port_key).collect()),
+            host_config: Some(host_config),
             ..Default::default()
         };
         let created = self.docker.create_container(Some(options), body).await.map_err(map_error)?;
@@ -234,6 +255,13 @@ impl Runtime for DockerRuntime {
     }
 }
 
+fn protocol_name(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::Tcp => "tcp",
+        Protocol::Udp => "udp",
+    }
+}
+
 fn container_info(response: ContainerInspectResponse) -> Result<ContainerInfo, RuntimeError> {
     let config = response.config.unwrap_or_default();
     let state = response.state.unwrap_or_default();
@@ -247,7 +275,30 @@ fn container_info(response: ContainerInspectResponse) -> Result<ContainerInfo, R
         ) => (ContainerState::Exited, state.exit_code),
         other => return Err(RuntimeError::Transient(format!("unexpected container status {other:?}"))),
     };
+    let mut ports: Vec<PublishedPort> = response
+        .network_settings
+        .and_then(|n| n.ports)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|_| state == ContainerState::Running)
+        .flat_map(|(key, bindings)| {
+            let (port, protocol) = key.split_once('/').unwrap_or((key.as_str(), "tcp"));
+            let container_port: u16 = port.parse().unwrap_or(0);
+            let protocol = if protocol == "udp" { Protocol::Udp } else { Protocol::Tcp };
+            bindings
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(move |b| {
+                    Some(PublishedPort { container_port, protocol, host_port: b.host_port?.parse().ok()? })
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    // Docker lists a binding once per address family (0.0.0.0 and ::): one per port is enough.
+    ports.sort();
+    ports.dedup();
     Ok(ContainerInfo {
+        ports,
         id: response.id.unwrap_or_default(),
         name: response.name.unwrap_or_default().trim_start_matches('/').to_string(),
         image: config.image.unwrap_or_default(),

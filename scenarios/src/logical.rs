@@ -50,6 +50,12 @@ fn session_ops(rng: &mut ChaCha8Rng, ops: &mut Ops, prefix: &str) {
         let name = format!("s-{j}");
         let created = t + between(rng, 200, 20_000);
         ops.at(created, ClientOp::CreateLogical { namespace: ns.clone(), name: name.clone(), spec: Box::new(spec) });
+        if chance(rng, 0.2) {
+            ops.at(
+                created + between(rng, 500, 15_000),
+                ClientOp::StopLogical { namespace: ns.clone(), name: name.clone() },
+            );
+        }
         if chance(rng, 0.35) {
             let delay = if chance(rng, 0.3) { between(rng, 0, 200) } else { between(rng, 1_000, 20_000) };
             ops.at(created + delay, ClientOp::DeleteLogical { namespace: ns.clone(), name });

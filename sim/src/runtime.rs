@@ -149,6 +149,12 @@ enum Conflicts {
 pub struct SimRuntime {
     containers: BTreeMap<String, ContainerInfo>,
     commands: BTreeMap<String, Vec<String>>,
+    /// Mounts each container was created with.
+    mounts: BTreeMap<String, Vec<drydock_engine::api::logical::Mount>>,
+    /// Ports each container asked to publish.
+    requested_ports: BTreeMap<String, Vec<drydock_engine::api::logical::PortMapping>>,
+    /// The next host port handed out for a port published without one (Docker's ephemeral range).
+    next_host_port: u16,
     /// container id -> id of the image it was created from.
     container_images: BTreeMap<String, String>,
     names: BTreeMap<String, String>,
@@ -281,11 +287,14 @@ impl SimRuntime {
                 let id = self.next_id();
                 self.creates += 1;
                 self.commands.insert(id.clone(), command);
+                self.requested_ports.insert(id.clone(), create.ports.clone());
+                self.mounts.insert(id.clone(), create.mounts.clone());
                 self.container_images.insert(id.clone(), image_id);
                 self.names.insert(create.name.clone(), id.clone());
                 self.containers.insert(
                     id.clone(),
                     ContainerInfo {
+                        ports: Vec::new(),
                         id: id.clone(),
                         name: create.name.clone(),
                         image: create.image.clone(),
@@ -302,10 +311,14 @@ impl SimRuntime {
                 if self.containers.get(&id).is_some_and(|c| c.state == ContainerState::Running) {
                     return Ok(RuntimeReply::Done);
                 }
-                let exits = self.commands.get(&id).and_then(|c| exits_at_once(c));
+                let targets: Vec<String> =
+                    self.mounts.get(&id).map(|m| m.iter().map(|m| m.target.clone()).collect()).unwrap_or_default();
+                let exits = self.commands.get(&id).and_then(|c| exits_at_once(c, &targets));
+                let ports = self.publish_ports(&id);
                 if let Some(c) = self.containers.get_mut(&id) {
                     c.state = ContainerState::Running;
                     c.exit_code = None;
+                    c.ports = ports;
                 }
                 self.event(&id, EventAction::Start);
                 if let Some(code) = exits {
@@ -335,6 +348,8 @@ impl SimRuntime {
                 if let Some(removed) = self.containers.remove(&id) {
                     self.names.remove(&removed.name);
                     self.commands.remove(&id);
+                    self.requested_ports.remove(&id);
+                    self.mounts.remove(&id);
                     self.container_images.remove(&id);
                 }
                 Ok(RuntimeReply::Done)
@@ -606,10 +621,32 @@ impl SimRuntime {
         }
     }
 
+    /// Host ports for a container being started: the requested ones, or the next ephemeral port.
+    fn publish_ports(&mut self, id: &str) -> Vec<drydock_engine::runtime::PublishedPort> {
+        let requested = self.requested_ports.get(id).cloned().unwrap_or_default();
+        let mut ports: Vec<drydock_engine::runtime::PublishedPort> = requested
+            .iter()
+            .map(|p| {
+                let host_port = p.host_port.unwrap_or_else(|| {
+                    self.next_host_port = self.next_host_port.max(32_768).wrapping_add(1).max(32_769);
+                    self.next_host_port
+                });
+                drydock_engine::runtime::PublishedPort {
+                    container_port: p.container_port,
+                    protocol: p.protocol,
+                    host_port,
+                }
+            })
+            .collect();
+        ports.sort();
+        ports
+    }
+
     fn exit(&mut self, id: &str, code: i64) {
         if let Some(c) = self.containers.get_mut(id) {
             c.state = ContainerState::Exited;
             c.exit_code = Some(code);
+            c.ports.clear();
         }
         self.event(id, EventAction::Die { exit_code: Some(code) });
     }
@@ -677,12 +714,21 @@ fn familiar_name(name: &str) -> String {
 
 /// The exit code of a command that ends as soon as it starts: `true`, `false`,
 /// `sh -c 'exit N'`; `None` for anything that keeps running.
-fn exits_at_once(command: &[String]) -> Option<i64> {
+/// `sh -c 'test -d PATH'` succeeds for `/` and for the targets of the container's mounts (and
+/// the directories above them): the only file system the model has.
+fn exits_at_once(command: &[String], mount_targets: &[String]) -> Option<i64> {
     match command {
         [c] if c == "true" => Some(0),
         [c] if c == "false" => Some(1),
         [sh, c, script] if (sh == "sh" || sh == "/bin/sh") && c == "-c" => {
-            let code = script.trim().strip_prefix("exit")?.trim();
+            let script = script.trim();
+            if let Some(path) = script.strip_prefix("test -d ") {
+                let path = path.trim().trim_end_matches('/');
+                let exists =
+                    path.is_empty() || mount_targets.iter().any(|t| t == path || t.starts_with(&format!("{path}/")));
+                return Some(if exists { 0 } else { 1 });
+            }
+            let code = script.strip_prefix("exit")?.trim();
             if code.is_empty() { Some(0) } else { code.parse().ok() }
         }
         _ => None,
@@ -705,6 +751,7 @@ mod tests {
             command: vec![],
             env: Default::default(),
             labels: BTreeMap::from([("app".to_string(), name.to_string())]),
+            ..Default::default()
         })
     }
 

@@ -32,6 +32,11 @@ pub enum ClientOp {
         namespace: String,
         name: String,
     },
+    /// Set `spec.stop` on a logical container.
+    StopLogical {
+        namespace: String,
+        name: String,
+    },
     DeleteNamespace {
         name: String,
     },

@@ -177,6 +177,18 @@ impl LogicalContainerSpec {
 /// Longest logical container name: room for the `-backing` and `-image` suffixes.
 pub const MAX_NAME: usize = 55;
 
+/// The spec may change only by setting `stop` (one-way), as for physical containers.
+pub(crate) fn validate_update(old: &LogicalContainerSpec, new: &LogicalContainerSpec) -> Vec<crate::store::FieldError> {
+    use crate::store::FieldError;
+    if old.stop && !new.stop {
+        return vec![FieldError::new("spec.stop", "stop is one-way: a stopped container cannot be restarted")];
+    }
+    let (mut a, mut b) = (old.clone(), new.clone());
+    a.stop = false;
+    b.stop = false;
+    if a != b { vec![FieldError::new("spec", "the spec is immutable except for spec.stop")] } else { Vec::new() }
+}
+
 pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<crate::store::FieldError> {
     use crate::store::FieldError;
     let mut errors = Vec::new();

@@ -64,6 +64,10 @@ pub struct PhysicalContainerSpec {
     /// Keep the runtime container when this object is deleted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retain: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<super::logical::PortMapping>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<super::logical::Mount>,
     /// Runtime container name; defaults to `<namespace>-<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_name: Option<String>,

@@ -160,6 +160,8 @@ impl LogicalContainerController {
                 labels,
                 stop: spec.stop,
                 retain: persistent,
+                ports: spec.ports.clone(),
+                mounts: spec.mounts.clone(),
                 // A drydock container with another key is replaced; `replace` asks for it always.
                 replace_existing: spec.replace || matches!(other, Some(Found::Ours { .. })),
                 ..Default::default()
@@ -322,6 +324,13 @@ impl LogicalContainerController {
         backing: Option<&Object>,
     ) -> ReconcileResult {
         let Some(backing) = backing else { return Ok(Action::done()) };
+        // `stop` is one-way on both: pass it down.
+        if spec.stop && !backing.metadata.is_deleting() && backing.spec::<PhysicalContainer>().is_ok_and(|s| !s.stop) {
+            let mut next = backing.clone();
+            next.spec["stop"] = serde_json::Value::Bool(true);
+            ctx.store(StoreRequest::Update { object: next });
+            return Ok(Action::done());
+        }
         let pc = backing.status::<PhysicalContainer>().unwrap_or_default();
         let (phase, message) = match pc.phase {
             ContainerPhase::Pending => (LogicalPhase::Starting, pc.message.clone()),

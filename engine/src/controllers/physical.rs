@@ -152,6 +152,8 @@ impl PhysicalContainerController {
             command: spec.command.clone(),
             env: spec.env.clone(),
             labels,
+            ports: spec.ports.clone(),
+            mounts: spec.mounts.clone(),
         })
     }
 

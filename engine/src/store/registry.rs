@@ -120,6 +120,7 @@ impl Registry {
         registry.register(KindInfo::typed::<Lease>(|_| Vec::new()));
         registry.register(
             KindInfo::typed::<LogicalContainer>(crate::api::logical::validate)
+                .with_update_check::<LogicalContainer>(crate::api::logical::validate_update)
                 .with_finalizer(names::FINALIZER_LOGICAL)
                 .with_cleanup_rank(10),
         );

@@ -592,3 +592,32 @@ pub async fn image_a_container_pins_the_image_id_not_the_tag<R: Runtime>(fx: &Fx
     assert!(is_conflict(&r), "the container still uses the old image: {r:?}");
     assert_eq!(fx.inspect(&container).await.unwrap().image, reference, "as given at create");
 }
+
+pub async fn ports_are_published_while_running<R: Runtime>(fx: &Fx<R>) {
+    use drydock_engine::api::logical::{PortMapping, Protocol};
+    let mut spec = fx.spec("a", &[]);
+    spec.ports = vec![
+        PortMapping { protocol: Protocol::Tcp, host_port: None, container_port: 8080, host_ip: None },
+        PortMapping { protocol: Protocol::Udp, host_port: None, container_port: 5353, host_ip: None },
+    ];
+    let id = fx.create_with(spec).await;
+    assert!(fx.inspect(&id).await.unwrap().ports.is_empty(), "nothing is published before start");
+    fx.start(&id).await;
+    let ports = fx.inspect(&id).await.unwrap().ports;
+    let published: Vec<(u16, Protocol)> = ports.iter().map(|p| (p.container_port, p.protocol)).collect();
+    assert_eq!(published, vec![(5353, Protocol::Udp), (8080, Protocol::Tcp)], "{ports:?}");
+    assert!(ports.iter().all(|p| p.host_port > 0), "{ports:?}");
+    fx.stop(&id).await.unwrap();
+    assert!(fx.inspect(&id).await.unwrap().ports.is_empty(), "nothing is published once stopped");
+}
+
+pub async fn a_bind_mount_is_visible_inside<R: Runtime>(fx: &Fx<R>) {
+    use drydock_engine::api::logical::Mount;
+    let mut spec = fx.spec("a", &["sh", "-c", "test -d /data/mounted"]);
+    spec.mounts = vec![Mount { source: "/".into(), target: "/data/mounted".into(), read_only: true }];
+    let id = fx.create_with(spec).await;
+    fx.start(&id).await;
+    let info =
+        fx.eventually("exit", async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited)).await;
+    assert_eq!(info.exit_code, Some(0), "the mount target exists inside the container");
+}

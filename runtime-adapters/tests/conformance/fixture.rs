@@ -174,6 +174,7 @@ impl<R: Runtime> Fixture<R> {
             command: command.iter().map(|s| s.to_string()).collect(),
             env: BTreeMap::new(),
             labels: BTreeMap::from([(RUN_LABEL.to_string(), self.case.clone())]),
+            ..Default::default()
         }
     }
 

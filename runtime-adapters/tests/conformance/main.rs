@@ -98,6 +98,8 @@ conformance! {
     image_inspect_normalizes_references,
     image_inspect_by_id,
     labels_with_an_owner_uid_find_exactly_that_container,
+    ports_are_published_while_running,
+    a_bind_mount_is_visible_inside,
     image_pull_then_inspect_gives_the_registry_content_id,
     image_pull_progress_names_the_repository_digest_and_outcome,
     image_pull_again_is_up_to_date,

@@ -117,7 +117,15 @@ fn container_id(n: u8) -> String {
 
 fn container(id: &str, name: &str, labels: BTreeMap<String, String>, state: ContainerState) -> ContainerInfo {
     let exit_code = (state == ContainerState::Exited).then_some(137);
-    ContainerInfo { id: id.into(), name: name.into(), image: "busybox".into(), labels, state, exit_code }
+    ContainerInfo {
+        ports: Vec::new(),
+        id: id.into(),
+        name: name.into(),
+        image: "busybox".into(),
+        labels,
+        state,
+        exit_code,
+    }
 }
 
 /// The system labels the physical-container controller puts on the runtime container of `pc`.

@@ -66,6 +66,10 @@ impl World<'_> {
                 let key = ObjectKey::namespaced(LogicalContainer::KIND, namespace, name);
                 self.store.delete(wall, &key, &DeleteOptions::default())
             }
+            ClientOp::StopLogical { namespace, name } => {
+                let _ = write!(self.line, "client stop LogicalContainer/{namespace}/{name}");
+                self.set_stop(ObjectKey::namespaced(LogicalContainer::KIND, namespace, name))
+            }
             ClientOp::StopContainer { namespace, name } => {
                 let _ = write!(self.line, "client stop PhysicalContainer/{namespace}/{name}");
                 let key = ObjectKey::namespaced(PhysicalContainer::KIND, namespace, name);
@@ -95,6 +99,16 @@ impl World<'_> {
         }
         self.describe_store_result(&result.map(StoreReply::Object));
         self.broadcast(now);
+    }
+
+    fn set_stop(&mut self, key: ObjectKey) -> Result<Arc<Object>, StoreError> {
+        match self.store.get(&key).map(|o| (**o).clone()) {
+            Some(mut object) => {
+                object.spec["stop"] = serde_json::Value::Bool(true);
+                self.store.update(object)
+            }
+            None => Err(StoreError::NotFound { key: key.to_string() }),
+        }
     }
 
     fn container_object(&self, c: &ContainerOp) -> Object {
@@ -178,6 +192,7 @@ impl World<'_> {
                     command: Vec::new(),
                     env: Default::default(),
                     labels: Default::default(),
+                    ..Default::default()
                 };
                 let result = self.runtime.execute(&RuntimeRequest::CreateContainer(create));
                 let _ = write!(

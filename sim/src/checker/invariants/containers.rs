@@ -198,6 +198,7 @@ mod tests {
 
         fn container(&mut self, id: &str, labels: &[(&str, &str)]) {
             self.runtime.insert(ContainerInfo {
+                ports: Vec::new(),
                 id: id.into(),
                 name: format!("name-{id}"),
                 image: "busybox".into(),

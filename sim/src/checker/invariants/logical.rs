@@ -104,6 +104,7 @@ mod tests {
 
     fn container(runtime: &mut SimRuntime, name: &str, labels: &[(&str, &str)]) {
         runtime.insert(ContainerInfo {
+            ports: Vec::new(),
             id: format!("{name}-id"),
             name: name.into(),
             image: "busybox".into(),
