@@ -19,8 +19,8 @@
 use super::write_status;
 use crate::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalContainerStatus, LogicalMode, LogicalPhase};
 use crate::api::{
-    ContainerImage, ContainerImageSpec, ContainerPhase, Namespace, Object, ObjectKey, ObjectMeta, OwnerReference,
-    PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, Uid, names,
+    Condition, ConditionStatus, ContainerImage, ContainerImageSpec, ContainerPhase, Namespace, Object, ObjectKey,
+    ObjectMeta, OwnerReference, PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, Uid, names,
 };
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::lease::{Acquire, LeaseClient, lease_name};
@@ -69,6 +69,8 @@ struct Tracked {
     cleanup_clear: bool,
     /// A backing create failed or its outcome is unknown: read the store before anything else.
     verify: bool,
+    /// The spec of the backing we last asked to create, to recognise it when verifying.
+    expected_spec: Option<serde_json::Value>,
 }
 
 #[derive(Debug)]
@@ -195,7 +197,11 @@ impl LogicalContainerController {
         }
         let mut meta = ObjectMeta::named(Some(namespace), &backing_name(&obj.metadata.name));
         hold(&mut meta, names::FINALIZER_RUNTIME);
-        let id = ctx.store(StoreRequest::Create { object: Object::from_spec::<PhysicalContainer>(meta, &backing) });
+        let object = Object::from_spec::<PhysicalContainer>(meta, &backing);
+        if let Some(t) = self.tracked.get_mut(&obj.metadata.uid) {
+            t.expected_spec = Some(object.spec.clone());
+        }
+        let id = ctx.store(StoreRequest::Create { object });
         self.track_op(&obj.metadata.uid, id, Op::CreateBacking);
     }
 
@@ -364,7 +370,7 @@ impl LogicalContainerController {
             backing_uid: Some(backing.metadata.uid.clone()),
             workload,
             startup_output,
-            conditions: status.conditions.clone(),
+            conditions: ready_condition(status, phase, ctx.now().wall),
         };
         write_status::<LogicalContainer>(ctx, obj, status, next);
         // Release the startup lease only once the workload is recorded (status as stored says so),
@@ -429,6 +435,14 @@ impl LogicalContainerController {
     }
 }
 
+/// `Ready`: True while Running, with the phase as reason.
+fn ready_condition(status: &LogicalContainerStatus, phase: LogicalPhase, now: crate::time::WallTime) -> Vec<Condition> {
+    let mut conditions = status.conditions.clone();
+    let ready = if phase == LogicalPhase::Running { ConditionStatus::True } else { ConditionStatus::False };
+    Condition::new("Ready", ready, &format!("{phase:?}"), "").set(&mut conditions, now);
+    conditions
+}
+
 impl Controller for LogicalContainerController {
     fn name(&self) -> &str {
         "logical-container"
@@ -472,10 +486,14 @@ impl Controller for LogicalContainerController {
             (Op::CreateBacking, Err(_)) => t.verify = true,
             (Op::VerifyBacking, Ok(StoreReply::Object(found))) => {
                 t.verify = false;
-                if owned_by(found, &uid) && found.metadata.has_finalizer(names::FINALIZER_HOLD) {
+                let same_spec = t.expected_spec.as_ref().is_none_or(|spec| *spec == found.spec);
+                if owned_by(found, &uid) && found.metadata.has_finalizer(names::FINALIZER_HOLD) && same_spec {
                     t.backing = Some(found.metadata.uid.clone());
                 } else {
-                    t.failure = Some(format!("{} exists and is not ours", found.key()));
+                    t.failure = Some(format!(
+                        "{} exists but is not the backing we created (owner, hold or spec differ)",
+                        found.key()
+                    ));
                 }
             }
             (Op::VerifyBacking, Err(e)) if e.is_not_found() => t.verify = false,
