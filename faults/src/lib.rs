@@ -18,15 +18,34 @@ pub enum FaultKind {
     UncertainCreate,
     /// Watch events reach an engine process late, so it acts on a stale cache.
     StaleCache,
+    /// A runtime remove is applied but its reply is lost.
+    UncertainRemove,
+    /// A runtime request fails with a daemon error (HTTP 500) and is not applied.
+    TransientRuntimeError,
+    /// A container just created is not yet visible to inspection (NotFound for a moment).
+    NotFoundAfterCreate,
+    /// A store write fails with Conflict although its precondition held (a competing writer).
+    StoreConflict,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 2] = [FaultKind::UncertainCreate, FaultKind::StaleCache];
+    pub const ALL: [FaultKind; 6] = [
+        FaultKind::UncertainCreate,
+        FaultKind::StaleCache,
+        FaultKind::UncertainRemove,
+        FaultKind::TransientRuntimeError,
+        FaultKind::NotFoundAfterCreate,
+        FaultKind::StoreConflict,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::UncertainCreate => "uncertain-create",
             FaultKind::StaleCache => "stale-cache",
+            FaultKind::UncertainRemove => "uncertain-remove",
+            FaultKind::TransientRuntimeError => "transient-runtime-error",
+            FaultKind::NotFoundAfterCreate => "notfound-after-create",
+            FaultKind::StoreConflict => "store-conflict",
         }
     }
 
@@ -39,6 +58,18 @@ impl FaultKind {
             FaultKind::StaleCache => {
                 "informer lag: a controller acts on an outdated view (Sieve's stale-state bugs, kube-rs#712)"
             }
+            FaultKind::UncertainRemove => {
+                "a remove whose reply was lost: the caller must treat NotFound on retry as done, not as an error to retry forever (RDD #188's NotFound churn)"
+            }
+            FaultKind::TransientRuntimeError => {
+                "a daemon answering 500 (runtime unhealthy, a busy containerd): retries must back off and eventually succeed"
+            }
+            FaultKind::NotFoundAfterCreate => {
+                "read-after-write lag in the runtime: an inspect right after create answers NotFound (DCP's bounded inspection retries)"
+            }
+            FaultKind::StoreConflict => {
+                "409 Conflict from a competing writer (self-inflicted conflicts after a finalizer patch, hypershift#8192): retry after re-reading"
+            }
         }
     }
 
@@ -47,6 +78,10 @@ impl FaultKind {
         match self {
             FaultKind::UncertainCreate => (0.05, 0.5),
             FaultKind::StaleCache => (0.05, 0.6),
+            FaultKind::UncertainRemove => (0.05, 0.5),
+            FaultKind::TransientRuntimeError => (0.02, 0.3),
+            FaultKind::NotFoundAfterCreate => (0.1, 0.8),
+            FaultKind::StoreConflict => (0.02, 0.2),
         }
     }
 

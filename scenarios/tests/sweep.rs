@@ -9,7 +9,7 @@ const SEEDS: u64 = 300;
 fn basic_sweep_has_no_failures_and_stable_distinct_digests() {
     let scenario = drydock_scenarios::find("basic").unwrap();
     let mut digests = BTreeSet::new();
-    let (mut uncertain, mut stale, mut creates, mut events) = (0, 0, 0, 0);
+    let (mut uncertain, mut stale, mut creates, mut events, mut other) = (0, 0, 0, 0, 0);
     for seed in 0..SEEDS {
         let report = scenario.run(seed, false);
         assert!(report.ok, "seed {seed} failed: {:?}", report.violations);
@@ -20,12 +20,14 @@ fn basic_sweep_has_no_failures_and_stable_distinct_digests() {
         uncertain += report.stats.uncertain_creates;
         stale += report.stats.stale_deliveries;
         creates += report.stats.runtime_creates;
+        other += report.stats.other_faults;
         events += report.events;
     }
     assert_eq!(digests.len() as u64, SEEDS, "different seeds must give different runs");
     assert!(uncertain > 50, "uncertain creates fired only {uncertain} times");
     assert!(stale > 500, "stale deliveries happened only {stale} times");
     assert!(creates > 1000, "only {creates} runtime creates");
+    assert!(other > 100, "the other fault kinds fired only {other} times");
     assert!(events > 30_000, "only {events} events");
 }
 
@@ -35,7 +37,10 @@ fn calm_runs_inject_no_faults() {
     for seed in 0..20 {
         let report = scenario.run(seed, false);
         assert!(report.ok, "seed {seed}: {:?}", report.violations);
-        assert_eq!((report.stats.uncertain_creates, report.stats.stale_deliveries), (0, 0));
+        assert_eq!(
+            (report.stats.uncertain_creates, report.stats.stale_deliveries, report.stats.other_faults),
+            (0, 0, 0)
+        );
         assert_eq!(report.faults, "none");
     }
 }

@@ -31,6 +31,10 @@ use std::time::Duration;
 
 /// Inspection errors in a row before they are reported in status (retrying continues, slower).
 pub const INSPECT_BUDGET: u32 = 5;
+/// How long after a create a NotFound may be the runtime not showing the container yet.
+pub const CREATE_SETTLE: Duration = Duration::from_secs(10);
+/// NotFound answers tolerated in that window before the container counts as Missing.
+pub const NOTFOUND_BUDGET: u32 = 4;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Op {
@@ -86,6 +90,10 @@ struct Tracked {
     inspect_message: Option<String>,
     replace_existing: bool,
     started_tracked: bool,
+    /// When we created (or adopted after an uncertain create) the container.
+    created_at: Option<MonoTime>,
+    /// NotFound answers in a row while the container is fresh.
+    notfound_retries: u32,
 }
 
 impl Tracked {
@@ -324,6 +332,7 @@ impl PhysicalContainerController {
                 t.observed = Some(Observed::State(ContainerState::Created, None));
                 t.inspected_at = Some(now.mono);
                 t.verify = None;
+                t.created_at = Some(now.mono);
             }
             (Op::Create, Err(E::NotFound(message))) => t.failure = Some(format!("cannot create: {message}")),
             (Op::Create, Err(E::Conflict(_))) => t.verify = Some(Verify::AfterConflict),
@@ -335,6 +344,7 @@ impl PhysicalContainerController {
                 (Some(ours), _) => {
                     t.observe(now, ours);
                     t.verify = None;
+                    t.created_at = Some(now.mono);
                 }
                 (None, Some(Verify::AfterConflict)) if t.replace_existing => t.verify = Some(Verify::Replace),
                 (None, Some(Verify::AfterConflict)) => {
@@ -350,6 +360,7 @@ impl PhysicalContainerController {
             (Op::Inspect, Ok(R::Container(info))) => {
                 t.observe(now, info);
                 t.inspect_errors = 0;
+                t.notfound_retries = 0;
                 t.inspect_message = None;
             }
             (Op::ResolveName, Ok(R::Container(holder))) => t.stranger = Some(holder.id.clone()),
@@ -365,6 +376,16 @@ impl PhysicalContainerController {
                         Some(format!("cannot inspect the runtime container ({} attempts): {e}", t.inspect_errors));
                 }
                 t.backoff(now);
+            }
+            // Right after a create the runtime may not show the container yet: look again a few
+            // times before calling it Missing (which is final).
+            (Op::Start | Op::Stop | Op::Inspect, Err(E::NotFound(_)))
+                if t.created_at.is_some_and(|at| now.mono.since(at) < CREATE_SETTLE)
+                    && t.notfound_retries < NOTFOUND_BUDGET =>
+            {
+                t.notfound_retries += 1;
+                t.inspected_at = None;
+                t.not_before = Some(now.mono + Duration::from_millis(200) * (1 << t.notfound_retries));
             }
             (Op::Start | Op::Stop | Op::Inspect, Err(E::NotFound(_))) => t.observed = Some(Observed::Missing),
             (Op::Remove, Ok(_) | Err(E::NotFound(_))) => {

@@ -57,7 +57,10 @@ fn image_settled(view: &View<'_>, image: &Object) -> Option<bool> {
         ImagePhase::Ready => status.image_id.as_deref().is_some_and(present).then_some(true),
         ImagePhase::Unavailable => status.image_id.as_deref().is_some_and(|id| !present(id)).then_some(false),
         ImagePhase::Failed => Some(false),
-        ImagePhase::Pending if spec.pull_policy == PullPolicy::Never => (!present(&spec.image)).then_some(false),
+        // Policy `never` and absent: settled once the controller has said it is waiting.
+        ImagePhase::Pending if spec.pull_policy == PullPolicy::Never => {
+            (!present(&spec.image) && status.message.is_some()).then_some(false)
+        }
         ImagePhase::Pending | ImagePhase::Pulling => None,
     }
 }
@@ -147,7 +150,8 @@ fn containers_settled(view: &View<'_>) -> Result<(), String> {
         let runtime = status.runtime_id.as_deref().and_then(|id| view.runtime.container(id));
         let state = runtime.map(|c| c.state);
         let ok = match status.phase {
-            ContainerPhase::Pending => waits_for_unready_image(view, &pc, &spec),
+            // Waiting for an image that will never be Ready, with nothing created yet.
+            ContainerPhase::Pending => status.runtime_id.is_none() && waits_for_unready_image(view, &pc, &spec),
             ContainerPhase::Running => state == Some(ContainerState::Running) && !spec.stop,
             ContainerPhase::Exited => state.is_some_and(|s| s != ContainerState::Running),
             ContainerPhase::Missing => status.runtime_id.is_some() && runtime.is_none(),

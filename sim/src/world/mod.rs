@@ -16,7 +16,7 @@ use crate::scheduler::Scheduler;
 use crate::trace::Trace;
 use crate::workload::Workload;
 use drydock_engine::controllers::{self, ControllerConfig};
-use drydock_engine::runtime::{RuntimeError, RuntimeRequest, RuntimeResult, short};
+use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult, short};
 use drydock_engine::store::{Registry, Store, StoreConfig, StoreReply, StoreRequest, StoreResult, WatchEvent};
 use drydock_engine::{Controller, Engine, EngineConfig, Input, MonoTime, Now, OpId, Output, WallTime};
 use drydock_faults::{FaultKind, FaultPlan, unit};
@@ -118,6 +118,9 @@ pub struct RunStats {
     pub runtime_creates: u64,
     pub uncertain_creates: u64,
     pub stale_deliveries: u64,
+    /// Faults of the other kinds injected (transient errors, lost remove replies, hidden
+    /// containers, store conflicts).
+    pub other_faults: u64,
     pub reconciles: u64,
     /// Simulated seconds from heal to convergence.
     pub convergence_secs: f64,
@@ -193,6 +196,8 @@ pub struct World<'w> {
     /// Runtime requests cancelled by their process.
     cancelled: std::collections::BTreeSet<(usize, OpId)>,
     history: History,
+    /// Containers hidden from inspection until a time (notfound-after-create).
+    hidden: std::collections::BTreeMap<String, MonoTime>,
     /// The container a remove being applied is about to remove (for the history).
     removing: Option<drydock_engine::runtime::ContainerInfo>,
     /// Something the invariants read changed since they were last evaluated.
@@ -252,6 +257,7 @@ impl<'w> World<'w> {
             cancelled: Default::default(),
             history: History::default(),
             removing: None,
+            hidden: Default::default(),
             dirty: true,
             mutation_owner: Default::default(),
             in_flight: 0,
@@ -308,7 +314,18 @@ impl<'w> World<'w> {
             Event::StoreApply { process, id, request } => {
                 let _ = write!(self.line, "p{process} store {id} {}", request.describe());
                 self.record_store_before(process, &request);
-                let result = self.store.execute(self.now(now).wall, request.clone());
+                let conflict = matches!(request, StoreRequest::Update { .. } | StoreRequest::UpdateStatus { .. })
+                    && self.faults.fires(FaultKind::StoreConflict, &mut self.rng);
+                let result = if conflict {
+                    self.line.push_str(" [fault store-conflict]");
+                    self.stats.other_faults += 1;
+                    Err(drydock_engine::store::StoreError::Conflict {
+                        key: request.describe(),
+                        reason: "a competing writer got there first".into(),
+                    })
+                } else {
+                    self.store.execute(self.now(now).wall, request.clone())
+                };
                 self.record_store_after(&request, &result);
                 self.describe_store_result(&result);
                 self.broadcast(now);
@@ -410,7 +427,17 @@ impl<'w> World<'w> {
             RuntimeRequest::RemoveContainer { id, .. } => self.runtime.container(id).cloned(),
             _ => None,
         };
-        let mut result = self.runtime.execute(&request);
+        let mut result = if self.faults.fires(FaultKind::TransientRuntimeError, &mut self.rng) {
+            self.line.push_str(" [fault transient-runtime-error: not applied]");
+            self.stats.other_faults += 1;
+            Err(RuntimeError::Transient("500: Internal Server Error: the daemon is busy".into()))
+        } else if let Some(hidden) = self.hidden_from_inspection(now, &request) {
+            self.line.push_str(" [fault notfound-after-create]");
+            self.stats.other_faults += 1;
+            Err(RuntimeError::NotFound(format!("No such container: {hidden}")))
+        } else {
+            self.runtime.execute(&request)
+        };
         self.record_runtime_apply(process, id, &request, &result);
         match &result {
             Ok(reply) => {
@@ -424,15 +451,37 @@ impl<'w> World<'w> {
             && result.is_ok()
         {
             self.stats.runtime_creates += 1;
+            if let Ok(RuntimeReply::Created { id }) = &result
+                && self.faults.fires(FaultKind::NotFoundAfterCreate, &mut self.rng)
+            {
+                let until = now + Latency::millis(200, 2_000).draw(&mut self.rng);
+                self.hidden.insert(id.clone(), until);
+            }
             if self.faults.fires(FaultKind::UncertainCreate, &mut self.rng) {
                 self.stats.uncertain_creates += 1;
                 self.line.push_str(" [fault uncertain-create: reply lost]");
                 result = Err(RuntimeError::Uncertain("connection reset by peer after the request was sent".into()));
             }
         }
+        if let RuntimeRequest::RemoveContainer { .. } = request
+            && result.is_ok()
+            && self.faults.fires(FaultKind::UncertainRemove, &mut self.rng)
+        {
+            self.line.push_str(" [fault uncertain-remove: reply lost]");
+            self.stats.other_faults += 1;
+            result = Err(RuntimeError::Uncertain("context deadline exceeded after the request was sent".into()));
+        }
         let t = now + self.config.runtime_latency.draw(&mut self.rng) / 4;
         self.scheduler.at(t, Event::RuntimeReply { process, id, result });
         self.broadcast_runtime_events(now);
+    }
+
+    /// A just-created container the notfound-after-create fault still hides from inspection.
+    fn hidden_from_inspection(&mut self, now: MonoTime, request: &RuntimeRequest) -> Option<String> {
+        let RuntimeRequest::InspectContainer { id } = request else { return None };
+        let container = self.runtime.container(id)?.id.clone();
+        self.hidden.retain(|_, until| *until > now);
+        self.hidden.contains_key(&container).then(|| id.clone())
     }
 
     /// Runtime events reach every process after a watch delay, like store events (no ordering
