@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use drydock_faults::FaultKind;
-use drydock_scenarios::Scenario;
+use drydock_scenarios::{FaultSelection, Scenario};
 use drydock_sim::RunReport;
 use drydock_sim::checker::{EVENTUAL, INVARIANTS};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Faults: `default` (the scenario's swarm plan per seed), `none`, or `KIND[=RATE],...`
+    /// (see `drydock sim list`).
+    #[arg(long, default_value = "default")]
+    faults: String,
     /// Print one JSON object as the last line of stdout.
     #[arg(long)]
     json: bool,
@@ -45,8 +49,10 @@ pub struct RunArgs {
 
 #[derive(Args)]
 pub struct ReproArgs {
-    #[arg(long)]
+    /// Scenario name (see `drydock sim list`).
+    #[arg(long, default_value = "mixed")]
     scenario: String,
+    /// The seed to run.
     #[arg(long)]
     seed: u64,
     /// Print every event of the run.
@@ -55,6 +61,9 @@ pub struct ReproArgs {
     /// Run the seed twice and fail if the trace digests differ.
     #[arg(long)]
     check_determinism: bool,
+    /// Faults: `default`, `none`, or `KIND[=RATE],...`; must match the sweep that found the seed.
+    #[arg(long, default_value = "default")]
+    faults: String,
     /// Print one JSON object as the last line of stdout.
     #[arg(long)]
     json: bool,
@@ -81,12 +90,21 @@ fn scenario(name: &str) -> Result<&'static Scenario> {
     })
 }
 
-fn repro_command(scenario: &str, seed: u64) -> String {
-    format!("drydock sim repro --scenario {scenario} --seed {seed}")
+fn parse_faults(text: &str) -> Result<FaultSelection> {
+    FaultSelection::parse(text).map_err(|e| anyhow::anyhow!("--faults {text:?}: {e}"))
+}
+
+fn repro_command(scenario: &str, seed: u64, faults: &str) -> String {
+    if faults == "default" {
+        format!("drydock sim repro --scenario {scenario} --seed {seed}")
+    } else {
+        format!("drydock sim repro --scenario {scenario} --seed {seed} --faults {faults}")
+    }
 }
 
 fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
     let scenario = scenario(&args.scenario)?;
+    let faults = &parse_faults(&args.faults)?;
     if args.seeds == 0 {
         bail!("--seeds must be at least 1");
     }
@@ -112,7 +130,7 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
                     if seed >= end {
                         break;
                     }
-                    if tx.send(scenario.run(seed, false)).is_err() {
+                    if tx.send(scenario.run_with(seed, false, faults)).is_err() {
                         break;
                     }
                 }
@@ -141,7 +159,7 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             failure.seed,
             v.invariant,
             v.message,
-            repro_command(scenario.name, failure.seed)
+            repro_command(scenario.name, failure.seed, &args.faults)
         )?;
     }
     let seeds_per_sec = reports.len() as f64 / wall.max(1e-9);
@@ -166,7 +184,7 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             .map(|r| {
                 let v = &r.violations[0];
                 json!({ "seed": r.seed, "invariant": v.invariant, "message": v.message, "at": v.at,
-                        "faults": r.faults, "repro": repro_command(scenario.name, r.seed) })
+                        "faults": r.faults, "repro": repro_command(scenario.name, r.seed, &args.faults) })
             })
             .collect();
         let summary = json!({
@@ -189,7 +207,8 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
 fn repro(args: &ReproArgs, out: &mut impl Write) -> Result<ExitCode> {
     let scenario = scenario(&args.scenario)?;
     let started = Instant::now();
-    let mut report = scenario.run(args.seed, args.trace);
+    let faults = parse_faults(&args.faults)?;
+    let mut report = scenario.run_with(args.seed, args.trace, &faults);
     let wall = started.elapsed().as_secs_f64();
     if let Some(lines) = report.trace.take() {
         for line in lines {
@@ -198,7 +217,7 @@ fn repro(args: &ReproArgs, out: &mut impl Write) -> Result<ExitCode> {
     }
     let mut deterministic = None;
     if args.check_determinism {
-        let again = scenario.run(args.seed, false);
+        let again = scenario.run_with(args.seed, false, &faults);
         deterministic = Some(again.digest == report.digest);
         if again.digest != report.digest {
             writeln!(out, "NONDETERMINISTIC: seed {} gave digest {} then {}", args.seed, report.digest, again.digest)?;

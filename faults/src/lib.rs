@@ -163,6 +163,68 @@ impl FaultPlan {
     }
 }
 
+/// Which faults a run gets: the scenario's default (a swarm plan per seed), none, or exactly
+/// the listed kinds (at the given rate, or a rate drawn per seed).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum FaultSelection {
+    #[default]
+    Default,
+    None,
+    Only(Vec<(FaultKind, Option<f64>)>),
+}
+
+impl FaultSelection {
+    /// `none`, `default`, or `KIND[=RATE],...` (e.g. `uncertain-create=0.3,stale-cache`).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "default" => return Ok(FaultSelection::Default),
+            "none" => return Ok(FaultSelection::None),
+            _ => {}
+        }
+        let mut kinds = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (name, rate) = match item.split_once('=') {
+                Some((name, rate)) => {
+                    let rate: f64 =
+                        rate.parse().map_err(|_| format!("{item:?}: the rate must be a number between 0 and 1"))?;
+                    if !(0.0..=1.0).contains(&rate) {
+                        return Err(format!("{item:?}: the rate must be between 0 and 1"));
+                    }
+                    (name, Some(rate))
+                }
+                None => (item, None),
+            };
+            let kind = FaultKind::from_name(name).ok_or_else(|| {
+                let known: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown fault kind {name:?}; known kinds: {}", known.join(", "))
+            })?;
+            kinds.push((kind, rate));
+        }
+        if kinds.is_empty() {
+            return Err("no fault kinds given: use none, default, or KIND[=RATE],...".into());
+        }
+        Ok(FaultSelection::Only(kinds))
+    }
+
+    /// The plan of one seed under this selection; `scenario_default` says whether the scenario
+    /// draws faults at all by default.
+    pub fn plan(&self, scenario_default: bool, rng: &mut impl RngCore) -> FaultPlan {
+        match self {
+            FaultSelection::Default if scenario_default => FaultPlan::swarm(rng),
+            FaultSelection::Default | FaultSelection::None => FaultPlan::none(),
+            FaultSelection::Only(kinds) => {
+                let mut plan = FaultPlan::none();
+                for (kind, rate) in kinds {
+                    let (lo, hi) = kind.rate_range();
+                    let rate = rate.unwrap_or_else(|| lo + (hi - lo) * unit(rng));
+                    plan = plan.with(*kind, rate);
+                }
+                plan
+            }
+        }
+    }
+}
+
 /// A uniform draw in [0, 1).
 pub fn unit(rng: &mut impl RngCore) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
@@ -170,6 +232,7 @@ pub fn unit(rng: &mut impl RngCore) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use rand_chacha::ChaCha8Rng;
     use rand_core::SeedableRng;
@@ -198,6 +261,20 @@ mod tests {
         plan.heal();
         assert!(!plan.fires(FaultKind::UncertainCreate, &mut rng));
         assert_eq!(plan.enabled().count(), 1, "the plan remembers what it had");
+    }
+
+    #[test]
+    fn selections_parse_and_reject_nonsense() {
+        assert_eq!(FaultSelection::parse("none"), Ok(FaultSelection::None));
+        assert_eq!(FaultSelection::parse("default"), Ok(FaultSelection::Default));
+        let only = FaultSelection::parse("uncertain-create=0.3, stale-cache").unwrap();
+        let plan = only.plan(false, &mut ChaCha8Rng::seed_from_u64(1));
+        assert_eq!(plan.rate(FaultKind::UncertainCreate), 0.3);
+        assert!(plan.rate(FaultKind::StaleCache) > 0.0);
+        assert_eq!(plan.rate(FaultKind::StoreConflict), 0.0);
+        assert!(FaultSelection::parse("bogus").unwrap_err().contains("known kinds"));
+        assert!(FaultSelection::parse("stale-cache=2").is_err());
+        assert!(FaultSelection::parse("").is_err());
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod pull_storm;
 mod teardown;
 
 use drydock_faults::FaultPlan;
+pub use drydock_faults::FaultSelection;
 use drydock_sim::workload::Workload;
 use drydock_sim::{RunReport, World, WorldConfig};
 use rand_chacha::ChaCha8Rng;
@@ -124,15 +125,24 @@ fn streams(seed: u64) -> Streams {
 impl Scenario {
     /// The workload and fault plan of `seed`.
     pub fn materialize(&self, seed: u64) -> (Workload, FaultPlan) {
+        self.materialize_with(seed, &FaultSelection::Default)
+    }
+
+    /// The workload of `seed` and its fault plan under `faults`.
+    pub fn materialize_with(&self, seed: u64, faults: &FaultSelection) -> (Workload, FaultPlan) {
         let mut s = streams(seed);
         let workload = (self.generate)(&mut s.workload);
-        let faults = if self.faults { FaultPlan::swarm(&mut s.faults) } else { FaultPlan::none() };
-        (workload, faults)
+        (workload, faults.plan(self.faults, &mut s.faults))
     }
 
     /// Run one seed. `keep_trace` keeps every trace line in the report.
     pub fn run(&self, seed: u64, keep_trace: bool) -> RunReport {
-        let (workload, faults) = self.materialize(seed);
+        self.run_with(seed, keep_trace, &FaultSelection::Default)
+    }
+
+    /// Run one seed with a fault selection other than the scenario's default.
+    pub fn run_with(&self, seed: u64, keep_trace: bool, faults: &FaultSelection) -> RunReport {
+        let (workload, faults) = self.materialize_with(seed, faults);
         let config = (self.world)();
         let mut report = World::new(&config, &workload, faults, streams(seed).world, keep_trace).run();
         report.seed = seed;

@@ -32,6 +32,7 @@ impl<'a> View<'a> {
 pub const EVENTUAL: &[(&str, &str)] = &[
     ("convergence", "after faults heal, desired state equals actual state within a bounded simulated time"),
     ("quiescence", "once converged, no object is rewritten while nothing changes (no oscillation at rest)"),
+    ("no-oscillation", "after faults heal, no object is written more than 30 times with no client acting"),
 ];
 
 /// The first invariant `view` violates, with its message.

@@ -178,6 +178,9 @@ enum Phase {
     Settling { converged_at: MonoTime, revision: u64 },
 }
 
+/// Writes to one object after faults heal, with no client acting, beyond which it oscillates.
+const OSCILLATION_BOUND: u32 = 30;
+
 /// Wall time at simulated time zero: 2026-01-01T00:00:00Z.
 const EPOCH_MS: u64 = 1_767_225_600_000;
 
@@ -196,6 +199,8 @@ pub struct World<'w> {
     /// Runtime requests cancelled by their process.
     cancelled: std::collections::BTreeSet<(usize, OpId)>,
     history: History,
+    /// Store writes per object since faults healed (the oscillation detector).
+    heal_writes: std::collections::BTreeMap<String, u32>,
     /// Containers hidden from inspection until a time (notfound-after-create).
     hidden: std::collections::BTreeMap<String, MonoTime>,
     /// The container a remove being applied is about to remove (for the history).
@@ -258,6 +263,7 @@ impl<'w> World<'w> {
             history: History::default(),
             removing: None,
             hidden: Default::default(),
+            heal_writes: Default::default(),
             dirty: true,
             mutation_owner: Default::default(),
             in_flight: 0,
@@ -327,6 +333,12 @@ impl<'w> World<'w> {
                     self.store.execute(self.now(now).wall, request.clone())
                 };
                 self.record_store_after(&request, &result);
+                // The oscillation detector counts rewrites: writes that changed the store.
+                if let (false, false, Ok(StoreReply::Object(object))) =
+                    (matches!(self.phase, Phase::Safety), request.is_read(), &result)
+                {
+                    *self.heal_writes.entry(object.key().to_string()).or_default() += 1;
+                }
                 self.describe_store_result(&result);
                 self.broadcast(now);
                 let at = now + self.config.store_latency.draw(&mut self.rng);
@@ -552,6 +564,11 @@ impl<'w> World<'w> {
         if self.trace.events() >= self.config.max_events {
             let message = format!("the run did not finish within {} events", self.config.max_events);
             return self.fail(now, "event-budget", message);
+        }
+        if let Some((key, writes)) = self.heal_writes.iter().find(|(_, n)| **n > OSCILLATION_BOUND) {
+            let message =
+                format!("{key} was written {writes} times after faults healed, with no client acting: it oscillates");
+            return self.fail(now, "no-oscillation", message);
         }
         match self.phase {
             Phase::Safety => false,

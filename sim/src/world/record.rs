@@ -99,6 +99,25 @@ impl World<'_> {
 
     /// Before a store request applies: what it is about to do, against the state it finds.
     pub(super) fn record_store_before(&mut self, process: usize, request: &StoreRequest) {
+        if let StoreRequest::Update { object } = request
+            && let Some(stored) = self.store.get(&object.key())
+            && stored.metadata.uid == object.metadata.uid
+        {
+            let before: Vec<&drydock_engine::api::Uid> =
+                stored.metadata.owner_references.iter().map(|r| &r.uid).collect();
+            let added: Vec<String> = object
+                .metadata
+                .owner_references
+                .iter()
+                .filter(|r| !before.contains(&&r.uid))
+                .map(|r| format!("{}/{}", r.kind, r.name))
+                .collect();
+            if !before.is_empty() && !added.is_empty() {
+                let message =
+                    format!("p{process} changed the ownerReferences of {} (added {})", object.key(), added.join(", "));
+                self.history.flag("ownership-stable", message);
+            }
+        }
         let StoreRequest::Delete { key, .. } = request else { return };
         let Some(namespace) = &key.namespace else { return };
         let ns_terminating =

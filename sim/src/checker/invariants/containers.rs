@@ -145,6 +145,12 @@ pub(super) fn no_recreate_after_external_removal(view: &View<'_>) -> Result<(), 
     view.history.flagged("no-recreate-after-external-removal").map_or(Ok(()), |m| Err(m.to_string()))
 }
 
+/// An object's ownerReferences never change once set, except by a client (removing a reference,
+/// as orphaning does, is allowed).
+pub(super) fn ownership_stable(view: &View<'_>) -> Result<(), String> {
+    view.history.flagged("ownership-stable").map_or(Ok(()), |m| Err(m.to_string()))
+}
+
 /// A terminating namespace deletes kinds in cleanup order: no image while containers remain.
 pub(super) fn namespace_cleanup_order(view: &View<'_>) -> Result<(), String> {
     view.history.flagged("namespace-cleanup-order").map_or(Ok(()), |m| Err(m.to_string()))
@@ -267,9 +273,12 @@ mod tests {
 
     #[test]
     fn flagged_events_are_reported_by_their_invariant() {
-        for invariant in
-            ["no-recreate-after-external-removal", "namespace-cleanup-order", "finalizer-after-runtime-cleanup"]
-        {
+        for invariant in [
+            "no-recreate-after-external-removal",
+            "namespace-cleanup-order",
+            "finalizer-after-runtime-cleanup",
+            "ownership-stable",
+        ] {
             let mut w = World::new();
             assert_eq!(check_all(&w.view()), None);
             w.history.flag(invariant, "it happened".into());

@@ -51,6 +51,11 @@ pub const INVARIANTS: &[Invariant] = &[
         check: containers::no_recreate_after_external_removal,
     },
     Invariant {
+        name: "ownership-stable",
+        description: "an object's ownerReferences never change once set unless a client changed them",
+        check: containers::ownership_stable,
+    },
+    Invariant {
         name: "namespace-cleanup-order",
         description: "a terminating namespace deletes no image while containers remain in it",
         check: containers::namespace_cleanup_order,
