@@ -6,6 +6,7 @@ use drydock_faults::FaultKind;
 use drydock_scenarios::{FaultSelection, Scenario};
 use drydock_sim::RunReport;
 use drydock_sim::checker::{EVENTUAL, INVARIANTS};
+use drydock_sim::probes::PROBES;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use std::io::Write;
@@ -162,6 +163,20 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             repro_command(scenario.name, failure.seed, &args.faults)
         )?;
     }
+    let mut probes: std::collections::BTreeMap<&str, u64> = PROBES.iter().map(|(name, _)| (*name, 0)).collect();
+    for report in &reports {
+        for (name, hits) in &report.probes {
+            *probes.entry(name).or_default() += hits;
+        }
+    }
+    let unreached: Vec<&str> = probes.iter().filter(|(_, hits)| **hits == 0).map(|(name, _)| *name).collect();
+    writeln!(
+        out,
+        "probes: {}/{} reached{}",
+        probes.len() - unreached.len(),
+        probes.len(),
+        if unreached.is_empty() { String::new() } else { format!("; never reached: {}", unreached.join(", ")) }
+    )?;
     let seeds_per_sec = reports.len() as f64 / wall.max(1e-9);
     let acceleration = sim_seconds / wall.max(1e-9);
     writeln!(
@@ -198,6 +213,9 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             "wall_seconds": wall,
             "seeds_per_second": seeds_per_sec,
             "time_acceleration": acceleration,
+            "faults": args.faults,
+            "probes": probes,
+            "probes_unreached": unreached,
         });
         writeln!(out, "{summary}")?;
     }
@@ -253,6 +271,7 @@ fn repro(args: &ReproArgs, out: &mut impl Write) -> Result<ExitCode> {
             "wall_seconds": wall,
             "faults": report.faults,
             "violations": report.violations,
+            "probes": report.probes,
             "deterministic": deterministic,
             "stats": report.stats,
         });
@@ -272,6 +291,10 @@ fn list(out: &mut impl Write) -> Result<()> {
     }
     writeln!(out, "\nEventual properties (checked after faults heal):")?;
     for (name, description) in EVENTUAL {
+        writeln!(out, "  {name:<32} {description}")?;
+    }
+    writeln!(out, "\nProbes (interesting states a sweep should reach):")?;
+    for (name, description) in PROBES {
         writeln!(out, "  {name:<32} {description}")?;
     }
     writeln!(out, "\nFault kinds (a random subset per seed):")?;

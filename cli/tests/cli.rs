@@ -25,6 +25,15 @@ fn sim_run_json_summary() {
     assert!(summary["events"].as_u64().unwrap() > 1000);
     assert!(summary["sim_seconds"].as_f64().unwrap() > 40.0);
     assert!(summary["wall_seconds"].as_f64().unwrap() > 0.0);
+    // Every probe is either reached (hits > 0) or listed as unreached.
+    let probes = summary["probes"].as_object().unwrap();
+    let unreached: Vec<&str> =
+        summary["probes_unreached"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(probes.len() >= 10, "{probes:?}");
+    for (name, hits) in probes {
+        assert_eq!(hits.as_u64().unwrap() == 0, unreached.contains(&name.as_str()), "{name}");
+    }
+    assert!(probes.values().any(|h| h.as_u64().unwrap() > 0), "basic reaches some probe");
 }
 
 #[test]

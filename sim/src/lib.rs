@@ -5,6 +5,7 @@
 //! gives the same trace digest on every run and every machine.
 
 pub mod checker;
+pub mod probes;
 pub mod runtime;
 pub mod scheduler;
 pub mod trace;

@@ -96,6 +96,9 @@ impl World<'_> {
         };
         if let Ok(object) = &result {
             self.record_client_write(object);
+            if matches!(op, ClientOp::DeleteNamespace { .. }) && !self.history.pulls_in_flight.is_empty() {
+                self.probe("namespace-deleted-during-pull");
+            }
         }
         self.describe_store_result(&result.map(StoreReply::Object));
         self.broadcast(now);

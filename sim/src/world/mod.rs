@@ -105,6 +105,8 @@ pub struct RunReport {
     pub sim_nanos: u64,
     pub faults: String,
     pub violations: Vec<Violation>,
+    /// Hits per probe (see `probes::PROBES`); probes not hit are absent.
+    pub probes: std::collections::BTreeMap<&'static str, u64>,
     pub stats: RunStats,
     #[serde(skip)]
     pub trace: Option<Vec<String>>,
@@ -199,6 +201,15 @@ pub struct World<'w> {
     /// Runtime requests cancelled by their process.
     cancelled: std::collections::BTreeSet<(usize, OpId)>,
     history: History,
+    probes: std::collections::BTreeMap<&'static str, u64>,
+    /// Owner uids whose create reply was lost.
+    uncertain_uids: std::collections::BTreeSet<String>,
+    /// (process, object key) whose last write hit a Conflict.
+    conflicted: std::collections::BTreeSet<(usize, String)>,
+    /// Containers an inspection was told were not there (notfound-after-create).
+    was_hidden: std::collections::BTreeSet<String>,
+    /// Logical containers seen reporting NotFound.
+    waited_existing: std::collections::BTreeSet<String>,
     /// Store writes per object since faults healed (the oscillation detector).
     heal_writes: std::collections::BTreeMap<String, u32>,
     /// Containers hidden from inspection until a time (notfound-after-create).
@@ -264,6 +275,11 @@ impl<'w> World<'w> {
             removing: None,
             hidden: Default::default(),
             heal_writes: Default::default(),
+            probes: Default::default(),
+            uncertain_uids: Default::default(),
+            conflicted: Default::default(),
+            waited_existing: Default::default(),
+            was_hidden: Default::default(),
             dirty: true,
             mutation_owner: Default::default(),
             in_flight: 0,
@@ -333,6 +349,7 @@ impl<'w> World<'w> {
                     self.store.execute(self.now(now).wall, request.clone())
                 };
                 self.record_store_after(&request, &result);
+                self.probe_store(process, &request, &result);
                 // The oscillation detector counts rewrites: writes that changed the store.
                 if let (false, false, Ok(StoreReply::Object(object))) =
                     (matches!(self.phase, Phase::Safety), request.is_read(), &result)
@@ -392,6 +409,9 @@ impl<'w> World<'w> {
                     // If it has not been applied yet it never will be; a reply already on its way
                     // is ignored by the engine.
                     self.cancelled.insert((process, id));
+                    if self.history.pulls_in_flight.values().any(|p| p.contains(&(process, id))) {
+                        self.probe("pull-cancelled");
+                    }
                     self.record_runtime_settled(process, id);
                     self.dirty = true;
                     continue;
@@ -451,6 +471,7 @@ impl<'w> World<'w> {
             self.runtime.execute(&request)
         };
         self.record_runtime_apply(process, id, &request, &result);
+        self.probe_runtime(process, &request, &result);
         match &result {
             Ok(reply) => {
                 let _ = write!(self.line, " -> {}", describe_reply(reply));
@@ -472,6 +493,11 @@ impl<'w> World<'w> {
             if self.faults.fires(FaultKind::UncertainCreate, &mut self.rng) {
                 self.stats.uncertain_creates += 1;
                 self.line.push_str(" [fault uncertain-create: reply lost]");
+                if let RuntimeRequest::CreateContainer(c) = &request
+                    && let Some(uid) = c.labels.get(drydock_engine::api::names::LABEL_OWNER_UID)
+                {
+                    self.uncertain_uids.insert(uid.clone());
+                }
                 result = Err(RuntimeError::Uncertain("connection reset by peer after the request was sent".into()));
             }
         }
@@ -493,7 +519,11 @@ impl<'w> World<'w> {
         let RuntimeRequest::InspectContainer { id } = request else { return None };
         let container = self.runtime.container(id)?.id.clone();
         self.hidden.retain(|_, until| *until > now);
-        self.hidden.contains_key(&container).then(|| id.clone())
+        let hidden = self.hidden.contains_key(&container);
+        if hidden {
+            self.was_hidden.insert(container);
+        }
+        hidden.then(|| id.clone())
     }
 
     /// Runtime events reach every process after a watch delay, like store events (no ordering
@@ -632,6 +662,7 @@ impl<'w> World<'w> {
             violations: self.violations,
             stats: self.stats,
             trace: self.trace.take_lines(),
+            probes: self.probes,
         }
     }
 }

@@ -175,6 +175,11 @@ impl World<'_> {
             }
             let claims = self.history.lease_claims.entry(object.metadata.name.clone()).or_default();
             match (&spec.holder, spec.renew_time) {
+                (Some(holder), Some(renewed)) if claims.keys().any(|h| h != holder) && !claims.contains_key(holder) => {
+                    let until = WallTime(renewed.0.saturating_add(spec.duration_ms));
+                    claims.insert(holder.clone(), until);
+                    *self.probes.entry("lease-taken-over").or_default() += 1;
+                }
                 (Some(holder), Some(renewed)) => {
                     // A new holder's claim ends every other claim (they had expired: that is the
                     // only way the store let this write through; lease-exclusive checks it).
@@ -231,6 +236,13 @@ impl World<'_> {
     }
 
     fn record_logical_remove(&mut self, process: usize, removed: &drydock_engine::runtime::ContainerInfo) {
+        if !removed.labels.contains_key(names::LABEL_CREATOR) {
+            self.probe("stranger-replaced");
+        } else if removed.labels.contains_key(names::LABEL_LIFECYCLE_KEY)
+            && removed.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true")
+        {
+            self.probe("persistent-replaced");
+        }
         if removed.labels.contains_key(names::LABEL_CREATOR) {
             self.history
                 .removed_by_engine
@@ -279,6 +291,111 @@ impl World<'_> {
                     format!("{holder} released the startup lease of {} before recording the workload", lc.key());
                 self.history.flag("workload-recorded-before-lease-release", message);
             }
+        }
+    }
+}
+
+impl World<'_> {
+    pub(super) fn probe(&mut self, name: &'static str) {
+        debug_assert!(crate::probes::PROBES.iter().any(|(p, _)| *p == name), "unknown probe {name}");
+        *self.probes.entry(name).or_default() += 1;
+    }
+
+    /// Probes visible in a runtime request as it applies.
+    pub(super) fn probe_runtime(&mut self, process: usize, request: &RuntimeRequest, result: &RuntimeResult) {
+        use drydock_engine::runtime::RuntimeReply;
+        match (request, result) {
+            (RuntimeRequest::ListContainers { labels }, Ok(RuntimeReply::Containers(found)))
+                if labels.get(names::LABEL_OWNER_UID).is_some_and(|uid| self.uncertain_uids.contains(uid))
+                    && !found.is_empty() =>
+            {
+                self.probe("uncertain-create-adopted");
+            }
+            (RuntimeRequest::InspectImage { reference }, Ok(_)) => {
+                let lease = drydock_engine::lease::lease_name("pull", &normalize_image_reference(reference));
+                let now = self.now(self.scheduler.now()).wall;
+                let ours = format!("engine-{process}/");
+                let holds = self
+                    .history
+                    .lease_claims
+                    .get(&lease)
+                    .is_some_and(|claims| claims.iter().any(|(h, until)| h.starts_with(&ours) && *until > now));
+                if holds {
+                    self.probe("pull-avoided-under-lease");
+                }
+            }
+            (RuntimeRequest::InspectContainer { id }, Ok(_)) => {
+                let id = self.runtime.container(id).map(|c| c.id.clone()).unwrap_or_default();
+                if self.was_hidden.remove(&id) {
+                    self.probe("notfound-after-create-retried");
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Probes visible in a store request as it applies.
+    pub(super) fn probe_store(&mut self, process: usize, request: &StoreRequest, result: &StoreResult) {
+        let key = match request {
+            StoreRequest::Create { object }
+            | StoreRequest::Update { object }
+            | StoreRequest::UpdateStatus { object } => object.key().to_string(),
+            StoreRequest::Delete { key, .. } | StoreRequest::Get { key } => key.to_string(),
+            StoreRequest::List { .. } => return,
+        };
+        let now = self.now(self.scheduler.now()).wall;
+        match (request, result) {
+            (StoreRequest::Get { key }, Ok(StoreReply::Object(lease)))
+                if key.kind == Lease::KIND && lease.spec::<Lease>().is_ok_and(|s| s.live_holder(now).is_some()) =>
+            {
+                self.probe("lease-contended");
+            }
+            (_, Err(e)) if e.is_conflict() => {
+                self.conflicted.insert((process, key));
+            }
+            (_, Ok(StoreReply::Object(object))) => {
+                if self.conflicted.remove(&(process, key)) {
+                    self.probe("conflict-retried");
+                }
+                self.probe_object(request, object);
+            }
+            _ => {}
+        }
+    }
+
+    fn probe_object(&mut self, request: &StoreRequest, object: &Object) {
+        use drydock_engine::api::logical::LogicalPhase;
+        use drydock_engine::api::{ContainerPhase, Namespace};
+        match (request, object.kind.as_str()) {
+            (StoreRequest::Delete { .. }, Namespace::KIND) if !self.history.pulls_in_flight.is_empty() => {
+                self.probe("namespace-deleted-during-pull");
+            }
+            (StoreRequest::Create { .. }, PhysicalContainer::KIND) => {
+                let tracked = object.spec::<PhysicalContainer>().is_ok_and(|s| s.container_id.is_some());
+                let persistent_owner = object.metadata.owner_references.iter().any(|r| {
+                    self.logical(&r.uid.0)
+                        .and_then(|lc| lc.spec::<LogicalContainer>().ok())
+                        .is_some_and(|s| s.mode == LogicalMode::Persistent)
+                });
+                if tracked && persistent_owner {
+                    self.probe("persistent-reused");
+                }
+            }
+            (StoreRequest::UpdateStatus { .. }, PhysicalContainer::KIND)
+                if object.status::<PhysicalContainer>().is_ok_and(|s| s.phase == ContainerPhase::Missing) =>
+            {
+                self.probe("missing-after-external-removal");
+            }
+            (StoreRequest::UpdateStatus { .. }, LogicalContainer::KIND) => {
+                let phase = object.status::<LogicalContainer>().map(|s| s.phase).unwrap_or_default();
+                let uid = object.metadata.uid.0.clone();
+                if phase == LogicalPhase::NotFound {
+                    self.waited_existing.insert(uid);
+                } else if phase == LogicalPhase::Running && self.waited_existing.remove(&uid) {
+                    self.probe("existing-adopted-after-wait");
+                }
+            }
+            _ => {}
         }
     }
 }
