@@ -21,6 +21,10 @@ pub enum SimCommand {
     Run(RunArgs),
     /// Run one seed, optionally printing its trace and checking that it is deterministic.
     Repro(ReproArgs),
+    /// Run a saved schedule (a JSON file from `sim run --out` or `sim shrink`).
+    Replay(ReplayArgs),
+    /// Shrink a failing seed to a minimal schedule that still fails with the same invariant.
+    Shrink(ShrinkArgs),
     /// List scenarios, invariants and fault kinds.
     List,
 }
@@ -43,6 +47,40 @@ pub struct RunArgs {
     /// (see `drydock sim list`).
     #[arg(long, default_value = "default")]
     faults: String,
+    /// Print one JSON object as the last line of stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write the schedule of every failing seed to this directory.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The schedule file.
+    file: std::path::PathBuf,
+    /// Print every event of the run.
+    #[arg(long)]
+    trace: bool,
+    /// Print one JSON object as the last line of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct ShrinkArgs {
+    /// Scenario name (see `drydock sim list`).
+    #[arg(long, default_value = "mixed")]
+    scenario: String,
+    /// The failing seed.
+    #[arg(long)]
+    seed: u64,
+    /// Faults: as for the sweep that found the seed.
+    #[arg(long, default_value = "default")]
+    faults: String,
+    /// Where to write the minimal schedule (default: the current directory).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
     /// Print one JSON object as the last line of stdout.
     #[arg(long)]
     json: bool,
@@ -76,6 +114,8 @@ pub fn run(command: SimCommand) -> Result<ExitCode> {
     let code = match command {
         SimCommand::Run(args) => sweep(&args, &mut out)?,
         SimCommand::Repro(args) => repro(&args, &mut out)?,
+        SimCommand::Replay(args) => replay(&args, &mut out)?,
+        SimCommand::Shrink(args) => shrink(&args, &mut out)?,
         SimCommand::List => {
             list(&mut out)?;
             ExitCode::SUCCESS
@@ -152,6 +192,16 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
     let events: u64 = reports.iter().map(|r| r.events).sum();
     let sim_seconds: f64 = reports.iter().map(|r| r.sim_nanos as f64 / 1e9).sum();
     let failures: Vec<&RunReport> = reports.iter().filter(|r| !r.ok).collect();
+    if let Some(dir) = &args.out
+        && !failures.is_empty()
+    {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for failure in &failures {
+            let path = dir.join(format!("{}-{}.json", scenario.name, failure.seed));
+            write_schedule(&path, &scenario.schedule(failure.seed, faults))?;
+        }
+        writeln!(out, "schedules of the {} failing seeds written to {}", failures.len(), dir.display())?;
+    }
     for failure in &failures {
         let v = &failure.violations[0];
         writeln!(
@@ -302,4 +352,85 @@ fn list(out: &mut impl Write) -> Result<()> {
         writeln!(out, "  {:<32} models {}", kind.name(), kind.models())?;
     }
     Ok(())
+}
+
+fn write_schedule(path: &std::path::Path, schedule: &drydock_scenarios::schedule::Schedule) -> Result<()> {
+    let json = serde_json::to_string_pretty(schedule)?;
+    std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn replay(args: &ReplayArgs, out: &mut impl Write) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    let schedule: drydock_scenarios::schedule::Schedule =
+        serde_json::from_str(&text).with_context(|| format!("{} is not a drydock schedule", args.file.display()))?;
+    if schedule.version != drydock_scenarios::schedule::SCHEDULE_VERSION {
+        bail!(
+            "{}: schedule version {} is not supported (this drydock reads version {})",
+            args.file.display(),
+            schedule.version,
+            drydock_scenarios::schedule::SCHEDULE_VERSION
+        );
+    }
+    let mut report = schedule.replay(args.trace).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    if let Some(lines) = report.trace.take() {
+        for line in lines {
+            writeln!(out, "{line}")?;
+        }
+    }
+    writeln!(
+        out,
+        "schedule {} ({} seed {}, {} steps): {} — {} events, digest {}",
+        args.file.display(),
+        schedule.scenario,
+        schedule.seed,
+        schedule.steps(),
+        if report.ok { "ok" } else { "FAILED" },
+        report.events,
+        report.digest
+    )?;
+    for v in &report.violations {
+        writeln!(out, "violation at {} [{}] {}", v.at, v.invariant, v.message)?;
+    }
+    if args.json {
+        let summary = json!({ "schedule": args.file, "scenario": schedule.scenario, "seed": schedule.seed, "ok": report.ok,
+            "digest": report.digest, "events": report.events, "violations": report.violations });
+        writeln!(out, "{summary}")?;
+    }
+    Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> Result<ExitCode> {
+    let scenario = scenario(&args.scenario)?;
+    let faults = parse_faults(&args.faults)?;
+    let schedule = scenario.schedule(args.seed, &faults);
+    let config = (scenario.world)();
+    let report = schedule.replay_in(&config, false);
+    let Some(violation) = report.violations.first() else {
+        bail!(
+            "seed {} of {} does not fail (with --faults {}): nothing to shrink",
+            args.seed,
+            scenario.name,
+            args.faults
+        );
+    };
+    let invariant = violation.invariant.clone();
+    let (small, runs) = schedule.shrink(&config, &invariant);
+    let dir = args.out.clone().unwrap_or_else(|| std::path::PathBuf::from("."));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(format!("{}-{}-min.json", scenario.name, args.seed));
+    write_schedule(&path, &small)?;
+    writeln!(
+        out,
+        "seed {} fails [{invariant}]: shrunk from {} to {} steps in {runs} runs; replay with: drydock sim replay {}",
+        args.seed,
+        schedule.steps(),
+        small.steps(),
+        path.display()
+    )?;
+    if args.json {
+        let summary = json!({ "scenario": scenario.name, "seed": args.seed, "invariant": invariant,
+            "steps_before": schedule.steps(), "steps_after": small.steps(), "runs": runs, "schedule": path });
+        writeln!(out, "{summary}")?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

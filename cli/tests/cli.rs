@@ -84,3 +84,23 @@ fn unknown_scenario_is_a_clear_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("unknown scenario \"nope\"") && stderr.contains("basic"), "{stderr}");
 }
+
+#[test]
+fn replay_runs_a_saved_schedule_and_shrink_refuses_a_passing_seed() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/regressions/pull-without-lease.json");
+    let out = drydock(&["sim", "replay", dir.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let report = last_json(&out);
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["scenario"], "pull-storm");
+
+    let out = drydock(&["sim", "shrink", "--scenario", "basic", "--seed", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not fail"));
+
+    let bad = std::env::temp_dir().join(format!("drydock-not-a-schedule-{}.json", std::process::id()));
+    std::fs::write(&bad, "{}").unwrap();
+    let out = drydock(&["sim", "replay", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a drydock schedule"));
+}

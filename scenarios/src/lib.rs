@@ -9,6 +9,7 @@ mod draw;
 mod logical;
 mod physical;
 mod pull_storm;
+pub mod schedule;
 mod teardown;
 
 use drydock_faults::FaultPlan;
@@ -107,13 +108,13 @@ pub fn names() -> Vec<&'static str> {
 }
 
 /// The three independent streams of one seed.
-struct Streams {
+pub(crate) struct Streams {
     workload: ChaCha8Rng,
     faults: ChaCha8Rng,
     world: u64,
 }
 
-fn streams(seed: u64) -> Streams {
+pub(crate) fn streams(seed: u64) -> Streams {
     let mut root = ChaCha8Rng::seed_from_u64(seed);
     Streams {
         workload: ChaCha8Rng::seed_from_u64(root.next_u64()),
