@@ -161,6 +161,7 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
     let next = AtomicU64::new(args.start);
     let (tx, rx) = mpsc::channel::<RunReport>();
     let mut reports: Vec<RunReport> = Vec::with_capacity(usize::try_from(args.seeds).unwrap_or(0));
+    let mut shown = 0;
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let tx = tx.clone();
@@ -180,7 +181,12 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
         drop(tx);
         for report in rx {
             if !report.ok {
-                progress.suspend(|| eprintln!("seed {} failed", report.seed));
+                shown += 1;
+                if shown <= 10 {
+                    progress.suspend(|| eprintln!("seed {} failed", report.seed));
+                } else if shown == 11 {
+                    progress.suspend(|| eprintln!("(more failing seeds: see the summary)"));
+                }
             }
             progress.inc(1);
             reports.push(report);

@@ -31,6 +31,15 @@ impl<K: Ord> Backoff<K> {
         self.failures.remove(key);
     }
 
+    /// Keys currently backing off (failed since their last success).
+    pub fn len(&self) -> usize {
+        self.failures.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.failures.is_empty()
+    }
+
     pub fn failures(&self, key: &K) -> u32 {
         self.failures.get(key).copied().unwrap_or(0)
     }

@@ -160,6 +160,11 @@ impl Engine {
         &self.config.identity
     }
 
+    /// Keys whose last reconcile failed and that wait for a retry.
+    pub fn retrying(&self) -> usize {
+        self.backoff.len()
+    }
+
     /// Requests handed out and not yet answered.
     pub fn in_flight(&self) -> usize {
         self.pending.len()

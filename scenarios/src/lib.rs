@@ -6,9 +6,11 @@
 
 mod basic;
 mod draw;
+pub mod examples;
 mod logical;
 mod physical;
 mod pull_storm;
+mod rdd;
 pub mod schedule;
 mod teardown;
 
@@ -27,6 +29,8 @@ pub struct Scenario {
     pub world: fn() -> WorldConfig,
     /// Whether faults are drawn per seed (swarm) or off.
     pub faults: bool,
+    /// A scenario built around a known bug: its seeds are expected to fail.
+    pub expect_failures: bool,
 }
 
 /// Every scenario, by name.
@@ -38,6 +42,7 @@ pub fn all() -> &'static [Scenario] {
             generate: basic::generate,
             world: WorldConfig::default,
             faults: true,
+            expect_failures: false,
         },
         Scenario {
             name: "pull-storm",
@@ -45,6 +50,7 @@ pub fn all() -> &'static [Scenario] {
             generate: pull_storm::generate,
             world: pull_storm::world,
             faults: true,
+            expect_failures: false,
         },
         Scenario {
             name: "namespace-teardown",
@@ -52,6 +58,7 @@ pub fn all() -> &'static [Scenario] {
             generate: teardown::generate,
             world: teardown::world,
             faults: true,
+            expect_failures: false,
         },
         Scenario {
             name: "physical",
@@ -59,6 +66,7 @@ pub fn all() -> &'static [Scenario] {
             generate: physical::generate,
             world: physical::world,
             faults: true,
+            expect_failures: false,
         },
         Scenario {
             name: "session",
@@ -66,6 +74,7 @@ pub fn all() -> &'static [Scenario] {
             generate: logical::session,
             world: logical::two_processes,
             faults: true,
+            expect_failures: false,
         },
         Scenario {
             name: "persistent-reuse",
@@ -73,6 +82,7 @@ pub fn all() -> &'static [Scenario] {
             generate: logical::persistent_reuse,
             world: logical::two_processes,
             faults: true,
+            expect_failures: false,
         },
         Scenario {
             name: "adopt-existing",
@@ -80,6 +90,7 @@ pub fn all() -> &'static [Scenario] {
             generate: logical::adopt_existing,
             world: logical::two_processes,
             faults: true,
+            expect_failures: false,
         },
         Scenario {
             name: "mixed",
@@ -87,6 +98,23 @@ pub fn all() -> &'static [Scenario] {
             generate: logical::mixed,
             world: logical::two_processes,
             faults: true,
+            expect_failures: false,
+        },
+        Scenario {
+            name: "rdd-namespaces-buggy",
+            description: "example user controller with RDD PR #188's bug (ownerReference from whichever namespace triggered): expected to FAIL",
+            generate: rdd::generate,
+            world: rdd::world_buggy,
+            faults: true,
+            expect_failures: true,
+        },
+        Scenario {
+            name: "rdd-namespaces",
+            description: "the same example controller, fixed: one owner, reconciled from one namespace",
+            generate: rdd::generate,
+            world: rdd::world_fixed,
+            faults: true,
+            expect_failures: false,
         },
         Scenario {
             name: "basic-calm",
@@ -94,6 +122,7 @@ pub fn all() -> &'static [Scenario] {
             generate: basic::generate,
             world: WorldConfig::default,
             faults: false,
+            expect_failures: false,
         },
     ]
 }

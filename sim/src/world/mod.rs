@@ -636,13 +636,12 @@ impl<'w> World<'w> {
         }
     }
 
-    /// Nothing in flight and no engine work due now.
+    /// Nothing in flight, no engine work due now, and no reconcile waiting to retry a failure.
     fn is_quiet(&self, now: MonoTime) -> bool {
         self.in_flight == 0
-            && self
-                .processes
-                .iter()
-                .all(|p| p.engine.in_flight() == 0 && p.engine.next_wakeup().is_none_or(|t| t > now))
+            && self.processes.iter().all(|p| {
+                p.engine.in_flight() == 0 && p.engine.retrying() == 0 && p.engine.next_wakeup().is_none_or(|t| t > now)
+            })
     }
 
     fn fail(&mut self, now: MonoTime, invariant: &str, message: String) -> bool {

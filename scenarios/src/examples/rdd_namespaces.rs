@@ -1,0 +1,74 @@
+//! A user-written controller that reproduces the reconciler of rancher-desktop-daemon PR #188
+//! (seed `000_b270073c1237ef90.txt`): it wants namespace `rancher-desktop` owned by `rdd-mocks`.
+//!
+//! The buggy variant watches namespaces both as its own object and as owned objects, with one
+//! shared filter that accepts *both* names, and applies an ownerReference from whichever
+//! namespace triggered the reconcile. Reconciling `rancher-desktop` therefore makes it own itself;
+//! reconciling `rdd-mocks` flips it back: ownership oscillates with event order. The fixed variant
+//! reconciles only `rdd-mocks` and always writes the same owner.
+//!
+//! Nothing in the simulator knows about this bug: the generic invariants (`no-owner-cycles`,
+//! `ownership-stable`) and the oscillation detector find it from a seed.
+
+use drydock_engine::api::{Namespace, ObjectKey, Resource};
+use drydock_engine::controller::{Action, Context, Controller, ReconcileResult, Watch};
+use drydock_engine::store::StoreRequest;
+
+pub const OWNER: &str = "rdd-mocks";
+pub const OWNED: &str = "rancher-desktop";
+
+pub struct RddNamespaces {
+    pub buggy: bool,
+}
+
+/// The one filter shared by both watches (the bug: it accepts the owned namespace too).
+fn shared_filter(name: &str, buggy: bool) -> bool {
+    name == OWNER || (buggy && name == OWNED)
+}
+
+impl Controller for RddNamespaces {
+    fn name(&self) -> &str {
+        if self.buggy { "rdd-namespaces-buggy" } else { "rdd-namespaces" }
+    }
+
+    fn watches(&self) -> Vec<Watch> {
+        let buggy = self.buggy;
+        vec![
+            // For(&Namespace{}) with the global filter.
+            Watch::custom(Namespace::KIND, move |ns, _| {
+                if shared_filter(&ns.metadata.name, buggy) { vec![ns.key()] } else { Vec::new() }
+            }),
+            // Owns(&Namespace{}): an owned namespace's event enqueues its owner, same filter.
+            Watch::custom(Namespace::KIND, move |ns, _| {
+                ns.metadata
+                    .owner_references
+                    .iter()
+                    .filter(|r| r.kind == Namespace::KIND && shared_filter(&r.name, buggy))
+                    .map(|r| ObjectKey::cluster(Namespace::KIND, &r.name))
+                    .collect()
+            }),
+        ]
+    }
+
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
+        if !self.buggy && key.name != OWNER {
+            return Ok(Action::done());
+        }
+        // The buggy version takes the owner from whatever it was asked to reconcile.
+        let Some(owner) = ctx.get(key).cloned() else { return Ok(Action::done()) };
+        let Some(owned) = ctx.get(&ObjectKey::cluster(Namespace::KIND, OWNED)).cloned() else {
+            return Ok(Action::done());
+        };
+        if owner.metadata.is_deleting() || owned.metadata.is_deleting() {
+            return Ok(Action::done());
+        }
+        let wanted = vec![owner.owner_reference(true)];
+        if owned.metadata.owner_references == wanted {
+            return Ok(Action::done());
+        }
+        let mut next = (*owned).clone();
+        next.metadata.owner_references = wanted; // like a forced server-side apply
+        ctx.store(StoreRequest::Update { object: next });
+        Ok(Action::done())
+    }
+}
