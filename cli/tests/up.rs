@@ -89,42 +89,10 @@ async fn up_runs_a_manifest_on_docker_and_tears_down_on_sigterm() {
             "kind: Namespace\nmetadata: {{name: {ns}}}\n---\nkind: PhysicalContainer\nmetadata: {{name: web, namespace: {ns}}}\nspec:\n  image: {TEST_IMAGE}\n  command: [sh, -c, \"trap 'exit 0' TERM; while true; do sleep 1; done\"]\n"
         ),
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_drydock"))
-        .arg("up")
-        .arg("-f")
-        .arg(&path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
+    let keys = [format!("PhysicalContainer/{ns}/web")];
+    let output = up_until_running_then(&path, &keys, || {
+        assert_eq!(docker_names_with(&ns), vec![format!("{ns}-web")]);
     });
-    let mut lines = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !lines.iter().any(|l: &String| l.contains("PhysicalContainer/") && l.contains("Running")) {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(line) => lines.push(line),
-            Err(_) => {
-                let _ = child.kill();
-                panic!("no Running phase within 60 s; output so far:\n{}", lines.join("\n"));
-            }
-        }
-    }
-    assert_eq!(docker_names_with(&ns), vec![format!("{ns}-web")]);
-    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(killed.success());
-    let status = child.wait().unwrap();
-    // The reader ends at EOF, which closes the channel.
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
-        lines.push(line);
-    }
-    let output = lines.join("\n");
-    assert!(status.success(), "exit {status}:\n{output}");
     assert!(output.contains("nothing left"), "{output}");
     assert!(output.contains(&format!("Namespace/{ns}")) && output.contains("deleted"), "{output}");
     assert!(docker_names_with(&ns).is_empty(), "runtime containers left behind");
@@ -133,6 +101,11 @@ async fn up_runs_a_manifest_on_docker_and_tears_down_on_sigterm() {
 /// Run `drydock up -f path` until each of `keys` has been shown Running, then SIGTERM it and
 /// return its whole output (it must exit 0).
 fn up_until_running(path: &PathBuf, keys: &[String]) -> String {
+    up_until_running_then(path, keys, || {})
+}
+
+/// The same, calling `while_running` before the SIGTERM.
+fn up_until_running_then(path: &PathBuf, keys: &[String], while_running: impl FnOnce()) -> String {
     let mut child = Command::new(env!("CARGO_BIN_EXE_drydock"))
         .arg("up")
         .arg("-f")
@@ -161,7 +134,9 @@ fn up_until_running(path: &PathBuf, keys: &[String]) -> String {
             }
         }
     }
-    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    while_running();
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
     let status = child.wait().unwrap();
     while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
         lines.push(line);
