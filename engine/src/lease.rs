@@ -205,10 +205,16 @@ mod tests {
 
     const D: Duration = Duration::from_secs(10);
 
-    /// Run one `acquire` at wall time `t` and carry out what it asked of the store.
-    fn step(client: &mut LeaseClient, store: &mut Store, t: u64, holder: &str) -> Acquire {
+    /// Call `f` with a context at wall time `t`, then carry out the store requests it made and
+    /// feed the replies back to `client`.
+    fn drive<R>(
+        client: &mut LeaseClient,
+        store: &mut Store,
+        t: u64,
+        f: impl FnOnce(&mut LeaseClient, &mut Context<'_>) -> R,
+    ) -> R {
         let (cache, registry) = (Cache::default(), Registry::builtin());
-        let mut next_op = 0;
+        let mut next_op = t; // distinct op ids per call
         let now = Now::new(MonoTime(t * 1_000_000), WallTime(t));
         let mut ctx = Context {
             now,
@@ -218,15 +224,19 @@ mod tests {
             next_op: &mut next_op,
             issued: Vec::new(),
         };
-        let answer = client.acquire(&mut ctx, "pull-x", "x", holder, D);
-        let issued = std::mem::take(&mut ctx.issued);
-        for request in issued {
+        let answer = f(client, &mut ctx);
+        for request in std::mem::take(&mut ctx.issued) {
             if let Issued::Store(id, request) = request {
                 let result = store.execute(WallTime(t), request);
                 assert!(client.on_store_result(WallTime(t), id, &result));
             }
         }
         answer
+    }
+
+    /// Run one `acquire` at wall time `t`.
+    fn step(client: &mut LeaseClient, store: &mut Store, t: u64, holder: &str) -> Acquire {
+        drive(client, store, t, |client, ctx| client.acquire(ctx, "pull-x", "x", holder, D))
     }
 
     fn acquire_until_settled(client: &mut LeaseClient, store: &mut Store, t: u64, holder: &str) -> Acquire {
@@ -276,24 +286,7 @@ mod tests {
         assert_eq!(renewed.acquire_time, Some(WallTime(1_000)));
         assert_ne!(acquire_until_settled(&mut b, &mut store, 12_000, "b"), Acquire::Held, "renewed until 15000");
         // Release marks it free: b gets it at once.
-        let (cache, registry) = (Cache::default(), Registry::builtin());
-        let mut next_op = 100;
-        let now = Now::new(MonoTime(0), WallTime(12_500));
-        let mut ctx = Context {
-            now,
-            identity: "engine",
-            cache: &cache,
-            registry: &registry,
-            next_op: &mut next_op,
-            issued: Vec::new(),
-        };
-        a.release(&mut ctx, "pull-x", "a");
-        for request in std::mem::take(&mut ctx.issued) {
-            if let Issued::Store(id, request) = request {
-                let result = store.execute(WallTime(12_500), request);
-                a.on_store_result(WallTime(12_500), id, &result);
-            }
-        }
+        drive(&mut a, &mut store, 12_500, |client, ctx| client.release(ctx, "pull-x", "a"));
         assert_eq!(acquire_until_settled(&mut b, &mut store, 12_600, "b"), Acquire::Held);
     }
 }

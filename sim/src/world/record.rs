@@ -50,12 +50,17 @@ impl World<'_> {
         }
     }
 
-    /// The request will never be answered (cancelled, or its reply dropped).
-    pub(super) fn record_runtime_settled(&mut self, process: usize, id: OpId) {
+    /// A pull is no longer in flight (applied, cancelled or dropped).
+    fn end_pull(&mut self, process: usize, id: OpId) {
         for pulls in self.history.pulls_in_flight.values_mut() {
             pulls.remove(&(process, id));
         }
         self.history.pulls_in_flight.retain(|_, pulls| !pulls.is_empty());
+    }
+
+    /// The request will never be answered (cancelled, or its reply dropped).
+    pub(super) fn record_runtime_settled(&mut self, process: usize, id: OpId) {
+        self.end_pull(process, id);
         if let Some(uid) = self.mutation_owner.remove(&(process, id))
             && let Some(n) = self.history.mutations_in_flight.get_mut(&uid)
         {
@@ -75,10 +80,7 @@ impl World<'_> {
         result: &RuntimeResult,
     ) {
         if let RuntimeRequest::PullImage { .. } = request {
-            for pulls in self.history.pulls_in_flight.values_mut() {
-                pulls.remove(&(process, id));
-            }
-            self.history.pulls_in_flight.retain(|_, pulls| !pulls.is_empty());
+            self.end_pull(process, id);
         }
         if let (RuntimeRequest::CreateContainer(c), Ok(_)) = (request, result) {
             self.record_logical_create(process, c);
