@@ -25,11 +25,19 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // In the simulator, faults are injected on purpose: the engine's warnings about them are
+    // noise unless asked for with DRYDOCK_LOG.
+    let default_level = match cli.command {
+        Command::Sim(_) => "error",
+        Command::Up(_) => "warn",
+    };
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("DRYDOCK_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("DRYDOCK_LOG").unwrap_or_else(|_| default_level.into()),
+        )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(command) => sim::run(command),
         Command::Up(args) => up::run(&args),

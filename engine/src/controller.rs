@@ -157,11 +157,22 @@ pub struct Context<'a> {
     pub(crate) registry: &'a Registry,
     pub(crate) next_op: &'a mut u64,
     pub(crate) issued: Vec<Issued>,
+    /// From then on, requests an earlier incarnation of this engine left in flight have landed
+    /// or been abandoned.
+    pub(crate) earlier_lives_settle_at: crate::time::MonoTime,
 }
 
 impl<'a> Context<'a> {
     pub fn now(&self) -> Now {
         self.now
+    }
+
+    /// `Some(t)` until time `t`: before then, a runtime request made by an earlier incarnation of
+    /// this engine (before a crash) may still land, so "the runtime has nothing for this object"
+    /// is not yet final. The engine cannot tell a first start from a restart, so this holds for
+    /// the runtime timeout after every start.
+    pub fn earlier_lives_pending(&self) -> Option<crate::time::MonoTime> {
+        (self.now.mono < self.earlier_lives_settle_at).then_some(self.earlier_lives_settle_at)
     }
 
     /// The identity of this engine process (labels, lease holders).

@@ -32,6 +32,15 @@ pub struct EngineConfig {
     pub seed: u64,
     pub backoff_base: Duration,
     pub backoff_max: Duration,
+    /// A runtime request without an answer after this long is cancelled and reported to its
+    /// controller as uncertain (it may have been applied).
+    pub runtime_timeout: Duration,
+    /// The same for pulls, which legitimately take long.
+    pub pull_timeout: Duration,
+    /// Operation ids start after this one. A driver that restarts an engine while replies to the
+    /// previous one may still arrive gives the new one a fresh range, so no stale reply is
+    /// mistaken for one of its own.
+    pub first_op: u64,
 }
 
 impl Default for EngineConfig {
@@ -41,6 +50,9 @@ impl Default for EngineConfig {
             seed: 0,
             backoff_base: Duration::from_millis(10),
             backoff_max: Duration::from_secs(30),
+            runtime_timeout: Duration::from_secs(30),
+            pull_timeout: Duration::from_secs(600),
+            first_op: 0,
         }
     }
 }
@@ -91,6 +103,9 @@ struct PendingOp {
     work: WorkKey,
     /// `Some(is_read)` for store requests, `None` for runtime requests.
     store_read: Option<bool>,
+    issued_at: MonoTime,
+    /// Runtime requests only: when to give up on the answer.
+    deadline: Option<MonoTime>,
 }
 
 /// A reconcile whose store requests have not all replied yet.
@@ -109,6 +124,8 @@ pub struct EngineStats {
     pub reconcile_errors: u64,
     pub store_requests: u64,
     pub runtime_requests: u64,
+    /// Runtime requests given up on at their deadline.
+    pub runtime_timeouts: u64,
 }
 
 pub struct Engine {
@@ -123,12 +140,18 @@ pub struct Engine {
     outbox: VecDeque<Output>,
     next_op: u64,
     pending: BTreeMap<OpId, PendingOp>,
+    /// Runtime requests in flight by deadline.
+    deadlines: std::collections::BTreeSet<(MonoTime, OpId)>,
+    /// The first time this engine was handed: requests of an earlier life settle a runtime
+    /// timeout later.
+    booted_at: Option<MonoTime>,
     active: BTreeMap<WorkKey, ActiveReconcile>,
     stats: EngineStats,
 }
 
 impl Engine {
     pub fn new(config: EngineConfig, registry: Registry, controllers: Vec<Box<dyn Controller>>) -> Self {
+        let next_op = config.first_op;
         let watches =
             controllers.iter().enumerate().flat_map(|(i, c)| c.watches().into_iter().map(move |w| (i, w))).collect();
         Engine {
@@ -141,8 +164,10 @@ impl Engine {
             cache: Cache::default(),
             queue: Default::default(),
             outbox: VecDeque::new(),
-            next_op: 0,
+            next_op,
             pending: BTreeMap::new(),
+            deadlines: Default::default(),
+            booted_at: None,
             active: BTreeMap::new(),
             stats: EngineStats::default(),
         }
@@ -172,6 +197,7 @@ impl Engine {
 
     /// Feed one input.
     pub fn handle(&mut self, now: Now, input: Input) {
+        self.booted_at.get_or_insert(now.mono);
         match input {
             Input::Watch(event) => {
                 if self.cache.apply_watched(&event) {
@@ -187,6 +213,9 @@ impl Engine {
             Input::RuntimeEvent(event) => self.runtime_event(now, &event),
             Input::RuntimeDone { id, result } => {
                 let Some(op) = self.pending.remove(&id) else { return };
+                if let Some(deadline) = op.deadline {
+                    self.deadlines.remove(&(deadline, id));
+                }
                 let (controller, key) = &op.work;
                 self.controllers[*controller].on_runtime_result(now, key, id, &result);
                 self.queue.add(op.work, now.mono);
@@ -194,8 +223,31 @@ impl Engine {
         }
     }
 
+    /// Runtime requests past their deadline: cancel each and tell its controller the outcome is
+    /// unknown, as for a lost reply.
+    fn expire_deadlines(&mut self, now: Now) {
+        while let Some(&(deadline, id)) = self.deadlines.first()
+            && deadline <= now.mono
+        {
+            self.deadlines.pop_first();
+            let Some(op) = self.pending.remove(&id) else { continue };
+            self.stats.runtime_timeouts += 1;
+            let (controller, key) = &op.work;
+            tracing::warn!(key = %key, op = %id, "runtime request timed out; cancelling it");
+            let error = crate::runtime::RuntimeError::Uncertain(format!(
+                "no answer from the runtime within {:?}; the request was cancelled and may have been applied",
+                deadline.since(op.issued_at)
+            ));
+            self.controllers[*controller].on_runtime_result(now, key, id, &Err(error));
+            self.outbox.push_back(Output::Cancel { id });
+            self.queue.add(op.work, now.mono);
+        }
+    }
+
     /// The next request to perform, running due reconciles as needed.
     pub fn poll(&mut self, now: Now) -> Option<Output> {
+        self.booted_at.get_or_insert(now.mono);
+        self.expire_deadlines(now);
         loop {
             if let Some(output) = self.outbox.pop_front() {
                 return Some(output);
@@ -207,7 +259,21 @@ impl Engine {
 
     /// When `poll` should next be called if no input arrives.
     pub fn next_wakeup(&self) -> Option<MonoTime> {
-        self.queue.next_due()
+        let deadline = self.deadlines.first().map(|(at, _)| *at);
+        match (self.queue.next_due(), deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The output `poll` would return next without running a reconcile, if any.
+    pub fn peek_output(&self) -> Option<&Output> {
+        self.outbox.front()
+    }
+
+    /// The object whose reconcile issued request `id`, while it is in flight.
+    pub fn issuer(&self, id: OpId) -> Option<&ObjectKey> {
+        self.pending.get(&id).map(|op| &op.work.1)
     }
 
     /// Route a runtime event to the object whose uid its container carries.
@@ -249,6 +315,8 @@ impl Engine {
 
     fn reconcile(&mut self, now: Now, work: WorkKey) {
         if !self.responsible_for(&work.1) {
+            // Another engine's now: forget any retry we owed it.
+            self.backoff.reset(&work);
             self.queue.done(&work);
             return;
         }
@@ -264,6 +332,7 @@ impl Engine {
             registry: &self.registry,
             next_op: &mut self.next_op,
             issued: Vec::new(),
+            earlier_lives_settle_at: self.booted_at.unwrap_or(now.mono) + self.config.runtime_timeout,
         };
         let result = controller.reconcile(&mut ctx, key);
         let issued = std::mem::take(&mut ctx.issued);
@@ -275,19 +344,39 @@ impl Engine {
                     outstanding += 1;
                     made_reads |= request.is_read();
                     self.stats.store_requests += 1;
-                    self.pending.insert(id, PendingOp { work: work.clone(), store_read: Some(request.is_read()) });
+                    let op = PendingOp {
+                        work: work.clone(),
+                        store_read: Some(request.is_read()),
+                        issued_at: now.mono,
+                        deadline: None,
+                    };
+                    self.pending.insert(id, op);
                     self.outbox.push_back(Output::Store { id, request });
                 }
                 Issued::Runtime(id, request) => {
                     self.stats.runtime_requests += 1;
-                    self.pending.insert(id, PendingOp { work: work.clone(), store_read: None });
+                    let timeout = match request {
+                        RuntimeRequest::PullImage { .. } => self.config.pull_timeout,
+                        _ => self.config.runtime_timeout,
+                    };
+                    let deadline = now.mono + timeout;
+                    self.deadlines.insert((deadline, id));
+                    let op = PendingOp {
+                        work: work.clone(),
+                        store_read: None,
+                        issued_at: now.mono,
+                        deadline: Some(deadline),
+                    };
+                    self.pending.insert(id, op);
                     self.outbox.push_back(Output::Runtime { id, request });
                 }
                 Issued::Cancel(id) => {
                     // Only runtime requests of this same controller can be cancelled.
                     let ours = self.pending.get(&id).is_some_and(|p| p.store_read.is_none() && p.work.0 == work.0);
                     if ours {
-                        self.pending.remove(&id);
+                        if let Some(deadline) = self.pending.remove(&id).and_then(|op| op.deadline) {
+                            self.deadlines.remove(&(deadline, id));
+                        }
                         self.outbox.push_back(Output::Cancel { id });
                     }
                 }

@@ -6,15 +6,23 @@
 //! `<engine identity>/<resource uid>`, so two resources of one process contend like two processes.
 //!
 //! *Guarantees*: a lease is taken only by a write whose precondition is the resourceVersion this
-//! client read, and only if the lease was free, expired, or already ours at that version. Two
-//! clients therefore never both get a successful write for the same live lease.
+//! client read, and only if the lease was free, ours, or expired at that version. Two clients
+//! therefore never both get a successful write for the same live lease.
 //!
-//! *Assumptions*: holders' wall clocks agree to well within the lease duration.
+//! *Expiry is judged on our own clock*, as client-go's leader election does: another holder's
+//! lease counts as expired once this client has seen the same record (holder and renew time)
+//! unchanged for a whole lease duration on its monotonic clock. The holder's wall-clock
+//! timestamps are never compared with ours, so clock skew between processes cannot make a live
+//! lease look expired.
+//!
+//! *Caveats*: a lease abandoned long ago is still waited on for one full duration after this
+//! client first sees it (a restarted process too waits that long for leases of others).
+//! Our own lease's renewals use our own wall clock against our own timestamps.
 
 use crate::api::{Lease, LeaseSpec, Object, ObjectKey, ObjectMeta, Resource};
 use crate::controller::{Context, OpId};
 use crate::store::{StoreError, StoreReply, StoreRequest, StoreResult};
-use crate::time::WallTime;
+use crate::time::{MonoTime, Now, WallTime};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -60,6 +68,16 @@ pub struct LeaseClient {
     /// may want the same lease, and each is its own contender.
     leases: BTreeMap<Claim, State>,
     ops: BTreeMap<OpId, Claim>,
+    /// Per lease name: the record (holder, renew time) last read, and since when (our clock) it
+    /// has been seen unchanged.
+    observed: BTreeMap<String, Observation>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Observation {
+    holder: Option<String>,
+    renewed: Option<WallTime>,
+    since: MonoTime,
 }
 
 type Claim = (String, String);
@@ -152,18 +170,16 @@ impl LeaseClient {
     }
 
     /// Feed a store reply. Returns false if the op was not a lease request of this client.
-    pub fn on_store_result(&mut self, now: WallTime, op: OpId, result: &StoreResult) -> bool {
+    pub fn on_store_result(&mut self, now: Now, op: OpId, result: &StoreResult) -> bool {
         let Some(claim) = self.ops.remove(&op) else { return false };
         let holder = claim.1.as_str();
         let Some(state) = self.leases.get(&claim).cloned() else { return true };
         let next = match (state, result) {
             (State::Reading(_), Err(StoreError::NotFound { .. })) => Some(State::Absent),
-            (State::Reading(_), Ok(StoreReply::Object(object))) => {
-                match object.spec::<Lease>().ok().and_then(|s| s.live_holder(now).map(str::to_string)) {
-                    Some(other) if other != holder => Some(State::Contended(other)),
-                    _ => Some(State::Free(object.clone())),
-                }
-            }
+            (State::Reading(_), Ok(StoreReply::Object(object))) => match self.live_other_holder(now, object, holder) {
+                Some(other) => Some(State::Contended(other)),
+                None => Some(State::Free(object.clone())),
+            },
             (State::Writing(_) | State::Renewing(..), Ok(StoreReply::Object(object))) => {
                 Some(State::Held(object.clone()))
             }
@@ -176,6 +192,22 @@ impl LeaseClient {
             None => self.leases.remove(&claim),
         };
         true
+    }
+
+    /// The holder of `lease` if it is someone other than `holder` and its lease is live: it
+    /// changed less than a lease duration ago on our clock.
+    fn live_other_holder(&mut self, now: Now, lease: &Object, holder: &str) -> Option<String> {
+        let spec = lease.spec::<Lease>().ok()?;
+        let seen = Observation { holder: spec.holder.clone(), renewed: spec.renew_time, since: now.mono };
+        let since = match self.observed.get(&lease.metadata.name) {
+            Some(o) if (&o.holder, o.renewed) == (&seen.holder, seen.renewed) => o.since,
+            _ => {
+                self.observed.insert(lease.metadata.name.clone(), seen);
+                now.mono
+            }
+        };
+        let other = spec.holder.filter(|h| h != holder)?;
+        (now.mono.since(since) < Duration::from_millis(spec.duration_ms)).then_some(other)
     }
 
     fn read(&mut self, ctx: &mut Context<'_>, name: &str) -> State {
@@ -223,12 +255,13 @@ mod tests {
             registry: &registry,
             next_op: &mut next_op,
             issued: Vec::new(),
+            earlier_lives_settle_at: MonoTime::ZERO,
         };
         let answer = f(client, &mut ctx);
         for request in std::mem::take(&mut ctx.issued) {
             if let Issued::Store(id, request) = request {
                 let result = store.execute(WallTime(t), request);
-                assert!(client.on_store_result(WallTime(t), id, &result));
+                assert!(client.on_store_result(now, id, &result));
             }
         }
         answer
@@ -256,11 +289,51 @@ mod tests {
         let (mut a, mut b) = (LeaseClient::default(), LeaseClient::default());
         assert_eq!(acquire_until_settled(&mut a, &mut store, 1_000, "a"), Acquire::Held);
         assert_eq!(acquire_until_settled(&mut b, &mut store, 2_000, "b"), Acquire::Contended { holder: "a".into() });
-        // a never renews (it died): b takes over once a's lease has run out, not before.
-        assert_ne!(acquire_until_settled(&mut b, &mut store, 10_999, "b"), Acquire::Held);
-        assert_eq!(acquire_until_settled(&mut b, &mut store, 11_001, "b"), Acquire::Held);
+        // a never renews (it died): b takes over once it has seen a's lease unchanged for a whole
+        // duration (from 2000, when b first saw it), not before.
+        assert_ne!(acquire_until_settled(&mut b, &mut store, 11_999, "b"), Acquire::Held);
+        assert_eq!(acquire_until_settled(&mut b, &mut store, 12_001, "b"), Acquire::Held);
         let lease = store.get(&ObjectKey::cluster(Lease::KIND, "pull-x")).unwrap().spec::<Lease>().unwrap();
         assert_eq!(lease.holder.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn a_holder_whose_clock_is_behind_cannot_be_taken_over_early() {
+        let mut store = Store::in_memory(Registry::builtin(), StoreConfig::default());
+        let (mut a, mut b) = (LeaseClient::default(), LeaseClient::default());
+        // a's wall clock says 1000 while b's says 60000: by timestamps a's lease is long expired.
+        assert_eq!(acquire_until_settled(&mut a, &mut store, 1_000, "a"), Acquire::Held);
+        let at_b = |t: u64| Now::new(MonoTime(t * 1_000_000), WallTime(t + 59_000));
+        let mut next_op = 100;
+        let (cache, registry) = (Cache::default(), Registry::builtin());
+        let mut attempt = |t: u64| {
+            let mut answer = Acquire::Pending;
+            for _ in 0..4 {
+                let mut ctx = Context {
+                    now: at_b(t),
+                    identity: "engine",
+                    cache: &cache,
+                    registry: &registry,
+                    next_op: &mut next_op,
+                    issued: Vec::new(),
+                    earlier_lives_settle_at: MonoTime::ZERO,
+                };
+                answer = b.acquire(&mut ctx, "pull-x", "x", "b", D);
+                for request in std::mem::take(&mut ctx.issued) {
+                    if let Issued::Store(id, request) = request {
+                        let result = store.execute(WallTime(t), request);
+                        b.on_store_result(at_b(t), id, &result);
+                    }
+                }
+                if answer != Acquire::Pending {
+                    break;
+                }
+            }
+            answer
+        };
+        assert_eq!(attempt(1_500), Acquire::Contended { holder: "a".into() }, "live by b's own observation");
+        assert_ne!(attempt(11_000), Acquire::Held, "seen unchanged for less than a duration");
+        assert_eq!(attempt(11_600), Acquire::Held);
     }
 
     #[test]

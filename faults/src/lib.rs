@@ -26,16 +26,53 @@ pub enum FaultKind {
     NotFoundAfterCreate,
     /// A store write fails with Conflict although its precondition held (a competing writer).
     StoreConflict,
+    /// A runtime request takes many times its usual latency.
+    SlowRuntime,
+    /// A runtime request never answers (it may or may not have been applied).
+    HungRuntime,
+    /// The runtime daemon restarts: running containers stop, event streams drop, requests in
+    /// flight fail.
+    RuntimeRestart,
+    /// Someone removes a container or an image behind drydock's back (`docker rm -f`, `docker rmi`).
+    ExternalRemoval,
+    /// A store write is applied but its reply is lost.
+    UncertainStoreWrite,
+    /// An engine's watch breaks with Gone (its resource version was compacted): events in flight
+    /// are lost and it must relist.
+    WatchGone,
+    /// Watch events for one object are coalesced: an intermediate state is never delivered.
+    CoalescedWatch,
+    /// An engine process crashes and restarts: all its memory is lost, requests in flight are
+    /// still applied but their replies go nowhere.
+    EngineCrash,
+    /// An engine process crashes right after the first store write of a reconcile that issued
+    /// several.
+    CrashBetweenWrites,
+    /// A second process takes a pull lease, then dies without releasing it.
+    ForeignLease,
+    /// An engine process's wall clock runs ahead of or behind the others'.
+    ClockSkew,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 17] = [
         FaultKind::UncertainCreate,
         FaultKind::StaleCache,
         FaultKind::UncertainRemove,
         FaultKind::TransientRuntimeError,
         FaultKind::NotFoundAfterCreate,
         FaultKind::StoreConflict,
+        FaultKind::SlowRuntime,
+        FaultKind::HungRuntime,
+        FaultKind::RuntimeRestart,
+        FaultKind::ExternalRemoval,
+        FaultKind::UncertainStoreWrite,
+        FaultKind::WatchGone,
+        FaultKind::CoalescedWatch,
+        FaultKind::EngineCrash,
+        FaultKind::CrashBetweenWrites,
+        FaultKind::ForeignLease,
+        FaultKind::ClockSkew,
     ];
 
     pub fn name(self) -> &'static str {
@@ -46,6 +83,17 @@ impl FaultKind {
             FaultKind::TransientRuntimeError => "transient-runtime-error",
             FaultKind::NotFoundAfterCreate => "notfound-after-create",
             FaultKind::StoreConflict => "store-conflict",
+            FaultKind::SlowRuntime => "slow-runtime",
+            FaultKind::HungRuntime => "hung-runtime",
+            FaultKind::RuntimeRestart => "runtime-restart",
+            FaultKind::ExternalRemoval => "external-removal",
+            FaultKind::UncertainStoreWrite => "uncertain-store-write",
+            FaultKind::WatchGone => "watch-gone",
+            FaultKind::CoalescedWatch => "coalesced-watch",
+            FaultKind::EngineCrash => "engine-crash",
+            FaultKind::CrashBetweenWrites => "crash-between-writes",
+            FaultKind::ForeignLease => "foreign-lease",
+            FaultKind::ClockSkew => "clock-skew",
         }
     }
 
@@ -70,10 +118,45 @@ impl FaultKind {
             FaultKind::StoreConflict => {
                 "409 Conflict from a competing writer (self-inflicted conflicts after a finalizer patch, hypershift#8192): retry after re-reading"
             }
+            FaultKind::SlowRuntime => {
+                "a daemon under load (Docker Desktop's VM waking, a slow disk): a controller must not start a second operation while the first is still running"
+            }
+            FaultKind::HungRuntime => {
+                "a request that never returns (a wedged containerd shim, a half-open connection): without a deadline the object is stuck forever"
+            }
+            FaultKind::RuntimeRestart => {
+                "dockerd restarted or Docker Desktop resumed: containers stop without drydock asking and the event stream ends (DCP's runtime health re-checks)"
+            }
+            FaultKind::ExternalRemoval => {
+                "a user running `docker rm -f` or `docker rmi`, or `docker system prune`: the controller must notice and report, not recreate a container it was told exists"
+            }
+            FaultKind::UncertainStoreWrite => {
+                "an API-server write that timed out after it committed: a retried create answers AlreadyExists, a retried update Conflict"
+            }
+            FaultKind::WatchGone => {
+                "410 Gone after a watch fell behind compaction (client-go relists): state changes in the gap are seen only in the list, deletions only as absences"
+            }
+            FaultKind::CoalescedWatch => {
+                "informers deliver the latest state, not every state: a controller that needs to see an intermediate state (a finalizer briefly present) misses it"
+            }
+            FaultKind::EngineCrash => {
+                "the controller process killed mid-flight (OOM, laptop sleep, Aspire AppHost stopped): it must rebuild from the store and the runtime, adopting what it created"
+            }
+            FaultKind::CrashBetweenWrites => {
+                "a crash between two dependent writes of one reconcile (a status recorded, its follow-up not): the next reconcile must finish or repair the half-done step"
+            }
+            FaultKind::ForeignLease => {
+                "another DCP instance that took a pull lease and died: its lease must expire and be taken over, never ignored"
+            }
+            FaultKind::ClockSkew => {
+                "wall clocks that disagree between processes (VM clock drift after sleep): lease expiry must tolerate skew well under the lease duration"
+            }
         }
     }
 
-    /// The range a swarm plan draws this kind's rate from.
+    /// The range a swarm plan draws this kind's rate from. For the external kinds the rate is the
+    /// chance that each such act of the workload happens; for clock skew, the share of processes
+    /// whose clock is off.
     fn rate_range(self) -> (f64, f64) {
         match self {
             FaultKind::UncertainCreate => (0.05, 0.5),
@@ -82,6 +165,17 @@ impl FaultKind {
             FaultKind::TransientRuntimeError => (0.02, 0.3),
             FaultKind::NotFoundAfterCreate => (0.1, 0.8),
             FaultKind::StoreConflict => (0.02, 0.2),
+            FaultKind::SlowRuntime => (0.02, 0.2),
+            FaultKind::HungRuntime => (0.005, 0.05),
+            FaultKind::RuntimeRestart => (0.02, 0.1),
+            FaultKind::ExternalRemoval => (0.5, 1.0),
+            FaultKind::UncertainStoreWrite => (0.02, 0.2),
+            FaultKind::WatchGone => (0.002, 0.02),
+            FaultKind::CoalescedWatch => (0.1, 0.6),
+            FaultKind::EngineCrash => (0.002, 0.01),
+            FaultKind::CrashBetweenWrites => (0.05, 0.5),
+            FaultKind::ForeignLease => (0.5, 1.0),
+            FaultKind::ClockSkew => (0.3, 1.0),
         }
     }
 
@@ -97,11 +191,29 @@ impl fmt::Display for FaultKind {
 }
 
 /// Which faults fire in one run, and how often.
+///
+/// Every decision is a draw from the world's PRNG, numbered per kind (the `n`th draw of a kind).
+/// The plan records which draws fired, so a run can be saved with its *fault decisions*
+/// ([`FaultPlan::decisions`]) and replayed with exactly those decisions
+/// ([`FaultPlan::scripted`]); a shrinker removes decisions one by one.
+///
+/// *Guarantees*: a scripted plan draws from the PRNG exactly as the unscripted plan did, so
+/// replaying a run's own decisions reproduces the run bit for bit.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultPlan {
     rates: BTreeMap<FaultKind, f64>,
     healed: bool,
+    /// Replay: per kind, the numbers of the draws that fire; every other draw does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    script: Option<Decisions>,
+    #[serde(skip)]
+    draws: BTreeMap<FaultKind, u64>,
+    #[serde(skip)]
+    fired: Decisions,
 }
+
+/// Per kind, the numbers of the draws that fired.
+pub type Decisions = BTreeMap<FaultKind, std::collections::BTreeSet<u64>>;
 
 impl FaultPlan {
     /// No faults at all.
@@ -128,6 +240,26 @@ impl FaultPlan {
         self
     }
 
+    /// The same plan without `kind`.
+    pub fn without(mut self, kind: FaultKind) -> Self {
+        self.rates.remove(&kind);
+        if let Some(script) = &mut self.script {
+            script.remove(&kind);
+        }
+        self
+    }
+
+    /// The same plan, deciding exactly as `decisions` say (see the type's doc).
+    pub fn scripted(mut self, decisions: Decisions) -> Self {
+        self.script = Some(decisions);
+        self
+    }
+
+    /// The script this plan replays, if any.
+    pub fn script(&self) -> Option<&Decisions> {
+        self.script.as_ref()
+    }
+
     /// The kinds enabled (before healing) with their rates.
     pub fn enabled(&self) -> impl Iterator<Item = (FaultKind, f64)> + '_ {
         self.rates.iter().map(|(k, r)| (*k, *r))
@@ -140,9 +272,33 @@ impl FaultPlan {
 
     /// Whether `kind` fires now. Draws from `rng` only if the kind is enabled, so enabling one
     /// kind does not shift the random stream of runs that never use it.
-    pub fn fires(&self, kind: FaultKind, rng: &mut impl RngCore) -> bool {
+    pub fn fires(&mut self, kind: FaultKind, rng: &mut impl RngCore) -> bool {
         let rate = self.rate(kind);
-        rate > 0.0 && unit(rng) < rate
+        if rate <= 0.0 {
+            return false;
+        }
+        let draw = unit(rng);
+        let n = self.draws.entry(kind).or_default();
+        let number = *n;
+        *n += 1;
+        let fires = match &self.script {
+            Some(script) => script.get(&kind).is_some_and(|fired| fired.contains(&number)),
+            None => draw < rate,
+        };
+        if fires {
+            self.fired.entry(kind).or_default().insert(number);
+        }
+        fires
+    }
+
+    /// The decisions that fired so far.
+    pub fn decisions(&self) -> &Decisions {
+        &self.fired
+    }
+
+    /// How many times each kind fired so far (kinds that never fired are absent).
+    pub fn counts(&self) -> BTreeMap<FaultKind, u64> {
+        self.fired.iter().map(|(k, fired)| (*k, fired.len() as u64)).collect()
     }
 
     /// Turn every fault off: the liveness phase begins.
@@ -159,7 +315,8 @@ impl FaultPlan {
         if self.rates.is_empty() {
             return "none".into();
         }
-        self.rates.iter().map(|(k, r)| format!("{k}={r:.2}")).collect::<Vec<_>>().join(",")
+        let rates = self.rates.iter().map(|(k, r)| format!("{k}={r:.2}")).collect::<Vec<_>>().join(",");
+        if self.script.is_some() { format!("{rates} (scripted)") } else { rates }
     }
 }
 
@@ -261,6 +418,27 @@ mod tests {
         plan.heal();
         assert!(!plan.fires(FaultKind::UncertainCreate, &mut rng));
         assert_eq!(plan.enabled().count(), 1, "the plan remembers what it had");
+    }
+
+    #[test]
+    fn a_script_replays_the_decisions_it_recorded_and_can_drop_some() {
+        let original = FaultPlan::none().with(FaultKind::StaleCache, 0.5).with(FaultKind::UncertainCreate, 0.3);
+        let run = |mut plan: FaultPlan| {
+            let mut rng = ChaCha8Rng::seed_from_u64(9);
+            let fired: Vec<bool> = (0..200).map(|i| plan.fires(FaultKind::ALL[i % 2], &mut rng)).collect();
+            (fired, plan.decisions().clone(), rng.next_u64())
+        };
+        let (fired, decisions, tail) = run(original.clone());
+        assert!(fired.iter().any(|f| *f) && fired.iter().any(|f| !*f));
+        let replayed = run(original.clone().scripted(decisions.clone()));
+        assert_eq!((fired.clone(), tail), (replayed.0, replayed.2), "same decisions, same random stream");
+        // Drop one decision: exactly that draw stops firing.
+        let mut fewer = decisions.clone();
+        let first = *fewer[&FaultKind::StaleCache].iter().next().unwrap();
+        fewer.get_mut(&FaultKind::StaleCache).unwrap().remove(&first);
+        let (shrunk, _, _) = run(original.scripted(fewer));
+        let differing = fired.iter().zip(&shrunk).filter(|(a, b)| a != b).count();
+        assert_eq!(differing, 1);
     }
 
     #[test]

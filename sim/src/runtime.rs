@@ -385,6 +385,18 @@ impl SimRuntime {
         &self.events
     }
 
+    /// The daemon restarts (no live-restore): every running container is stopped, as `dockerd`
+    /// does on shutdown. Returns how many stopped. Their `die` events are recorded, but whoever
+    /// was streaming events loses the stream (the world drops them).
+    pub fn restart_daemon(&mut self) -> usize {
+        let running: Vec<String> =
+            self.containers.values().filter(|c| c.state == ContainerState::Running).map(|c| c.id.clone()).collect();
+        for id in &running {
+            self.exit(id, STOPPED_EXIT_CODE);
+        }
+        running.len()
+    }
+
     /// Remove a container behind the engine's back (`docker rm -f`).
     pub fn remove_externally(&mut self, id_or_name: &str) -> bool {
         self.execute(&RuntimeRequest::RemoveContainer { id: id_or_name.to_string(), force: true }).is_ok()

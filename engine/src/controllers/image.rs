@@ -51,6 +51,8 @@ enum Step {
     NeedPull,
     /// The lease is held: look once more before pulling (policy `missing`).
     Recheck,
+    /// Attempt `attempt` is being written to status; the pull waits until the store has it.
+    Counting { attempt: u32 },
     /// Pull under the lease.
     PullNow,
     /// Pulled: inspect until verified, within the budget.
@@ -178,7 +180,9 @@ impl ContainerImageController {
                     self.runtime(ctx, &uid, Op::Check, RuntimeRequest::InspectImage { reference })
                 }
             },
-            Step::NeedPull | Step::PullNow | Step::Recheck => self.pull_under_lease(ctx, obj, &spec, &status),
+            Step::NeedPull | Step::Counting { .. } | Step::PullNow | Step::Recheck => {
+                self.pull_under_lease(ctx, obj, &spec, &status)
+            }
             Step::Verify { .. } => self.runtime(ctx, &uid, Op::Verify, RuntimeRequest::InspectImage { reference }),
         }
     }
@@ -207,7 +211,7 @@ impl ContainerImageController {
             }
             Acquire::Held => {
                 let Some(t) = self.tracked.get_mut(&uid) else { return Ok(Action::done()) };
-                match t.step {
+                match t.step.clone() {
                     // The image may have arrived while we waited for the lease.
                     Step::NeedPull if spec.pull_policy == PullPolicy::Missing => {
                         t.step = Step::Recheck;
@@ -224,19 +228,33 @@ impl ContainerImageController {
                         Op::Check,
                         RuntimeRequest::InspectImage { reference: spec.image.clone() },
                     ),
-                    _ => {
-                        t.pull_attempts += 1;
+                    // The attempt is durably counted (our write is in the cache): pull.
+                    Step::Counting { attempt } if status.pull_attempts >= attempt => {
                         t.step = Step::PullNow;
-                        let attempts = t.pull_attempts;
+                        self.runtime(ctx, &uid, Op::Pull, RuntimeRequest::PullImage { reference: spec.image.clone() })?;
+                        // Come back to renew the lease for as long as the pull takes.
+                        Ok(Action::requeue(PULL_LEASE_DURATION / 4))
+                    }
+                    // Count the attempt in status first, and pull only once that write has landed:
+                    // neither a crash nor a failed write can hand out pulls beyond the limit.
+                    step => {
+                        let attempt = match step {
+                            Step::Counting { attempt } => attempt,
+                            _ => t.pull_attempts.max(status.pull_attempts) + 1,
+                        };
+                        t.pull_attempts = attempt;
+                        t.step = Step::Counting { attempt };
                         let next = ContainerImageStatus {
                             phase: ImagePhase::Pulling,
-                            pull_attempts: attempts,
+                            pull_attempts: attempt,
                             message: None,
                             ..status.clone()
                         };
-                        // Counting the attempt durably first: a crash cannot hand out extra pulls.
-                        write_status::<ContainerImage>(ctx, obj, status, next);
-                        self.runtime(ctx, &uid, Op::Pull, RuntimeRequest::PullImage { reference: spec.image.clone() })
+                        if !write_status::<ContainerImage>(ctx, obj, status, next) {
+                            // Nothing to write, yet the cache does not show the count: look again soon.
+                            return Ok(Action::requeue(Duration::from_millis(100)));
+                        }
+                        Ok(Action::done())
                     }
                 }
             }
@@ -396,7 +414,7 @@ impl Controller for ContainerImageController {
     }
 
     fn on_store_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &StoreResult) {
-        self.leases.on_store_result(now.wall, op, result);
+        self.leases.on_store_result(now, op, result);
     }
 
     fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {

@@ -474,7 +474,7 @@ impl Controller for LogicalContainerController {
     }
 
     fn on_store_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &StoreResult) {
-        if self.leases.on_store_result(now.wall, op, result) {
+        if self.leases.on_store_result(now, op, result) {
             return;
         }
         let Some(uid) = self.ops.remove(&op) else { return };

@@ -31,9 +31,10 @@ use std::time::Duration;
 
 /// Inspection errors in a row before they are reported in status (retrying continues, slower).
 pub const INSPECT_BUDGET: u32 = 5;
-/// How long after a create a NotFound may be the runtime not showing the container yet.
-pub const CREATE_SETTLE: Duration = Duration::from_secs(10);
-/// NotFound answers tolerated in that window before the container counts as Missing.
+/// How long NotFound answers may be the runtime lagging (a container just created, a daemon or
+/// an engine just restarted) rather than the container being gone.
+pub const NOTFOUND_SETTLE: Duration = Duration::from_secs(10);
+/// NotFound answers in a row, within that window, before the container counts as Missing.
 pub const NOTFOUND_BUDGET: u32 = 4;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -90,10 +91,13 @@ struct Tracked {
     inspect_message: Option<String>,
     replace_existing: bool,
     started_tracked: bool,
-    /// When we created (or adopted after an uncertain create) the container.
-    created_at: Option<MonoTime>,
-    /// NotFound answers in a row while the container is fresh.
+    /// When the current run of NotFound answers began.
+    notfound_since: Option<MonoTime>,
+    /// NotFound answers in a row.
     notfound_retries: u32,
+    /// This engine saw the object before its runtime finalizer was added, so no earlier life of
+    /// the engine can have a create for it in flight.
+    seen_unstarted: bool,
 }
 
 impl Tracked {
@@ -168,6 +172,7 @@ impl PhysicalContainerController {
     fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
         let uid = &obj.metadata.uid;
         if !obj.metadata.has_finalizer(names::FINALIZER_RUNTIME) {
+            self.tracked.entry(uid.clone()).or_default().seen_unstarted = true;
             let mut next = obj.clone();
             next.metadata.finalizers.push(names::FINALIZER_RUNTIME.to_string());
             ctx.store(StoreRequest::Update { object: next });
@@ -308,6 +313,13 @@ impl PhysicalContainerController {
             return self.start_op(ctx, uid, Op::Remove, RuntimeRequest::RemoveContainer { id, force: true });
         }
         if !t.cleanup_verified {
+            // A create sent by an earlier life of this engine (before a crash) may still land:
+            // "nothing carries our label" is final only once such requests have settled.
+            if !t.seen_unstarted
+                && let Some(settled) = ctx.earlier_lives_pending()
+            {
+                return Ok(Action::requeue(settled - ctx.now().mono));
+            }
             return self.start_op(
                 ctx,
                 uid,
@@ -332,7 +344,6 @@ impl PhysicalContainerController {
                 t.observed = Some(Observed::State(ContainerState::Created, None));
                 t.inspected_at = Some(now.mono);
                 t.verify = None;
-                t.created_at = Some(now.mono);
             }
             (Op::Create, Err(E::NotFound(message))) => t.failure = Some(format!("cannot create: {message}")),
             (Op::Create, Err(E::Conflict(_))) => t.verify = Some(Verify::AfterConflict),
@@ -344,7 +355,6 @@ impl PhysicalContainerController {
                 (Some(ours), _) => {
                     t.observe(now, ours);
                     t.verify = None;
-                    t.created_at = Some(now.mono);
                 }
                 (None, Some(Verify::AfterConflict)) if t.replace_existing => t.verify = Some(Verify::Replace),
                 (None, Some(Verify::AfterConflict)) => {
@@ -361,6 +371,7 @@ impl PhysicalContainerController {
                 t.observe(now, info);
                 t.inspect_errors = 0;
                 t.notfound_retries = 0;
+                t.notfound_since = None;
                 t.inspect_message = None;
             }
             (Op::ResolveName, Ok(R::Container(holder))) => t.stranger = Some(holder.id.clone()),
@@ -377,10 +388,11 @@ impl PhysicalContainerController {
                 }
                 t.backoff(now);
             }
-            // Right after a create the runtime may not show the container yet: look again a few
-            // times before calling it Missing (which is final).
+            // Right after a create, or after a restart of the daemon or of this engine (which
+            // then cannot know the container is fresh), the runtime may not show the container
+            // yet: look again a few times before calling it Missing, which is final.
             (Op::Start | Op::Stop | Op::Inspect, Err(E::NotFound(_)))
-                if t.created_at.is_some_and(|at| now.mono.since(at) < CREATE_SETTLE)
+                if now.mono.since(*t.notfound_since.get_or_insert(now.mono)) < NOTFOUND_SETTLE
                     && t.notfound_retries < NOTFOUND_BUDGET =>
             {
                 t.notfound_retries += 1;

@@ -40,6 +40,10 @@ pub enum StoreError {
         "resource version {requested} is compacted (oldest kept: {oldest}); relist and watch from the list's version"
     )]
     Gone { requested: u64, oldest: u64 },
+    /// The request was sent but no answer came (a timeout, a dropped connection): it may or may
+    /// not have been applied. Re-read before deciding what to do next.
+    #[error("no answer to the write of {key} ({reason}); it may have been applied: re-read the object before retrying")]
+    Uncertain { key: String, reason: String },
 }
 
 fn join(errors: &[FieldError]) -> String {
@@ -64,6 +68,7 @@ impl StoreError {
             StoreError::Invalid { .. } => "Invalid",
             StoreError::NamespaceNotActive { .. } => "NamespaceNotActive",
             StoreError::Gone { .. } => "Gone",
+            StoreError::Uncertain { .. } => "Uncertain",
         }
     }
 }

@@ -12,6 +12,7 @@ use drydock_engine::api::{
 use drydock_engine::lease::lease_name;
 use drydock_engine::runtime::{ContainerCreate, RuntimeRequest};
 use drydock_engine::store::{DeleteOptions, StoreError, StoreReply};
+use drydock_faults::FaultKind;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -89,6 +90,19 @@ impl World<'_> {
                 self.store.delete(wall, &key, &DeleteOptions::default())
             }
             ClientOp::External(op) => {
+                let fault = match op {
+                    ExternalOp::RemoveContainer { .. } | ExternalOp::RemoveImage { .. } => {
+                        Some(FaultKind::ExternalRemoval)
+                    }
+                    ExternalOp::HoldLease { .. } => Some(FaultKind::ForeignLease),
+                    ExternalOp::CreateContainer { .. } | ExternalOp::Push { .. } => None,
+                };
+                if let Some(kind) = fault
+                    && !self.faults.fires(kind, &mut self.rng)
+                {
+                    let _ = write!(self.line, "external {op:?} skipped: fault {kind} is off");
+                    return;
+                }
                 self.external(op);
                 self.broadcast_runtime_events(now);
                 return;
@@ -159,7 +173,7 @@ impl World<'_> {
         };
         let _ = write!(self.line, "external hold lease {name} for {seconds}s");
         if let Ok(object) = &result {
-            self.record_lease(object);
+            self.record_lease(object, 0);
         }
         self.describe_store_result(&result.map(StoreReply::Object));
         self.broadcast(self.scheduler.now());

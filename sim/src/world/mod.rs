@@ -8,6 +8,7 @@
 //! [`WorldConfig::settle`].
 
 mod clients;
+mod processes;
 mod record;
 
 use crate::checker::{self, History, View};
@@ -18,7 +19,7 @@ use crate::workload::Workload;
 use drydock_engine::controllers::{self, ControllerConfig};
 use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult, short};
 use drydock_engine::store::{Registry, Store, StoreConfig, StoreReply, StoreRequest, StoreResult, WatchEvent};
-use drydock_engine::{Controller, Engine, EngineConfig, Input, MonoTime, Now, OpId, Output, WallTime};
+use drydock_engine::{Controller, Engine, Input, MonoTime, Now, OpId, Output, WallTime};
 use drydock_faults::{FaultKind, FaultPlan, unit};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -104,6 +105,11 @@ pub struct RunReport {
     /// Simulated time at the end of the run.
     pub sim_nanos: u64,
     pub faults: String,
+    /// How many times each fault kind fired.
+    pub fault_counts: std::collections::BTreeMap<FaultKind, u64>,
+    /// Which draws of each kind fired: saved in a schedule, they replay this run exactly.
+    #[serde(skip)]
+    pub fault_decisions: drydock_faults::Decisions,
     pub violations: Vec<Violation>,
     /// Hits per probe (see `probes::PROBES`); probes not hit are absent.
     pub probes: std::collections::BTreeMap<&'static str, u64>,
@@ -133,6 +139,8 @@ enum Event {
     Client(usize),
     Deliver {
         process: usize,
+        /// The watch stream this was queued on (see `Process::watch_gen`).
+        stream: u32,
         event: WatchEvent,
     },
     StoreApply {
@@ -158,10 +166,21 @@ enum Event {
     /// A runtime event reaching a process.
     Notify {
         process: usize,
+        /// The runtime event stream this was queued on (see `Process::events_gen`).
+        stream: u32,
         event: drydock_engine::runtime::RuntimeEvent,
     },
     Wake {
         process: usize,
+    },
+    /// A crashed process comes back: a fresh engine, a full list of the store.
+    Restart {
+        process: usize,
+    },
+    /// A process whose watch broke with Gone lists the store and watches again.
+    Relist {
+        process: usize,
+        stream: u32,
     },
     Heal,
 }
@@ -171,6 +190,20 @@ struct Process {
     /// Watch events are delivered in order: never before the previous one.
     last_delivery: MonoTime,
     wake_at: Option<MonoTime>,
+    /// Incarnation, bumped by every crash.
+    life: u32,
+    /// Crashed, and not restarted yet.
+    down: bool,
+    /// The store watch stream: deliveries queued on an older one are lost (crash, Gone).
+    watch_gen: u32,
+    /// The watch broke with Gone and the relist has not happened yet.
+    watch_broken: bool,
+    /// The runtime event stream: events queued on an older one are lost (crash, daemon restart).
+    events_gen: u32,
+    /// The object and version of the last watch event queued (coalesced watch events).
+    last_queued: Option<(drydock_engine::api::ObjectKey, u64)>,
+    /// How far this process's wall clock is ahead (or behind, if negative), in milliseconds.
+    skew_ms: i64,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -220,6 +253,15 @@ pub struct World<'w> {
     dirty: bool,
     /// Runtime mutations in flight -> the owner uid they act for.
     mutation_owner: std::collections::BTreeMap<(usize, OpId), String>,
+    /// Container creates in flight (the crash-during-create probe).
+    creates_in_flight: std::collections::BTreeSet<(usize, OpId)>,
+    /// Watch deliveries (process, resource version) merged into the next one (coalesced-watch).
+    coalesced: std::collections::BTreeSet<(usize, u64)>,
+    /// Runtime requests that will never be answered (hung-runtime), until cancelled or their
+    /// process dies.
+    hung: std::collections::BTreeSet<(usize, OpId)>,
+    /// The runtime daemon is restarting until then: requests fail without being applied.
+    runtime_down_until: Option<MonoTime>,
     /// Requests handed to the world and not yet replied, plus undelivered watch events.
     in_flight: u64,
     trace: Trace,
@@ -247,15 +289,28 @@ impl<'w> World<'w> {
         for reference in &workload.registry {
             runtime.registry_push(reference);
         }
+        let mut faults = faults;
         let processes = (0..config.processes)
-            .map(|i| Process {
-                engine: Engine::new(
-                    EngineConfig { identity: format!("engine-{i}"), seed: rng.next_u64(), ..EngineConfig::default() },
-                    config.registry.clone(),
-                    (config.make_controllers)(&config.controllers),
-                ),
-                last_delivery: MonoTime::ZERO,
-                wake_at: None,
+            .map(|i| {
+                let seed = rng.next_u64();
+                let skew_ms = if faults.fires(FaultKind::ClockSkew, &mut rng) {
+                    let magnitude = 500 + (rng.next_u64() % 2_500) as i64;
+                    if rng.next_u32().is_multiple_of(2) { magnitude } else { -magnitude }
+                } else {
+                    0
+                };
+                Process {
+                    engine: processes::boot(config, i, 0, seed),
+                    last_delivery: MonoTime::ZERO,
+                    wake_at: None,
+                    life: 0,
+                    down: false,
+                    watch_gen: 0,
+                    watch_broken: false,
+                    events_gen: 0,
+                    last_queued: None,
+                    skew_ms,
+                }
             })
             .collect();
         World {
@@ -282,6 +337,10 @@ impl<'w> World<'w> {
             was_hidden: Default::default(),
             dirty: true,
             mutation_owner: Default::default(),
+            creates_in_flight: Default::default(),
+            hung: Default::default(),
+            coalesced: Default::default(),
+            runtime_down_until: None,
             in_flight: 0,
             trace: Trace::new(keep_trace),
             phase: Phase::Safety,
@@ -321,9 +380,27 @@ impl<'w> World<'w> {
             Event::Deliver { .. } | Event::Wake { .. } | Event::Notify { .. } | Event::StoreReply { .. }
         );
         match event {
-            Event::Client(i) => self.client(now, i),
-            Event::Deliver { process, event } => {
+            Event::Client(i) => {
+                if self.faults.fires(FaultKind::RuntimeRestart, &mut self.rng) {
+                    self.restart_runtime(now);
+                }
+                self.client(now, i);
+            }
+            Event::Deliver { process, stream, event } => {
                 self.in_flight -= 1;
+                if !self.on_current_stream(process, stream) {
+                    let _ = write!(self.line, "p{process} delivery lost with its watch stream: {}", event.object.key());
+                    return;
+                }
+                if self.coalesced.remove(&(process, event.resource_version())) {
+                    let _ = write!(
+                        self.line,
+                        "p{process} [fault coalesced-watch] {} rv={} merged into the next event",
+                        event.object.key(),
+                        event.resource_version()
+                    );
+                    return;
+                }
                 let _ = write!(
                     self.line,
                     "p{process} deliver {:?} {} rv={}",
@@ -331,7 +408,8 @@ impl<'w> World<'w> {
                     event.object.key(),
                     event.resource_version()
                 );
-                self.input(now, process, Input::Watch(event));
+                let input = Input::Watch(event);
+                self.input(now, process, input);
             }
             Event::StoreApply { process, id, request } => {
                 let _ = write!(self.line, "p{process} store {id} {}", request.describe());
@@ -348,7 +426,10 @@ impl<'w> World<'w> {
                 } else {
                     self.store.execute(self.now(now).wall, request.clone())
                 };
-                self.record_store_after(&request, &result);
+                let reply_lost = !request.is_read()
+                    && result.is_ok()
+                    && self.faults.fires(FaultKind::UncertainStoreWrite, &mut self.rng);
+                self.record_store_after(process, &request, &result);
                 self.probe_store(process, &request, &result);
                 // The oscillation detector counts rewrites: writes that changed the store.
                 if let (false, false, Ok(StoreReply::Object(object))) =
@@ -358,6 +439,15 @@ impl<'w> World<'w> {
                 }
                 self.describe_store_result(&result);
                 self.broadcast(now);
+                let result = if reply_lost {
+                    self.line.push_str(" [fault uncertain-store-write: reply lost]");
+                    Err(drydock_engine::store::StoreError::Uncertain {
+                        key: request.describe(),
+                        reason: "the connection dropped after the request was sent".into(),
+                    })
+                } else {
+                    result
+                };
                 let at = now + self.config.store_latency.draw(&mut self.rng);
                 self.scheduler.at(at, Event::StoreReply { process, id, result });
             }
@@ -373,8 +463,12 @@ impl<'w> World<'w> {
                 let _ = write!(self.line, "p{process} runtime-reply {id}");
                 self.input(now, process, Input::RuntimeDone { id, result });
             }
-            Event::Notify { process, event } => {
+            Event::Notify { process, stream, event } => {
                 self.in_flight -= 1;
+                if self.processes[process].events_gen != stream {
+                    let _ = write!(self.line, "p{process} runtime event lost with its stream");
+                    return;
+                }
                 let _ = write!(self.line, "p{process} runtime-event {:?} {}", event.action, short(&event.container_id));
                 self.input(now, process, Input::RuntimeEvent(event));
             }
@@ -386,6 +480,14 @@ impl<'w> World<'w> {
                 }
                 self.pump(now, process);
             }
+            Event::Restart { process } => {
+                self.in_flight -= 1;
+                self.restart(now, process);
+            }
+            Event::Relist { process, stream } => {
+                self.in_flight -= 1;
+                self.relist(now, process, stream);
+            }
             Event::Heal => {
                 let _ = write!(self.line, "heal faults={}", self.faults.describe());
                 self.faults.heal();
@@ -395,20 +497,28 @@ impl<'w> World<'w> {
     }
 
     fn input(&mut self, now: MonoTime, process: usize, input: Input) {
-        let at = self.now(now);
+        if self.processes[process].down {
+            return;
+        }
+        let at = self.process_now(process, now);
         self.processes[process].engine.handle(at, input);
         self.pump(now, process);
     }
 
-    /// Take every output the engine has now, schedule each, and schedule the next wake.
+    /// Take every output the engine has now, schedule each, and schedule the next wake. The
+    /// crash faults strike here, right after a request left the process.
     fn pump(&mut self, now: MonoTime, process: usize) {
-        let at = self.now(now);
+        if self.processes[process].down {
+            return;
+        }
+        let at = self.process_now(process, now);
         while let Some(output) = self.processes[process].engine.poll(at) {
             match output {
                 Output::Cancel { id } => {
                     // If it has not been applied yet it never will be; a reply already on its way
                     // is ignored by the engine.
                     self.cancelled.insert((process, id));
+                    self.hung.remove(&(process, id));
                     if self.history.pulls_in_flight.values().any(|p| p.contains(&(process, id))) {
                         self.probe("pull-cancelled");
                     }
@@ -418,24 +528,38 @@ impl<'w> World<'w> {
                 }
                 _ => self.in_flight += 1,
             }
-            match output {
-                Output::Cancel { .. } => {}
+            let crash = match output {
+                Output::Cancel { .. } => None,
                 Output::Store { id, request } => {
                     self.stats.store_requests += 1;
+                    let between_writes = !request.is_read() && self.second_write_follows(process, id);
                     let t = now + self.config.store_latency.draw(&mut self.rng);
                     self.scheduler.at(t, Event::StoreApply { process, id, request });
+                    (between_writes && self.faults.fires(FaultKind::CrashBetweenWrites, &mut self.rng))
+                        .then_some(FaultKind::CrashBetweenWrites)
                 }
                 Output::Runtime { id, request } => {
                     self.stats.runtime_requests += 1;
                     self.record_runtime_issue(process, id, &request);
                     self.dirty = true;
-                    let latency = match request {
-                        RuntimeRequest::PullImage { .. } => self.config.pull_latency,
-                        _ => self.config.runtime_latency,
-                    };
-                    let t = now + latency.draw(&mut self.rng);
-                    self.scheduler.at(t, Event::RuntimeApply { process, id, request });
+                    let pull = matches!(request, RuntimeRequest::PullImage { .. });
+                    let mut latency =
+                        if pull { self.config.pull_latency } else { self.config.runtime_latency }.draw(&mut self.rng);
+                    if self.faults.fires(FaultKind::SlowRuntime, &mut self.rng) {
+                        let factor =
+                            if pull { 2.0 + 6.0 * unit(&mut self.rng) } else { 5.0 + 35.0 * unit(&mut self.rng) };
+                        latency = latency.mul_f64(factor);
+                        let _ = write!(self.line, " [fault slow-runtime: {id} takes {latency:?}]");
+                    }
+                    self.scheduler.at(now + latency, Event::RuntimeApply { process, id, request });
+                    None
                 }
+            };
+            if let Some(kind) = crash
+                .or_else(|| self.faults.fires(FaultKind::EngineCrash, &mut self.rng).then_some(FaultKind::EngineCrash))
+            {
+                self.crash(now, process, kind);
+                return;
             }
         }
         let p = &mut self.processes[process];
@@ -459,7 +583,21 @@ impl<'w> World<'w> {
             RuntimeRequest::RemoveContainer { id, .. } => self.runtime.container(id).cloned(),
             _ => None,
         };
-        let mut result = if self.faults.fires(FaultKind::TransientRuntimeError, &mut self.rng) {
+        let daemon_down = self.runtime_down_until.is_some_and(|until| now < until);
+        let hung = !matches!(request, RuntimeRequest::PullImage { .. })
+            && self.faults.fires(FaultKind::HungRuntime, &mut self.rng);
+        let mut result = if daemon_down {
+            self.line.push_str(" [daemon restarting: not applied]");
+            Err(RuntimeError::Transient(
+                "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
+                    .into(),
+            ))
+        } else if hung && unit(&mut self.rng) < 0.5 {
+            self.line.push_str(" [fault hung-runtime: never applied, never answered]");
+            self.hung.insert((process, id));
+            self.in_flight -= 1;
+            return;
+        } else if self.faults.fires(FaultKind::TransientRuntimeError, &mut self.rng) {
             self.line.push_str(" [fault transient-runtime-error: not applied]");
             self.stats.other_faults += 1;
             Err(RuntimeError::Transient("500: Internal Server Error: the daemon is busy".into()))
@@ -509,9 +647,15 @@ impl<'w> World<'w> {
             self.stats.other_faults += 1;
             result = Err(RuntimeError::Uncertain("context deadline exceeded after the request was sent".into()));
         }
+        self.broadcast_runtime_events(now);
+        if hung {
+            self.line.push_str(" [fault hung-runtime: applied, never answered]");
+            self.hung.insert((process, id));
+            self.in_flight -= 1;
+            return;
+        }
         let t = now + self.config.runtime_latency.draw(&mut self.rng) / 4;
         self.scheduler.at(t, Event::RuntimeReply { process, id, result });
-        self.broadcast_runtime_events(now);
     }
 
     /// A just-created container the notfound-after-create fault still hides from inspection.
@@ -533,9 +677,13 @@ impl<'w> World<'w> {
         self.runtime_events_sent = self.runtime.events().len();
         for event in events {
             for process in 0..self.processes.len() {
+                if self.processes[process].down {
+                    continue;
+                }
                 let at = now + self.watch_delay(process).draw(&mut self.rng);
                 self.in_flight += 1;
-                self.scheduler.at(at, Event::Notify { process, event: event.clone() });
+                let stream = self.processes[process].events_gen;
+                self.scheduler.at(at, Event::Notify { process, stream, event: event.clone() });
             }
         }
     }
@@ -549,17 +697,22 @@ impl<'w> World<'w> {
         self.broadcast_rv = self.store.resource_version();
         for event in events {
             for process in 0..self.processes.len() {
+                if !self.watching(now, process) {
+                    continue;
+                }
                 let delay = if self.faults.fires(FaultKind::StaleCache, &mut self.rng) {
                     self.stats.stale_deliveries += 1;
                     self.config.stale_watch_delay.draw(&mut self.rng)
                 } else {
                     self.watch_delay(process).draw(&mut self.rng)
                 };
+                self.coalesce(now, process, &event);
                 let p = &mut self.processes[process];
                 let at = (now + delay).max(p.last_delivery);
                 p.last_delivery = at;
                 self.in_flight += 1;
-                self.scheduler.at(at, Event::Deliver { process, event: event.clone() });
+                let stream = p.watch_gen;
+                self.scheduler.at(at, Event::Deliver { process, stream, event: event.clone() });
             }
         }
     }
@@ -611,7 +764,7 @@ impl<'w> World<'w> {
                 if now.since(healed_at) > self.config.convergence_bound {
                     let why = checker::desired_equals_actual(&view)
                         .err()
-                        .unwrap_or_else(|| format!("{} requests or deliveries still in flight", self.in_flight));
+                        .unwrap_or_else(|| self.busy(now).unwrap_or_else(|| "not quiet".into()));
                     let message = format!(
                         "not converged {}s after faults healed: {why}",
                         self.config.convergence_bound.as_secs()
@@ -638,10 +791,30 @@ impl<'w> World<'w> {
 
     /// Nothing in flight, no engine work due now, and no reconcile waiting to retry a failure.
     fn is_quiet(&self, now: MonoTime) -> bool {
-        self.in_flight == 0
-            && self.processes.iter().all(|p| {
-                p.engine.in_flight() == 0 && p.engine.retrying() == 0 && p.engine.next_wakeup().is_none_or(|t| t > now)
-            })
+        self.busy(now).is_none()
+    }
+
+    /// What keeps the world from being quiet, if anything.
+    fn busy(&self, now: MonoTime) -> Option<String> {
+        if self.in_flight > 0 {
+            return Some(format!("{} requests or deliveries still in flight", self.in_flight));
+        }
+        self.processes.iter().enumerate().find_map(|(i, p)| {
+            let why = if p.down {
+                "is down".to_string()
+            } else if p.watch_broken {
+                "has not relisted yet".to_string()
+            } else if p.engine.in_flight() > 0 {
+                format!("waits for {} replies", p.engine.in_flight())
+            } else if p.engine.retrying() > 0 {
+                format!("has {} reconciles backing off after failures", p.engine.retrying())
+            } else if p.engine.next_wakeup().is_some_and(|t| t <= now) {
+                "has work due".to_string()
+            } else {
+                return None;
+            };
+            Some(format!("process p{i} {why}"))
+        })
     }
 
     fn fail(&mut self, now: MonoTime, invariant: &str, message: String) -> bool {
@@ -658,6 +831,8 @@ impl<'w> World<'w> {
             events: self.trace.events(),
             sim_nanos: self.scheduler.now().0,
             faults: self.faults.describe(),
+            fault_counts: self.faults.counts(),
+            fault_decisions: self.faults.decisions().clone(),
             violations: self.violations,
             stats: self.stats,
             trace: self.trace.take_lines(),

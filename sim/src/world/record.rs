@@ -35,6 +35,9 @@ impl World<'_> {
             *self.history.pulls_issued.entry(normalized.clone()).or_default() += 1;
             self.history.pulls_in_flight.entry(normalized).or_default().insert((process, id));
         }
+        if let RuntimeRequest::CreateContainer(_) = request {
+            self.creates_in_flight.insert((process, id));
+        }
         let owner = match request {
             RuntimeRequest::CreateContainer(c) => c.labels.get(names::LABEL_OWNER_UID).cloned(),
             RuntimeRequest::StartContainer { id }
@@ -61,6 +64,7 @@ impl World<'_> {
     /// The request will never be answered (cancelled, or its reply dropped).
     pub(super) fn record_runtime_settled(&mut self, process: usize, id: OpId) {
         self.end_pull(process, id);
+        self.creates_in_flight.remove(&(process, id));
         if let Some(uid) = self.mutation_owner.remove(&(process, id))
             && let Some(n) = self.history.mutations_in_flight.get_mut(&uid)
         {
@@ -148,13 +152,14 @@ impl World<'_> {
     }
 
     /// A store request applied.
-    pub(super) fn record_store_after(&mut self, request: &StoreRequest, result: &StoreResult) {
+    pub(super) fn record_store_after(&mut self, process: usize, request: &StoreRequest, result: &StoreResult) {
         let Ok(StoreReply::Object(object)) = result else { return };
         if matches!(request, StoreRequest::Get { .. }) {
             return;
         }
         self.record_object(object);
-        self.record_lease(object);
+        let skew_ms = self.processes[process].skew_ms;
+        self.record_lease(object, skew_ms);
         self.check_hold(request, object);
         let removed = object.metadata.is_deleting() && object.metadata.finalizers.is_empty();
         if removed
@@ -167,8 +172,10 @@ impl World<'_> {
         }
     }
 
-    /// A lease was written: record who claims it until when.
-    pub(super) fn record_lease(&mut self, object: &Object) {
+    /// A lease was written by a writer whose clock is `skew_ms` ahead: record who claims it until
+    /// when, in true (world) time.
+    pub(super) fn record_lease(&mut self, object: &Object, skew_ms: i64) {
+        let true_time = |t: WallTime| WallTime((t.0 as i64 - skew_ms).max(0) as u64);
         if object.kind == Lease::KIND
             && let Ok(spec) = object.spec::<Lease>()
         {
@@ -178,14 +185,14 @@ impl World<'_> {
             let claims = self.history.lease_claims.entry(object.metadata.name.clone()).or_default();
             match (&spec.holder, spec.renew_time) {
                 (Some(holder), Some(renewed)) if claims.keys().any(|h| h != holder) && !claims.contains_key(holder) => {
-                    let until = WallTime(renewed.0.saturating_add(spec.duration_ms));
+                    let until = WallTime(true_time(renewed).0.saturating_add(spec.duration_ms));
                     claims.insert(holder.clone(), until);
                     *self.probes.entry("lease-taken-over").or_default() += 1;
                 }
                 (Some(holder), Some(renewed)) => {
                     // A new holder's claim ends every other claim (they had expired: that is the
                     // only way the store let this write through; lease-exclusive checks it).
-                    let until = WallTime(renewed.0.saturating_add(spec.duration_ms));
+                    let until = WallTime(true_time(renewed).0.saturating_add(spec.duration_ms));
                     claims.insert(holder.clone(), until);
                 }
                 _ => claims.clear(),

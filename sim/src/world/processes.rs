@@ -1,0 +1,190 @@
+//! Engine processes as the world sees them: their clocks, their watch and event streams, and the
+//! faults that strike a whole process or a whole stream (crash and restart, a watch broken with
+//! Gone, coalesced deliveries, a runtime daemon restart).
+//!
+//! *Guarantees*: a process never receives anything queued for an earlier incarnation or an
+//! earlier stream, and a restarted or relisting process gets a full list of the store at its
+//! current version, after which only newer events are delivered to it.
+
+use super::{Event, Latency, World, WorldConfig};
+use drydock_engine::store::WatchEvent;
+use drydock_engine::{Engine, EngineConfig, Input, MonoTime, Now, OpId, Output, WallTime};
+use drydock_faults::FaultKind;
+use std::fmt::Write as _;
+
+/// Operation ids of incarnation `life` start at `life << OP_RANGE_BITS`, so replies to a dead
+/// incarnation's requests are never mistaken for the new one's.
+const OP_RANGE_BITS: u32 = 40;
+
+/// A fresh engine for process `index` in its `life`th incarnation: no memory of earlier ones.
+pub(super) fn boot(config: &WorldConfig, index: usize, life: u32, seed: u64) -> Engine {
+    Engine::new(
+        EngineConfig {
+            identity: format!("engine-{index}"),
+            seed,
+            first_op: u64::from(life) << OP_RANGE_BITS,
+            ..EngineConfig::default()
+        },
+        config.registry.clone(),
+        (config.make_controllers)(&config.controllers),
+    )
+}
+
+impl World<'_> {
+    /// The time as process `process` sees it: the world's monotonic time, and a wall clock that
+    /// may be skewed (the clock-skew fault).
+    pub(super) fn process_now(&self, process: usize, mono: MonoTime) -> Now {
+        let wall = self.now(mono).wall.0 as i64 + self.processes[process].skew_ms;
+        Now::new(mono, WallTime(wall.max(0) as u64))
+    }
+
+    /// Whether a queued watch event was queued on the process's current watch stream (a crash or
+    /// a Gone loses everything queued before it).
+    pub(super) fn on_current_stream(&self, process: usize, stream: u32) -> bool {
+        self.processes[process].watch_gen == stream
+    }
+
+    /// The coalesced-watch fault, as `event` is queued for `process`: if the event queued just
+    /// before it, still undelivered, is about the same object, that one is never delivered (an
+    /// informer handing out the latest state). Only adjacent events are merged, so the cache
+    /// never sees a later event of another object before an earlier state of this one.
+    pub(super) fn coalesce(&mut self, now: MonoTime, process: usize, event: &WatchEvent) {
+        let key = event.object.key();
+        let p = &self.processes[process];
+        let previous = p.last_queued.as_ref().filter(|(k, _)| *k == key && p.last_delivery > now).map(|(_, rv)| *rv);
+        if let Some(previous) = previous
+            && self.faults.fires(FaultKind::CoalescedWatch, &mut self.rng)
+        {
+            self.coalesced.insert((process, previous));
+            self.stats.other_faults += 1;
+        }
+        self.processes[process].last_queued = Some((key, event.resource_version()));
+    }
+
+    /// Whether `process` gets watch events now. The watch-gone fault strikes here: the stream
+    /// breaks, whatever is queued on it is lost, and a relist follows.
+    pub(super) fn watching(&mut self, now: MonoTime, process: usize) -> bool {
+        let p = &self.processes[process];
+        if p.down || p.watch_broken {
+            return false;
+        }
+        if !self.faults.fires(FaultKind::WatchGone, &mut self.rng) {
+            return true;
+        }
+        let p = &mut self.processes[process];
+        p.watch_broken = true;
+        p.watch_gen += 1;
+        let stream = p.watch_gen;
+        let at = now + Latency::millis(50, 1_500).draw(&mut self.rng);
+        self.in_flight += 1;
+        self.scheduler.at(at, Event::Relist { process, stream });
+        let _ = write!(self.line, " [fault watch-gone: p{process}'s watch answered 410 Gone]");
+        false
+    }
+
+    /// Whether the store write `id` just sent is followed, in the outbox, by another write of the
+    /// same reconcile.
+    pub(super) fn second_write_follows(&self, process: usize, id: OpId) -> bool {
+        let engine = &self.processes[process].engine;
+        let Some(Output::Store { id: next, request }) = engine.peek_output() else { return false };
+        !request.is_read() && engine.issuer(*next).is_some() && engine.issuer(*next) == engine.issuer(id)
+    }
+
+    /// Kill process `process`: its memory is gone (a fresh engine waits to boot), requests it sent
+    /// still reach the store and the runtime, their replies and its queued deliveries go nowhere.
+    pub(super) fn crash(&mut self, now: MonoTime, process: usize, kind: FaultKind) {
+        if self.creates_in_flight.iter().any(|(p, _)| *p == process) {
+            self.probe("crash-during-create");
+        }
+        // Its connections close: a hung request is over, and the daemon aborts a pull whose client
+        // went away. Other requests already sent still apply, but nobody is waiting for them: they
+        // are no longer "in flight" for the safety invariants (which judge what an engine does
+        // knowingly). What they do when they land is judged by convergence: a container created
+        // by a dead incarnation after its object was cleaned up is a leak.
+        let ours = |(p, _): &&(usize, OpId)| *p == process;
+        let pulls: Vec<(usize, OpId)> = self.history.pulls_in_flight.values().flatten().filter(ours).copied().collect();
+        let mut orphans: Vec<(usize, OpId)> = self.hung.iter().filter(ours).copied().collect();
+        orphans.extend(self.mutation_owner.keys().filter(ours).copied());
+        orphans.extend(self.creates_in_flight.iter().filter(ours).copied());
+        for op in &pulls {
+            self.cancelled.insert(*op);
+        }
+        for (p, id) in orphans.into_iter().chain(pulls) {
+            self.hung.remove(&(p, id));
+            self.record_runtime_settled(p, id);
+        }
+        // A dead holder holds nothing: its lease claims end with it (the lease object stays until
+        // it expires, which is what the survivors wait for).
+        let holder_prefix = format!("engine-{process}/");
+        for claims in self.history.lease_claims.values_mut() {
+            claims.retain(|holder, _| !holder.starts_with(&holder_prefix));
+        }
+        self.dirty = true;
+        let seed = self.rng_next();
+        let p = &mut self.processes[process];
+        p.life += 1;
+        p.down = true;
+        p.watch_gen += 1;
+        p.events_gen += 1;
+        p.watch_broken = false;
+        p.last_queued = None;
+        p.wake_at = None;
+        p.engine = boot(self.config, process, p.life, seed);
+        let at = now + Latency::millis(100, 3_000).draw(&mut self.rng);
+        self.in_flight += 1;
+        self.scheduler.at(at, Event::Restart { process });
+        let _ = write!(self.line, " [fault {kind}: p{process} crashed, restarts at {at}]");
+    }
+
+    /// A crashed process starts again from a full list of the store.
+    pub(super) fn restart(&mut self, now: MonoTime, process: usize) {
+        let p = &mut self.processes[process];
+        p.down = false;
+        p.last_delivery = now;
+        let _ = write!(self.line, "p{process} restarts (life {}) and lists the store", p.life);
+        self.resync(now, process);
+    }
+
+    /// A process whose watch broke lists the store and watches again from the list's version.
+    pub(super) fn relist(&mut self, now: MonoTime, process: usize, stream: u32) {
+        let p = &mut self.processes[process];
+        if p.down || p.watch_gen != stream {
+            let _ = write!(self.line, "p{process} relist dropped (the process restarted meanwhile)");
+            return;
+        }
+        p.watch_broken = false;
+        p.last_delivery = now;
+        p.last_queued = None;
+        let _ = write!(self.line, "p{process} relists after Gone");
+        self.probe("relist-after-gone");
+        self.resync(now, process);
+    }
+
+    fn resync(&mut self, now: MonoTime, process: usize) {
+        // Every store change is broadcast as it happens, so the events after this version are
+        // exactly the ones still to come.
+        let resource_version = self.store.resource_version();
+        let objects = self.store.list(None, None);
+        let _ = write!(self.line, " ({} objects at rv={resource_version})", objects.len());
+        self.input(now, process, Input::Resync { objects, resource_version });
+    }
+
+    /// The runtime daemon restarts: running containers stop, event streams drop (with the events
+    /// of the shutdown), and requests fail for a moment.
+    pub(super) fn restart_runtime(&mut self, now: MonoTime) {
+        self.runtime.set_now(self.now(now).wall);
+        let stopped = self.runtime.restart_daemon();
+        self.runtime_events_sent = self.runtime.events().len();
+        for p in &mut self.processes {
+            p.events_gen += 1;
+        }
+        let until = now + Latency::millis(300, 3_000).draw(&mut self.rng);
+        self.runtime_down_until = Some(until);
+        let _ = write!(self.line, "[fault runtime-restart: {stopped} containers stopped, daemon back at {until}] ");
+    }
+
+    fn rng_next(&mut self) -> u64 {
+        use rand_core::RngCore;
+        self.rng.next_u64()
+    }
+}
