@@ -53,6 +53,10 @@ pub struct RunArgs {
     /// Write the schedule of every failing seed to this directory.
     #[arg(long)]
     out: Option<std::path::PathBuf>,
+    /// Run this percentage of the seeds twice and fail the sweep if a digest differs (the
+    /// determinism self-check); 0 turns it off.
+    #[arg(long, default_value_t = 5.0, value_name = "PERCENT")]
+    check_determinism: f64,
 }
 
 #[derive(Args)]
@@ -150,6 +154,11 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
         bail!("--seeds must be at least 1");
     }
     let end = args.start.checked_add(args.seeds).context("--start + --seeds overflows a u64")?;
+    if !(0.0..=100.0).contains(&args.check_determinism) {
+        bail!("--check-determinism {}: give a percentage between 0 and 100", args.check_determinism);
+    }
+    // Every k-th seed of the sweep is run twice (at least one seed unless the check is off).
+    let check_every = (args.check_determinism > 0.0).then(|| (100.0 / args.check_determinism).round().max(1.0) as u64);
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let progress = ProgressBar::new(args.seeds).with_style(
         ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} seeds {per_sec} eta {eta}")
@@ -159,9 +168,10 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
     progress.set_message(format!("sim {}", scenario.name));
     let started = Instant::now();
     let next = AtomicU64::new(args.start);
-    let (tx, rx) = mpsc::channel::<RunReport>();
+    let (tx, rx) = mpsc::channel::<(RunReport, Option<String>)>();
     let mut reports: Vec<RunReport> = Vec::with_capacity(usize::try_from(args.seeds).unwrap_or(0));
     let mut shown = 0;
+    let (mut checked, mut nondeterministic) = (0u64, Vec::<u64>::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let tx = tx.clone();
@@ -172,14 +182,24 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
                     if seed >= end {
                         break;
                     }
-                    if tx.send(scenario.run_with(seed, false, faults)).is_err() {
+                    let report = scenario.run_with(seed, false, faults);
+                    let again = check_every
+                        .filter(|k| (seed - args.start).is_multiple_of(*k))
+                        .map(|_| scenario.run_with(seed, false, faults).digest);
+                    if tx.send((report, again)).is_err() {
                         break;
                     }
                 }
             });
         }
         drop(tx);
-        for report in rx {
+        for (report, again) in rx {
+            if let Some(digest) = again {
+                checked += 1;
+                if digest != report.digest {
+                    nondeterministic.push(report.seed);
+                }
+            }
             if !report.ok {
                 shown += 1;
                 if shown <= 10 {
@@ -219,6 +239,35 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             repro_command(scenario.name, failure.seed, &args.faults)
         )?;
     }
+    nondeterministic.sort_unstable();
+    for seed in &nondeterministic {
+        writeln!(
+            out,
+            "NONDETERMINISTIC seed {seed}: two runs gave different digests — check: drydock sim repro --scenario {} --seed {seed} --check-determinism{}",
+            scenario.name,
+            if args.faults == "default" { String::new() } else { format!(" --faults {}", args.faults) }
+        )?;
+    }
+    let mut fired: std::collections::BTreeMap<&str, u64> = FaultKind::ALL.iter().map(|k| (k.name(), 0)).collect();
+    for report in &reports {
+        for (kind, count) in &report.fault_counts {
+            *fired.entry(kind.name()).or_default() += count;
+        }
+    }
+    writeln!(
+        out,
+        "faults fired: {}",
+        fired.iter().map(|(kind, count)| format!("{kind}={count}")).collect::<Vec<_>>().join(", ")
+    )?;
+    writeln!(
+        out,
+        "determinism: {checked} seeds run twice, {}",
+        if nondeterministic.is_empty() {
+            "same digests".to_string()
+        } else {
+            format!("{} DIFFERED", nondeterministic.len())
+        }
+    )?;
     let mut probes: std::collections::BTreeMap<&str, u64> = PROBES.iter().map(|(name, _)| (*name, 0)).collect();
     for report in &reports {
         for (name, hits) in &report.probes {
@@ -269,13 +318,16 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             "wall_seconds": wall,
             "seeds_per_second": seeds_per_sec,
             "time_acceleration": acceleration,
-            "faults": args.faults,
+            "fault_selection": args.faults,
+            "faults": fired,
+            "determinism_checked": checked,
+            "nondeterministic": nondeterministic,
             "probes": probes,
             "probes_unreached": unreached,
         });
         writeln!(out, "{summary}")?;
     }
-    Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if failures.is_empty() && nondeterministic.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn repro(args: &ReproArgs, out: &mut impl Write) -> Result<ExitCode> {
@@ -326,6 +378,7 @@ fn repro(args: &ReproArgs, out: &mut impl Write) -> Result<ExitCode> {
             "sim_seconds": report.sim_nanos as f64 / 1e9,
             "wall_seconds": wall,
             "faults": report.faults,
+            "faults_fired": report.fault_counts,
             "violations": report.violations,
             "probes": report.probes,
             "deterministic": deterministic,

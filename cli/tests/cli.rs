@@ -104,3 +104,71 @@ fn replay_runs_a_saved_schedule_and_shrink_refuses_a_passing_seed() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a drydock schedule"));
 }
+
+/// Issue 6's acceptance sweep: 2,000 seeds of `mixed` under the default swarm plans pass, every
+/// fault kind fires somewhere, every probe is reached, and the determinism self-check ran.
+#[test]
+fn the_default_sweep_fires_every_fault_kind_and_reaches_every_probe() {
+    let out = drydock(&["sim", "run", "--scenario", "mixed", "--seeds", "2000", "--json"]);
+    let summary = last_json(&out);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let faults = summary["faults"].as_object().unwrap();
+    let list = String::from_utf8_lossy(&drydock(&["sim", "list"]).stdout).to_string();
+    assert!(faults.len() >= 16, "{faults:?}");
+    for (kind, count) in faults {
+        assert!(count.as_u64().unwrap() > 0, "fault kind {kind} never fired");
+        assert!(list.contains(kind.as_str()), "{kind} is not listed by sim list");
+    }
+    assert_eq!(summary["probes_unreached"].as_array().unwrap().len(), 0, "{}", summary["probes"]);
+    assert_eq!(summary["determinism_checked"], 100, "5% of the seeds run twice");
+    assert_eq!(summary["nondeterministic"].as_array().unwrap().len(), 0);
+}
+
+/// A failing seed's schedule (with its fault decisions) replays to the seed's digest, and the
+/// buggy example shrinks to a handful of steps.
+#[test]
+fn failing_seeds_are_saved_replayed_and_shrunk() {
+    let dir = std::env::temp_dir().join(format!("drydock-schedules-{}", std::process::id()));
+    let out = drydock(&[
+        "sim",
+        "run",
+        "--scenario",
+        "rdd-namespaces-buggy",
+        "--seeds",
+        "30",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "the buggy example fails");
+    let failures = last_json(&out)["failures"].as_array().unwrap().clone();
+    assert!(!failures.is_empty());
+    let seed = failures[0]["seed"].as_u64().unwrap();
+    assert!(failures[0]["repro"].as_str().unwrap().contains("drydock sim repro --scenario rdd-namespaces-buggy"));
+    let file = dir.join(format!("rdd-namespaces-buggy-{seed}.json"));
+    let replayed = last_json(&drydock(&["sim", "replay", file.to_str().unwrap(), "--json"]));
+    let seed_arg = seed.to_string();
+    let repro =
+        last_json(&drydock(&["sim", "repro", "--scenario", "rdd-namespaces-buggy", "--seed", &seed_arg, "--json"]));
+    assert_eq!(replayed["digest"], repro["digest"], "a schedule replays to its seed's digest");
+    assert_eq!(replayed["ok"], false);
+
+    let out = drydock(&[
+        "sim",
+        "shrink",
+        "--scenario",
+        "rdd-namespaces-buggy",
+        "--seed",
+        &seed_arg,
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shrunk = last_json(&out);
+    let after = shrunk["steps_after"].as_u64().unwrap();
+    assert!(after <= 20 && after <= shrunk["steps_before"].as_u64().unwrap(), "{shrunk}");
+    let small = last_json(&drydock(&["sim", "replay", shrunk["schedule"].as_str().unwrap(), "--json"]));
+    assert_eq!(small["violations"][0]["invariant"], shrunk["invariant"], "the shrunk schedule fails the same way");
+    let _ = std::fs::remove_dir_all(&dir);
+}

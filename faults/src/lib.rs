@@ -315,8 +315,8 @@ impl FaultPlan {
         if self.rates.is_empty() {
             return "none".into();
         }
-        let rates = self.rates.iter().map(|(k, r)| format!("{k}={r:.2}")).collect::<Vec<_>>().join(",");
-        if self.script.is_some() { format!("{rates} (scripted)") } else { rates }
+        // The same text scripted or not: it is part of the trace, and a replay must match it.
+        self.rates.iter().map(|(k, r)| format!("{k}={r:.2}")).collect::<Vec<_>>().join(",")
     }
 }
 

@@ -181,6 +181,7 @@ pub fn mixed(rng: &mut ChaCha8Rng) -> Workload {
     if chance(rng, 0.5) {
         adopt_ops(rng, &mut ops, "e");
     }
+    crate::pull_storm::foreign_lease(rng, &mut ops, &["nginx:1.27", "docker.io/library/redis:7"]);
     let mut w = workload(ops);
     if chance(rng, 0.5) {
         // The physical layer alongside, in its own namespaces.

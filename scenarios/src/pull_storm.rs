@@ -83,9 +83,19 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             ClientOp::External(ExternalOp::RemoveImage { reference: "nginx:1.27".into() }),
         );
     }
+    foreign_lease(rng, &mut ops, &["nginx:1.27", "docker.io/library/redis:7"]);
     Workload {
         images: vec!["alpine:3.20".into()],
         registry: vec!["busybox:latest".into(), "nginx:1.27".into(), "redis:7".into()],
         ops: ops.finish(),
+    }
+}
+
+/// Sometimes, another process takes the pull lease of one of `references` early on and dies.
+pub(crate) fn foreign_lease(rng: &mut ChaCha8Rng, ops: &mut Ops, references: &[&str]) {
+    if chance(rng, 0.4) {
+        let reference = pick(rng, references).to_string();
+        let seconds = 5 + rng.next_u64() % 15;
+        ops.at(between(rng, 0, 10_000), ClientOp::External(ExternalOp::HoldLease { reference, seconds }));
     }
 }

@@ -1,6 +1,6 @@
-//! Schedules: a run as data (the workload's actions and the fault plan, plus the seed of the
-//! world's own draws), so it can be saved, replayed without the generator that made it, and
-//! shrunk.
+//! Schedules: a run as data (the workload's actions, the fault plan with every fault decision
+//! that fired, and the seed of the world's own draws), so it can be saved, replayed without the
+//! generator that made it, and shrunk.
 
 use crate::{FaultSelection, Scenario, find, names, streams};
 use drydock_faults::{FaultKind, FaultPlan};
@@ -24,15 +24,19 @@ pub struct Schedule {
 }
 
 impl Scenario {
-    /// The schedule of `seed` under `faults`.
+    /// The schedule of `seed` under `faults`: its workload, and its fault plan scripted with the
+    /// decisions its run made (so it replays to the same digest, and a shrinker can remove
+    /// single fault decisions).
     pub fn schedule(&self, seed: u64, faults: &FaultSelection) -> Schedule {
-        let (workload, faults) = self.materialize_with(seed, faults);
+        let (workload, plan) = self.materialize_with(seed, faults);
+        let world_seed = streams(seed).world;
+        let report = World::new(&(self.world)(), &workload, plan.clone(), world_seed, false).run();
         Schedule {
             version: SCHEDULE_VERSION,
             scenario: self.name.to_string(),
             seed,
-            world_seed: streams(seed).world,
-            faults,
+            world_seed,
+            faults: plan.scripted(report.fault_decisions),
             workload,
         }
     }
@@ -58,49 +62,86 @@ impl Schedule {
         self.replay_in(config, false).violations.first().map(|v| v.invariant.clone())
     }
 
-    /// Steps: workload actions plus enabled fault kinds.
+    /// Steps: workload actions plus fault decisions that fire (or, for a schedule without
+    /// recorded decisions, enabled fault kinds).
     pub fn steps(&self) -> usize {
-        self.workload.ops.len() + self.faults.enabled().count()
+        let faults = match self.faults.script() {
+            Some(script) => script.values().map(|fired| fired.len()).sum(),
+            None => self.faults.enabled().count(),
+        };
+        self.workload.ops.len() + faults
+    }
+
+    /// Every recorded fault decision, in order.
+    fn decisions(&self) -> Vec<(FaultKind, u64)> {
+        let script = self.faults.script().into_iter().flatten();
+        script.flat_map(|(kind, fired)| fired.iter().map(move |n| (*kind, *n))).collect()
+    }
+
+    /// This schedule deciding faults as `decisions` say.
+    fn with_decisions(&self, decisions: &[(FaultKind, u64)]) -> Schedule {
+        let mut script = drydock_faults::Decisions::new();
+        for (kind, n) in decisions {
+            script.entry(*kind).or_default().insert(*n);
+        }
+        Schedule { faults: self.faults.clone().scripted(script), ..self.clone() }
     }
 
     /// A smaller schedule that still fails with `invariant`: remove chunks of actions (halving
-    /// the chunk size down to single actions), then fault kinds, keeping every removal after
-    /// which the same invariant still fails. Returns the schedule and how many runs it took.
+    /// the chunk size down to single actions), then whole fault kinds, then chunks of single
+    /// fault decisions, keeping every removal after which the same invariant still fails.
+    /// Returns the schedule and how many runs it took.
     pub fn shrink(&self, config: &WorldConfig, invariant: &str) -> (Schedule, usize) {
-        let mut best = self.clone();
         let mut runs = 0;
-        let mut chunk = best.workload.ops.len().div_ceil(2).max(1);
-        loop {
-            let mut start = 0;
-            while start < best.workload.ops.len() {
-                let mut trial = best.clone();
-                let end = (start + chunk).min(trial.workload.ops.len());
-                trial.workload.ops.drain(start..end);
-                runs += 1;
-                if trial.failure(config).as_deref() == Some(invariant) {
-                    best = trial;
-                } else {
-                    start += chunk;
-                }
-            }
-            if chunk == 1 {
-                break;
-            }
-            chunk = chunk.div_ceil(2);
-        }
+        let mut fails = |trial: &Schedule| {
+            runs += 1;
+            trial.failure(config).as_deref() == Some(invariant)
+        };
+        let ops = self.workload.ops.clone();
+        let mut best = shrink_list(self.clone(), ops, &mut fails, |s, ops| Schedule {
+            workload: Workload { ops: ops.to_vec(), ..s.workload.clone() },
+            ..s.clone()
+        });
         let kinds: Vec<FaultKind> = best.faults.enabled().map(|(k, _)| k).collect();
         for kind in kinds {
-            let mut trial = best.clone();
-            trial.faults = FaultPlan::none();
-            for (k, rate) in best.faults.enabled().filter(|(k, _)| *k != kind) {
-                trial.faults = trial.faults.with(k, rate);
-            }
-            runs += 1;
-            if trial.failure(config).as_deref() == Some(invariant) {
+            let trial = Schedule { faults: best.faults.clone().without(kind), ..best.clone() };
+            if fails(&trial) {
                 best = trial;
             }
         }
+        let decisions = best.decisions();
+        let best = shrink_list(best, decisions, &mut fails, |s, d| s.with_decisions(d));
         (best, runs)
+    }
+}
+
+/// Delta debugging over one list of a schedule: remove chunks (halving the size down to single
+/// items) while `fails` still holds for the schedule `rebuild` makes from what is left.
+fn shrink_list<T: Clone>(
+    schedule: Schedule,
+    mut items: Vec<T>,
+    fails: &mut impl FnMut(&Schedule) -> bool,
+    rebuild: impl Fn(&Schedule, &[T]) -> Schedule,
+) -> Schedule {
+    let mut best = schedule;
+    let mut chunk = items.len().div_ceil(2).max(1);
+    loop {
+        let mut start = 0;
+        while start < items.len() {
+            let mut fewer = items.clone();
+            fewer.drain(start..(start + chunk).min(items.len()));
+            let trial = rebuild(&best, &fewer);
+            if fails(&trial) {
+                best = trial;
+                items = fewer;
+            } else {
+                start += chunk;
+            }
+        }
+        if chunk == 1 {
+            return best;
+        }
+        chunk = chunk.div_ceil(2);
     }
 }
 
@@ -116,6 +157,23 @@ mod tests {
         let json = serde_json::to_string(&schedule).unwrap();
         let back: Schedule = serde_json::from_str(&json).unwrap();
         assert_eq!(back.replay(false).unwrap().digest, scenario.run(17, false).digest);
+    }
+
+    #[test]
+    fn a_schedule_with_its_fault_decisions_replays_to_the_same_digest() {
+        let scenario = find("mixed").unwrap();
+        // Every kind on: the run must make decisions of many kinds for this to mean anything.
+        let all: Vec<(FaultKind, Option<f64>)> = FaultKind::ALL.iter().map(|k| (*k, None)).collect();
+        let selection = FaultSelection::Only(all);
+        let schedule = scenario.schedule(3, &selection);
+        let fired = schedule.decisions();
+        let kinds: std::collections::BTreeSet<FaultKind> = fired.iter().map(|(k, _)| *k).collect();
+        assert!(kinds.len() >= 8, "only {kinds:?} fired");
+        let back: Schedule = serde_json::from_str(&serde_json::to_string(&schedule).unwrap()).unwrap();
+        assert_eq!(back.replay(false).unwrap().digest, scenario.run_with(3, false, &selection).digest);
+        // Without one decision, the run differs.
+        let fewer = back.with_decisions(&fired[1..]);
+        assert_ne!(fewer.replay(false).unwrap().digest, scenario.run_with(3, false, &selection).digest);
     }
 
     #[test]

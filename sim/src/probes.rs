@@ -22,4 +22,5 @@ pub const PROBES: &[(&str, &str)] = &[
     ),
     ("relist-after-gone", "a watch resumed from a compacted version and relisted (needs the Gone fault)"),
     ("crash-during-create", "an engine crashed with a create in flight (needs the crash fault)"),
+    ("hung-request-timed-out", "a runtime request that never answered was cancelled at its deadline"),
 ];

@@ -518,7 +518,9 @@ impl<'w> World<'w> {
                     // If it has not been applied yet it never will be; a reply already on its way
                     // is ignored by the engine.
                     self.cancelled.insert((process, id));
-                    self.hung.remove(&(process, id));
+                    if self.hung.remove(&(process, id)) {
+                        self.probe("hung-request-timed-out");
+                    }
                     if self.history.pulls_in_flight.values().any(|p| p.contains(&(process, id))) {
                         self.probe("pull-cancelled");
                     }
