@@ -201,3 +201,48 @@ fn the_same_seed_gives_the_same_jitter() {
     assert_eq!(delays(1), delays(1));
     assert_ne!(delays(1), delays(2));
 }
+
+#[test]
+fn a_runtime_request_without_an_answer_is_cancelled_and_reported_uncertain_at_its_deadline() {
+    let (mut e, log) = engine(false, true, Action::done());
+    e.handle(at(0), watch(widget("Widget", "a", 1, None)));
+    let outputs = drain(&mut e, at(0));
+    let Some(Output::Runtime { id, .. }) = outputs.first() else { panic!("expected a runtime request: {outputs:?}") };
+    let deadline = at(0).mono + EngineConfig::default().runtime_timeout;
+    assert_eq!(e.next_wakeup(), Some(deadline), "the engine asks to be polled at the deadline");
+    assert!(drain(&mut e, Now::new(MonoTime(deadline.0 - 1), WallTime(29_999))).is_empty());
+    let outputs = drain(&mut e, Now::new(deadline, WallTime(30_000)));
+    assert!(matches!(outputs.first(), Some(Output::Cancel { id: c }) if c == id), "{outputs:?}");
+    assert_eq!(log.lock().unwrap().runtime_results, vec![*id], "the controller heard of it");
+    assert_eq!(e.in_flight(), 1, "the rerun issued a new request; the timed-out one is gone");
+    assert_eq!(e.stats().runtime_timeouts, 1);
+    // A late reply to the cancelled request is ignored.
+    e.handle(at(30_001), Input::RuntimeDone { id: *id, result: Ok(RuntimeReply::Done) });
+    assert_eq!(log.lock().unwrap().runtime_results.len(), 1);
+}
+
+#[test]
+fn a_key_handed_to_another_engine_forgets_its_backoff() {
+    use drydock_engine::api::{Namespace, Resource as _, names};
+    let log = Arc::new(Mutex::new(Log::default()));
+    let probe = Probe { log: log.clone(), write: true, runtime: false, action: Action::done() };
+    let mut registry = Registry::builtin();
+    registry.register(KindInfo::untyped("Widget", true));
+    let mut e = Engine::new(EngineConfig::default(), registry, vec![Box::new(probe)]);
+    let mut w = (*widget("Widget", "a", 2, None)).clone();
+    w.metadata.namespace = Some("ns".into());
+    e.handle(at(0), watch(Arc::new(w)));
+    let ids = store_ids(&drain(&mut e, at(0)));
+    let conflict: StoreResult = Err(StoreError::Conflict { key: "Widget/ns/a".into(), reason: "stale".into() });
+    e.handle(at(0), Input::StoreDone { id: ids[0], result: conflict });
+    assert_eq!(e.retrying(), 1);
+    // The namespace turns out to belong to another engine: the retry runs, finds the key is not
+    // ours, and must not leave the key "retrying" forever.
+    let mut ns = Object::new(Namespace::KIND, ObjectMeta::named(None, "ns"), serde_json::json!({}));
+    ns.metadata.resource_version = 3;
+    ns.metadata.annotations.insert(names::ANNOTATION_ENGINE.into(), "someone-else".into());
+    e.handle(at(1), watch(Arc::new(ns)));
+    drain(&mut e, at(1_000));
+    assert_eq!(e.retrying(), 0);
+    assert_eq!(e.next_wakeup(), None);
+}

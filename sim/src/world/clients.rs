@@ -161,7 +161,12 @@ impl World<'_> {
         let key = ObjectKey::cluster(Lease::KIND, &name);
         let result = match self.store.get(&key).map(|o| (**o).clone()) {
             Some(mut existing) => {
-                let live = existing.spec::<Lease>().ok().and_then(|s| s.live_holder(wall).map(str::to_string));
+                // A well-behaved contender: it takes only a lease that is really free. (Judging by
+                // the holder's timestamps would be wrong under clock skew; the world knows the
+                // true expiry of every claim.)
+                let live = existing.spec::<Lease>().ok().and_then(|s| s.holder).filter(|holder| {
+                    self.history.lease_claims.get(&name).and_then(|claims| claims.get(holder)).is_some_and(|u| *u > wall)
+                });
                 if let Some(holder) = live {
                     let _ = write!(self.line, "external hold lease {name}: held by {holder}, not taken");
                     return;

@@ -294,7 +294,7 @@ impl<'w> World<'w> {
             .map(|i| {
                 let seed = rng.next_u64();
                 let skew_ms = if faults.fires(FaultKind::ClockSkew, &mut rng) {
-                    let magnitude = 500 + (rng.next_u64() % 2_500) as i64;
+                    let magnitude = 500 + (rng.next_u64() % 29_500) as i64;
                     if rng.next_u32().is_multiple_of(2) { magnitude } else { -magnitude }
                 } else {
                     0
