@@ -164,7 +164,7 @@ impl ContainerImageController {
             write_status::<ContainerImage>(ctx, obj, &status, next);
             return Ok(Action::done());
         }
-        if let Some(waiting) = &t.waiting {
+        if let Some(waiting) = t.waiting.as_ref().filter(|_| !matches!(t.step, Step::Counting { .. })) {
             let next =
                 ContainerImageStatus { phase: ImagePhase::Pending, message: Some(waiting.clone()), ..status.clone() };
             write_status::<ContainerImage>(ctx, obj, &status, next);
@@ -204,6 +204,11 @@ impl ContainerImageController {
                     "waiting for the pull lease of {} (held by {holder})",
                     normalize_image_reference(&spec.image)
                 );
+                // What we wait for now is the lease: the message of an earlier failed attempt must
+                // not be written back over this one on the next reconcile (the two would alternate).
+                if let Some(t) = self.tracked.get_mut(&uid) {
+                    t.waiting = Some(message.clone());
+                }
                 let next =
                     ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..status.clone() };
                 write_status::<ContainerImage>(ctx, obj, status, next);
@@ -244,6 +249,9 @@ impl ContainerImageController {
                         };
                         t.pull_attempts = attempt;
                         t.step = Step::Counting { attempt };
+                        // No longer waiting: a second status write in this reconcile would race
+                        // this one (and lose, and retry, and race again).
+                        t.waiting = None;
                         let next = ContainerImageStatus {
                             phase: ImagePhase::Pulling,
                             pull_attempts: attempt,

@@ -98,6 +98,8 @@ struct Tracked {
     /// This engine saw the object before its runtime finalizer was added, so no earlier life of
     /// the engine can have a create for it in flight.
     seen_unstarted: bool,
+    /// This engine listed the runtime by the object's uid label before its first create.
+    label_checked: bool,
 }
 
 impl Tracked {
@@ -206,6 +208,13 @@ impl PhysicalContainerController {
         let Some(runtime_id) = t.runtime_id.clone() else {
             if status.phase == ContainerPhase::Failed {
                 return Ok(Action::done());
+            }
+            // An earlier life of this engine may have created the container without recording
+            // it (a crash, a lost reply): look for our label before creating, as after an
+            // uncertain create. (Waiting for a name conflict is not enough: with the image gone
+            // the runtime answers NotFound first.)
+            if !t.seen_unstarted && !std::mem::replace(&mut t.label_checked, true) {
+                t.verify.get_or_insert(Verify::AfterUncertain);
             }
             let name = spec.runtime_name(namespace, &obj.metadata.name);
             return match (t.verify, t.stranger.clone()) {

@@ -66,6 +66,13 @@ impl Controller for RddNamespaces {
         if owned.metadata.owner_references == wanted {
             return Ok(Action::done());
         }
+        // The fixed version adopts only orphans, as Kubernetes controllers do: an owner reference
+        // to an earlier `rdd-mocks` (deleted, then created again) is the garbage collector's to
+        // act on. (Adding the new owner beside the dangling one raced the collector, which a
+        // crash at the wrong moment made visible.)
+        if !self.buggy && !owned.metadata.owner_references.is_empty() {
+            return Ok(Action::done());
+        }
         let mut next = (*owned).clone();
         next.metadata.owner_references = wanted; // like a forced server-side apply
         ctx.store(StoreRequest::Update { object: next });

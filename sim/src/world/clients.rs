@@ -165,7 +165,11 @@ impl World<'_> {
                 // the holder's timestamps would be wrong under clock skew; the world knows the
                 // true expiry of every claim.)
                 let live = existing.spec::<Lease>().ok().and_then(|s| s.holder).filter(|holder| {
-                    self.history.lease_claims.get(&name).and_then(|claims| claims.get(holder)).is_some_and(|u| *u > wall)
+                    self.history
+                        .lease_claims
+                        .get(&name)
+                        .and_then(|claims| claims.get(holder))
+                        .is_some_and(|u| *u > wall)
                 });
                 if let Some(holder) = live {
                     let _ = write!(self.line, "external hold lease {name}: held by {holder}, not taken");
