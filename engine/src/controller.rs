@@ -38,17 +38,26 @@ impl std::fmt::Display for OpId {
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Action {
     pub requeue_after: Option<Duration>,
+    /// The requeue retries unfinished work (a failed runtime operation, with the controller's own
+    /// backoff): until a reconcile of the key ends without one, the engine counts the key as
+    /// retrying, so a driver does not take it for settled.
+    pub retry: bool,
 }
 
 impl Action {
     /// Nothing more until an event arrives.
     pub fn done() -> Self {
-        Action { requeue_after: None }
+        Action { requeue_after: None, retry: false }
     }
 
     /// Reconcile again after `delay` even if nothing happens (monitoring, waiting).
     pub fn requeue(delay: Duration) -> Self {
-        Action { requeue_after: Some(delay) }
+        Action { requeue_after: Some(delay), retry: false }
+    }
+
+    /// Reconcile again after `delay` to retry something that failed.
+    pub fn retry_after(delay: Duration) -> Self {
+        Action { requeue_after: Some(delay), retry: true }
     }
 }
 

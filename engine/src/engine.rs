@@ -142,6 +142,8 @@ pub struct Engine {
     pending: BTreeMap<OpId, PendingOp>,
     /// Runtime requests in flight by deadline.
     deadlines: std::collections::BTreeSet<(MonoTime, OpId)>,
+    /// Keys whose last reconcile asked for a retry (`Action::retry_after`).
+    retries: std::collections::BTreeSet<WorkKey>,
     /// The first time this engine was handed: requests of an earlier life settle a runtime
     /// timeout later.
     booted_at: Option<MonoTime>,
@@ -168,6 +170,7 @@ impl Engine {
             pending: BTreeMap::new(),
             deadlines: Default::default(),
             booted_at: None,
+            retries: Default::default(),
             active: BTreeMap::new(),
             stats: EngineStats::default(),
         }
@@ -185,9 +188,9 @@ impl Engine {
         &self.config.identity
     }
 
-    /// Keys whose last reconcile failed and that wait for a retry.
+    /// Keys whose last reconcile failed, or asked to retry failed work, and that wait for it.
     pub fn retrying(&self) -> usize {
-        self.backoff.len()
+        self.backoff.len() + self.retries.len()
     }
 
     /// Requests handed out and not yet answered.
@@ -317,6 +320,7 @@ impl Engine {
         if !self.responsible_for(&work.1) {
             // Another engine's now: forget any retry we owed it.
             self.backoff.reset(&work);
+            self.retries.remove(&work);
             self.queue.done(&work);
             return;
         }
@@ -425,8 +429,13 @@ impl Engine {
         let error = match (result, write_error) {
             (Err(e), _) => Some(e.0),
             (Ok(_), Some(e)) => Some(e),
-            (Ok(Action { requeue_after }), None) => {
+            (Ok(Action { requeue_after, retry }), None) => {
                 self.backoff.reset(&work);
+                if retry {
+                    self.retries.insert(work.clone());
+                } else {
+                    self.retries.remove(&work);
+                }
                 if let Some(delay) = requeue_after {
                     self.queue.add(work.clone(), now.mono + delay);
                 }

@@ -246,3 +246,15 @@ fn a_key_handed_to_another_engine_forgets_its_backoff() {
     assert_eq!(e.retrying(), 0);
     assert_eq!(e.next_wakeup(), None);
 }
+
+#[test]
+fn a_retry_requeue_counts_as_retrying_and_a_monitoring_requeue_does_not() {
+    let (mut e, _) = engine(false, false, Action::retry_after(Duration::from_secs(1)));
+    e.handle(at(0), watch(widget("Widget", "a", 1, None)));
+    drain(&mut e, at(0));
+    assert_eq!(e.retrying(), 1, "unfinished work: a driver must not call this settled");
+    let (mut e, _) = engine(false, false, Action::requeue(Duration::from_secs(30)));
+    e.handle(at(0), watch(widget("Widget", "a", 1, None)));
+    drain(&mut e, at(0));
+    assert_eq!(e.retrying(), 0);
+}

@@ -795,6 +795,21 @@ mod tests {
     }
 
     #[test]
+    fn a_daemon_restart_stops_running_containers_only() {
+        let mut rt = SimRuntime::new(1);
+        rt.add_image("busybox");
+        let running = id_of(rt.execute(&create("a", "busybox")));
+        rt.execute(&RuntimeRequest::StartContainer { id: running.clone() }).expect("start");
+        let created = id_of(rt.execute(&create("b", "busybox")));
+        let events = rt.events().len();
+        assert_eq!(rt.restart_daemon(), 1);
+        assert_eq!(rt.container(&running).map(|c| (c.state, c.exit_code)), Some((ContainerState::Exited, Some(137))));
+        assert_eq!(rt.container(&created).map(|c| c.state), Some(ContainerState::Created));
+        assert_eq!(rt.events().len(), events + 1, "one die event");
+        assert_eq!(rt.restart_daemon(), 0, "nothing left running");
+    }
+
+    #[test]
     fn label_filters_match_all_labels() {
         let mut rt = SimRuntime::new(1);
         rt.add_image("busybox");

@@ -391,7 +391,11 @@ impl Controller for ContainerImageController {
                         ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..status.clone() };
                     write_status::<ContainerImage>(ctx, obj, &status, next);
                 }
-                return Ok(Action::requeue(at - ctx.now().mono));
+                let delay = at - ctx.now().mono;
+                // Policy `never` waits for the image to appear, which is a steady state; anything
+                // else waiting here is a failed step about to be retried.
+                let steady = t.policy == PullPolicy::Never;
+                return Ok(if steady { Action::requeue(delay) } else { Action::retry_after(delay) });
             }
             // A failed pull with attempts left goes back to waiting for the lease; past the limit
             // it is terminal.

@@ -468,7 +468,7 @@ impl Controller for LogicalContainerController {
         }
         if let Some(at) = t.not_before.take_if(|at| *at > ctx.now().mono) {
             t.not_before = Some(at);
-            return Ok(Action::requeue(at - ctx.now().mono));
+            return Ok(Action::retry_after(at - ctx.now().mono));
         }
         if obj.metadata.is_deleting() { self.cleanup(ctx, &obj) } else { self.apply(ctx, &obj) }
     }

@@ -488,7 +488,7 @@ impl Controller for PhysicalContainerController {
         if let Some(at) = t.not_before
             && at > ctx.now().mono
         {
-            return Ok(Action::requeue(at - ctx.now().mono));
+            return Ok(Action::retry_after(at - ctx.now().mono));
         }
         if obj.metadata.is_deleting() { self.cleanup(ctx, obj) } else { self.apply(ctx, obj) }
     }
