@@ -10,6 +10,7 @@
 mod clients;
 mod processes;
 mod record;
+mod runtime_calls;
 
 use crate::checker::{self, History, View};
 use crate::runtime::SimRuntime;
@@ -17,7 +18,7 @@ use crate::scheduler::Scheduler;
 use crate::trace::Trace;
 use crate::workload::Workload;
 use drydock_engine::controllers::{self, ControllerConfig};
-use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult, short};
+use drydock_engine::runtime::{RuntimeRequest, RuntimeResult, short};
 use drydock_engine::store::{Registry, Store, StoreConfig, StoreReply, StoreRequest, StoreResult, WatchEvent};
 use drydock_engine::{Controller, Engine, Input, MonoTime, Now, OpId, Output, WallTime};
 use drydock_faults::{FaultKind, FaultPlan, unit};
@@ -573,157 +574,6 @@ impl<'w> World<'w> {
         }
     }
 
-    fn runtime_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
-        if self.cancelled.remove(&(process, id)) {
-            self.in_flight -= 1;
-            let _ = write!(self.line, "p{process} runtime {id} cancelled before it applied: {}", request.describe());
-            return;
-        }
-        let _ = write!(self.line, "p{process} runtime {id} {}", request.describe());
-        self.runtime.set_now(self.now(now).wall);
-        self.removing = match &request {
-            RuntimeRequest::RemoveContainer { id, .. } => self.runtime.container(id).cloned(),
-            _ => None,
-        };
-        let daemon_down = self.runtime_down_until.is_some_and(|until| now < until);
-        let hung = !matches!(request, RuntimeRequest::PullImage { .. })
-            && self.faults.fires(FaultKind::HungRuntime, &mut self.rng);
-        let mut result = if daemon_down {
-            self.line.push_str(" [daemon restarting: not applied]");
-            Err(RuntimeError::Transient(
-                "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
-                    .into(),
-            ))
-        } else if hung && unit(&mut self.rng) < 0.5 {
-            self.line.push_str(" [fault hung-runtime: never applied, never answered]");
-            self.hung.insert((process, id));
-            self.in_flight -= 1;
-            return;
-        } else if self.faults.fires(FaultKind::TransientRuntimeError, &mut self.rng) {
-            self.line.push_str(" [fault transient-runtime-error: not applied]");
-            self.stats.other_faults += 1;
-            Err(RuntimeError::Transient("500: Internal Server Error: the daemon is busy".into()))
-        } else if let Some(hidden) = self.hidden_from_inspection(now, &request) {
-            self.line.push_str(" [fault notfound-after-create]");
-            self.stats.other_faults += 1;
-            Err(RuntimeError::NotFound(format!("No such container: {hidden}")))
-        } else {
-            self.runtime.execute(&request)
-        };
-        self.record_runtime_apply(process, id, &request, &result);
-        self.probe_runtime(process, &request, &result);
-        match &result {
-            Ok(reply) => {
-                let _ = write!(self.line, " -> {}", describe_reply(reply));
-            }
-            Err(e) => {
-                let _ = write!(self.line, " -> {}", e.code());
-            }
-        }
-        if let RuntimeRequest::CreateContainer(_) = request
-            && result.is_ok()
-        {
-            self.stats.runtime_creates += 1;
-            if let Ok(RuntimeReply::Created { id }) = &result
-                && self.faults.fires(FaultKind::NotFoundAfterCreate, &mut self.rng)
-            {
-                let until = now + Latency::millis(200, 2_000).draw(&mut self.rng);
-                self.hidden.insert(id.clone(), until);
-            }
-            if self.faults.fires(FaultKind::UncertainCreate, &mut self.rng) {
-                self.stats.uncertain_creates += 1;
-                self.line.push_str(" [fault uncertain-create: reply lost]");
-                if let RuntimeRequest::CreateContainer(c) = &request
-                    && let Some(uid) = c.labels.get(drydock_engine::api::names::LABEL_OWNER_UID)
-                {
-                    self.uncertain_uids.insert(uid.clone());
-                }
-                result = Err(RuntimeError::Uncertain("connection reset by peer after the request was sent".into()));
-            }
-        }
-        if let RuntimeRequest::RemoveContainer { .. } = request
-            && result.is_ok()
-            && self.faults.fires(FaultKind::UncertainRemove, &mut self.rng)
-        {
-            self.line.push_str(" [fault uncertain-remove: reply lost]");
-            self.stats.other_faults += 1;
-            result = Err(RuntimeError::Uncertain("context deadline exceeded after the request was sent".into()));
-        }
-        self.broadcast_runtime_events(now);
-        if hung {
-            self.line.push_str(" [fault hung-runtime: applied, never answered]");
-            self.hung.insert((process, id));
-            self.in_flight -= 1;
-            return;
-        }
-        let t = now + self.config.runtime_latency.draw(&mut self.rng) / 4;
-        self.scheduler.at(t, Event::RuntimeReply { process, id, result });
-    }
-
-    /// A just-created container the notfound-after-create fault still hides from inspection.
-    fn hidden_from_inspection(&mut self, now: MonoTime, request: &RuntimeRequest) -> Option<String> {
-        let RuntimeRequest::InspectContainer { id } = request else { return None };
-        let container = self.runtime.container(id)?.id.clone();
-        self.hidden.retain(|_, until| *until > now);
-        let hidden = self.hidden.contains_key(&container);
-        if hidden {
-            self.was_hidden.insert(container);
-        }
-        hidden.then(|| id.clone())
-    }
-
-    /// Runtime events reach every process after a watch delay, like store events (no ordering
-    /// promise between the two streams).
-    pub(super) fn broadcast_runtime_events(&mut self, now: MonoTime) {
-        let events = self.runtime.events()[self.runtime_events_sent..].to_vec();
-        self.runtime_events_sent = self.runtime.events().len();
-        for event in events {
-            for process in 0..self.processes.len() {
-                if self.processes[process].down {
-                    continue;
-                }
-                let at = now + self.watch_delay(process).draw(&mut self.rng);
-                self.in_flight += 1;
-                let stream = self.processes[process].events_gen;
-                self.scheduler.at(at, Event::Notify { process, stream, event: event.clone() });
-            }
-        }
-    }
-
-    /// Queue every store event not yet sent to the processes, each after its delivery delay.
-    pub(super) fn broadcast(&mut self, now: MonoTime) {
-        let events: Vec<WatchEvent> = match self.store.events_since(self.broadcast_rv) {
-            Ok(events) => events.cloned().collect(),
-            Err(_) => Vec::new(),
-        };
-        self.broadcast_rv = self.store.resource_version();
-        for event in events {
-            for process in 0..self.processes.len() {
-                if !self.watching(now, process) {
-                    continue;
-                }
-                let delay = if self.faults.fires(FaultKind::StaleCache, &mut self.rng) {
-                    self.stats.stale_deliveries += 1;
-                    self.config.stale_watch_delay.draw(&mut self.rng)
-                } else {
-                    self.watch_delay(process).draw(&mut self.rng)
-                };
-                self.coalesce(now, process, &event);
-                let p = &mut self.processes[process];
-                let at = (now + delay).max(p.last_delivery);
-                p.last_delivery = at;
-                self.in_flight += 1;
-                let stream = p.watch_gen;
-                self.scheduler.at(at, Event::Deliver { process, stream, event: event.clone() });
-            }
-        }
-    }
-
-    fn watch_delay(&self, process: usize) -> Latency {
-        let delays = &self.config.watch_delays;
-        delays.get(process % delays.len().max(1)).copied().unwrap_or(Latency::millis(0, 20))
-    }
-
     pub(super) fn describe_store_result(&mut self, result: &StoreResult) {
         let _ = match result {
             Ok(StoreReply::Object(o)) => write!(self.line, " -> ok rv={}", o.metadata.resource_version),
@@ -840,18 +690,5 @@ impl<'w> World<'w> {
             trace: self.trace.take_lines(),
             probes: self.probes,
         }
-    }
-}
-
-fn describe_reply(reply: &drydock_engine::runtime::RuntimeReply) -> String {
-    use drydock_engine::runtime::RuntimeReply as R;
-    match reply {
-        R::Created { id } => format!("created {}", short(id)),
-        R::Done => "ok".into(),
-        R::Container(c) => format!("{} {}", short(&c.id), c.state),
-        R::Containers(list) => format!("{} containers", list.len()),
-        R::Image(i) => format!("image {}", short(&i.id)),
-        R::Events(events) => format!("{} events", events.len()),
-        R::Pulled { progress } => format!("pulled ({} progress lines)", progress.len()),
     }
 }

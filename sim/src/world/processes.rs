@@ -1,6 +1,7 @@
-//! Engine processes as the world sees them: their clocks, their watch and event streams, and the
-//! faults that strike a whole process or a whole stream (crash and restart, a watch broken with
-//! Gone, coalesced deliveries, a runtime daemon restart).
+//! Engine processes as the world sees them: their clocks, the store's watch events and the
+//! runtime's events delivered to them, and the faults that strike a whole process or a whole
+//! stream (crash and restart, stale deliveries, a watch broken with Gone, coalesced deliveries, a
+//! runtime daemon restart).
 //!
 //! *Guarantees*: a process never receives anything queued for an earlier incarnation or an
 //! earlier stream, and a restarted or relisting process gets a full list of the store at its
@@ -181,6 +182,58 @@ impl World<'_> {
         let until = now + Latency::millis(300, 3_000).draw(&mut self.rng);
         self.runtime_down_until = Some(until);
         let _ = write!(self.line, "[fault runtime-restart: {stopped} containers stopped, daemon back at {until}] ");
+    }
+
+    /// Runtime events reach every process after a watch delay, like store events (no ordering
+    /// promise between the two streams).
+    pub(super) fn broadcast_runtime_events(&mut self, now: MonoTime) {
+        let events = self.runtime.events()[self.runtime_events_sent..].to_vec();
+        self.runtime_events_sent = self.runtime.events().len();
+        for event in events {
+            for process in 0..self.processes.len() {
+                if self.processes[process].down {
+                    continue;
+                }
+                let at = now + self.watch_delay(process).draw(&mut self.rng);
+                self.in_flight += 1;
+                let stream = self.processes[process].events_gen;
+                self.scheduler.at(at, Event::Notify { process, stream, event: event.clone() });
+            }
+        }
+    }
+
+    /// Queue every store event not yet sent to the processes, each after its delivery delay.
+    pub(super) fn broadcast(&mut self, now: MonoTime) {
+        let events: Vec<WatchEvent> = match self.store.events_since(self.broadcast_rv) {
+            Ok(events) => events.cloned().collect(),
+            Err(_) => Vec::new(),
+        };
+        self.broadcast_rv = self.store.resource_version();
+        for event in events {
+            for process in 0..self.processes.len() {
+                if !self.watching(now, process) {
+                    continue;
+                }
+                let delay = if self.faults.fires(FaultKind::StaleCache, &mut self.rng) {
+                    self.stats.stale_deliveries += 1;
+                    self.config.stale_watch_delay.draw(&mut self.rng)
+                } else {
+                    self.watch_delay(process).draw(&mut self.rng)
+                };
+                self.coalesce(now, process, &event);
+                let p = &mut self.processes[process];
+                let at = (now + delay).max(p.last_delivery);
+                p.last_delivery = at;
+                self.in_flight += 1;
+                let stream = p.watch_gen;
+                self.scheduler.at(at, Event::Deliver { process, stream, event: event.clone() });
+            }
+        }
+    }
+
+    fn watch_delay(&self, process: usize) -> Latency {
+        let delays = &self.config.watch_delays;
+        delays.get(process % delays.len().max(1)).copied().unwrap_or(Latency::millis(0, 20))
     }
 
     fn rng_next(&mut self) -> u64 {
