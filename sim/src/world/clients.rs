@@ -201,9 +201,18 @@ impl World<'_> {
                     let recorded = owner.status::<PhysicalContainer>().ok()?.runtime_id?;
                     (recorded == c.id).then(|| uid.clone())
                 });
+                let logical =
+                    self.runtime.container(name).and_then(|c| c.labels.get(names::LABEL_LOGICAL_UID).cloned());
                 let removed = self.runtime.remove_externally(name);
-                if removed && let Some(uid) = known {
-                    self.history.externally_removed.insert(uid);
+                match (removed, known, logical) {
+                    (true, Some(uid), _) => {
+                        self.history.externally_removed.insert(uid);
+                    }
+                    // Never recorded, so creating it again is a first create, not a second one.
+                    (true, None, Some(logical)) => {
+                        self.history.logical_creates.remove(&logical);
+                    }
+                    _ => {}
                 }
                 let _ = write!(
                     self.line,

@@ -254,6 +254,8 @@ pub struct World<'w> {
     dirty: bool,
     /// Runtime mutations in flight -> the owner uid they act for.
     mutation_owner: std::collections::BTreeMap<(usize, OpId), String>,
+    /// Removes in flight that replace a container -> the lifecycle key the remover wants.
+    replacing: std::collections::BTreeMap<(usize, OpId), Option<String>>,
     /// Container creates in flight (the crash-during-create probe).
     creates_in_flight: std::collections::BTreeSet<(usize, OpId)>,
     /// Watch deliveries (process, resource version) merged into the next one (coalesced-watch).
@@ -339,6 +341,7 @@ impl<'w> World<'w> {
             dirty: true,
             mutation_owner: Default::default(),
             creates_in_flight: Default::default(),
+            replacing: Default::default(),
             hung: Default::default(),
             coalesced: Default::default(),
             runtime_down_until: None,

@@ -38,6 +38,10 @@ impl World<'_> {
         if let RuntimeRequest::CreateContainer(_) = request {
             self.creates_in_flight.insert((process, id));
         }
+        if let RuntimeRequest::RemoveContainer { .. } = request {
+            let wanted = self.replacement_key(process, id);
+            self.replacing.insert((process, id), wanted);
+        }
         let owner = match request {
             RuntimeRequest::CreateContainer(c) => c.labels.get(names::LABEL_OWNER_UID).cloned(),
             RuntimeRequest::StartContainer { id }
@@ -53,6 +57,17 @@ impl World<'_> {
         }
     }
 
+    /// For a remove issued by a live physical container (one replacing what holds its name, not
+    /// one being deleted): the lifecycle key it wants its runtime container to have.
+    fn replacement_key(&self, process: usize, id: OpId) -> Option<String> {
+        let issuer = self.processes[process].engine.issuer(id)?;
+        let object = self.store.get(issuer).filter(|o| o.kind == PhysicalContainer::KIND)?;
+        if object.metadata.is_deleting() {
+            return None;
+        }
+        object.spec::<PhysicalContainer>().ok()?.labels.get(names::LABEL_LIFECYCLE_KEY).cloned()
+    }
+
     /// A pull is no longer in flight (applied, cancelled or dropped).
     fn end_pull(&mut self, process: usize, id: OpId) {
         for pulls in self.history.pulls_in_flight.values_mut() {
@@ -65,6 +80,7 @@ impl World<'_> {
     pub(super) fn record_runtime_settled(&mut self, process: usize, id: OpId) {
         self.end_pull(process, id);
         self.creates_in_flight.remove(&(process, id));
+        self.replacing.remove(&(process, id));
         if let Some(uid) = self.mutation_owner.remove(&(process, id))
             && let Some(n) = self.history.mutations_in_flight.get_mut(&uid)
         {
@@ -89,9 +105,10 @@ impl World<'_> {
         if let (RuntimeRequest::CreateContainer(c), Ok(_)) = (request, result) {
             self.record_logical_create(process, c);
         }
+        let wanted = self.replacing.remove(&(process, id)).flatten();
         if let (RuntimeRequest::RemoveContainer { .. }, Ok(_), Some(removed)) = (request, result, &self.removing) {
             let removed = removed.clone();
-            self.record_logical_remove(process, &removed);
+            self.record_logical_remove(process, &removed, wanted);
         }
         if let (RuntimeRequest::CreateContainer(c), Ok(_)) = (request, result)
             && let Some(uid) = c.labels.get(names::LABEL_OWNER_UID)
@@ -244,7 +261,13 @@ impl World<'_> {
         }
     }
 
-    fn record_logical_remove(&mut self, process: usize, removed: &drydock_engine::runtime::ContainerInfo) {
+    /// `wanted`: the lifecycle key the remover wants in its place, if it is replacing.
+    fn record_logical_remove(
+        &mut self,
+        process: usize,
+        removed: &drydock_engine::runtime::ContainerInfo,
+        wanted: Option<String>,
+    ) {
         if !removed.labels.contains_key(names::LABEL_CREATOR) {
             self.probe("stranger-replaced");
         } else if removed.labels.contains_key(names::LABEL_LIFECYCLE_KEY)
@@ -252,10 +275,14 @@ impl World<'_> {
         {
             self.probe("persistent-replaced");
         }
-        if removed.labels.contains_key(names::LABEL_CREATOR) {
-            self.history
-                .removed_by_engine
-                .insert(removed.name.clone(), removed.labels.get(names::LABEL_LIFECYCLE_KEY).cloned());
+        // A drydock-created container removed to be replaced by one with the same key should have
+        // been reused. (A replacement with another key, or a removal of a container being deleted,
+        // is no such waste, even if the same key comes back later.)
+        let key = removed.labels.get(names::LABEL_LIFECYCLE_KEY);
+        if removed.labels.contains_key(names::LABEL_CREATOR) && key.is_some() && key == wanted.as_ref() {
+            self.history.removed_by_engine.insert(removed.name.clone(), key.cloned());
+        } else {
+            self.history.removed_by_engine.remove(&removed.name);
         }
         let retained = removed.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true");
         if retained
