@@ -169,6 +169,7 @@ pub struct Context<'a> {
     /// From then on, requests an earlier incarnation of this engine left in flight have landed
     /// or been abandoned.
     pub(crate) earlier_lives_settle_at: crate::time::MonoTime,
+    pub(crate) seen_created: &'a std::collections::BTreeSet<crate::api::Uid>,
 }
 
 impl<'a> Context<'a> {
@@ -182,6 +183,12 @@ impl<'a> Context<'a> {
     /// the runtime timeout after every start.
     pub fn earlier_lives_pending(&self) -> Option<crate::time::MonoTime> {
         (self.now.mono < self.earlier_lives_settle_at).then_some(self.earlier_lives_settle_at)
+    }
+
+    /// Whether this engine saw the object with `uid` being created (its `Added` event), so nothing
+    /// an earlier incarnation of the engine did can concern it.
+    pub fn saw_created(&self, uid: &crate::api::Uid) -> bool {
+        self.seen_created.contains(uid)
     }
 
     /// The identity of this engine process (labels, lease holders).

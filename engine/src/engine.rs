@@ -142,6 +142,9 @@ pub struct Engine {
     pending: BTreeMap<OpId, PendingOp>,
     /// Runtime requests in flight by deadline.
     deadlines: std::collections::BTreeSet<(MonoTime, OpId)>,
+    /// Uids of objects whose creation this engine saw on the watch: no earlier life of it can have
+    /// acted on them.
+    seen_created: std::collections::BTreeSet<crate::api::Uid>,
     /// Keys whose last reconcile asked for a retry (`Action::retry_after`).
     retries: std::collections::BTreeSet<WorkKey>,
     /// The first time this engine was handed: requests of an earlier life settle a runtime
@@ -171,6 +174,7 @@ impl Engine {
             deadlines: Default::default(),
             booted_at: None,
             retries: Default::default(),
+            seen_created: Default::default(),
             active: BTreeMap::new(),
             stats: EngineStats::default(),
         }
@@ -203,6 +207,15 @@ impl Engine {
         self.booted_at.get_or_insert(now.mono);
         match input {
             Input::Watch(event) => {
+                match event.event {
+                    crate::store::EventType::Added => {
+                        self.seen_created.insert(event.object.metadata.uid.clone());
+                    }
+                    crate::store::EventType::Deleted => {
+                        self.seen_created.remove(&event.object.metadata.uid);
+                    }
+                    crate::store::EventType::Modified => {}
+                }
                 if self.cache.apply_watched(&event) {
                     self.dispatch(now.mono, &event.object);
                 }
@@ -337,6 +350,7 @@ impl Engine {
             next_op: &mut self.next_op,
             issued: Vec::new(),
             earlier_lives_settle_at: self.booted_at.unwrap_or(now.mono) + self.config.runtime_timeout,
+            seen_created: &self.seen_created,
         };
         let result = controller.reconcile(&mut ctx, key);
         let issued = std::mem::take(&mut ctx.issued);

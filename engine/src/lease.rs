@@ -256,6 +256,7 @@ mod tests {
             next_op: &mut next_op,
             issued: Vec::new(),
             earlier_lives_settle_at: MonoTime::ZERO,
+            seen_created: &Default::default(),
         };
         let answer = f(client, &mut ctx);
         for request in std::mem::take(&mut ctx.issued) {
@@ -306,6 +307,7 @@ mod tests {
         let at_b = |t: u64| Now::new(MonoTime(t * 1_000_000), WallTime(t + 59_000));
         let mut next_op = 100;
         let (cache, registry) = (Cache::default(), Registry::builtin());
+        let seen = Default::default();
         let mut attempt = |t: u64| {
             let mut answer = Acquire::Pending;
             for _ in 0..4 {
@@ -317,6 +319,7 @@ mod tests {
                     next_op: &mut next_op,
                     issued: Vec::new(),
                     earlier_lives_settle_at: MonoTime::ZERO,
+                    seen_created: &seen,
                 };
                 answer = b.acquire(&mut ctx, "pull-x", "x", "b", D);
                 for request in std::mem::take(&mut ctx.issued) {

@@ -213,7 +213,8 @@ impl PhysicalContainerController {
             // it (a crash, a lost reply): look for our label before creating, as after an
             // uncertain create. (Waiting for a name conflict is not enough: with the image gone
             // the runtime answers NotFound first.)
-            if !t.seen_unstarted && !std::mem::replace(&mut t.label_checked, true) {
+            let fresh = t.seen_unstarted || ctx.saw_created(uid);
+            if !fresh && !std::mem::replace(&mut t.label_checked, true) {
                 t.verify.get_or_insert(Verify::AfterUncertain);
             }
             let name = spec.runtime_name(namespace, &obj.metadata.name);
@@ -325,6 +326,7 @@ impl PhysicalContainerController {
             // A create sent by an earlier life of this engine (before a crash) may still land:
             // "nothing carries our label" is final only once such requests have settled.
             if !t.seen_unstarted
+                && !ctx.saw_created(uid)
                 && let Some(settled) = ctx.earlier_lives_pending()
             {
                 return Ok(Action::requeue(settled - ctx.now().mono));
