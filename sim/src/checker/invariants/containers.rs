@@ -17,7 +17,9 @@ pub(super) fn unique_owner_uid(view: &View<'_>) -> Result<(), String> {
 }
 
 pub(super) fn no_owner_cycles(view: &View<'_>) -> Result<(), String> {
-    let objects = view.store.list(None, None);
+    // Only objects with owners can be on a cycle.
+    let objects: Vec<_> =
+        view.store.list(None, None).into_iter().filter(|o| !o.metadata.owner_references.is_empty()).collect();
     let owners: BTreeMap<&Uid, Vec<&Uid>> = objects
         .iter()
         .map(|o| (&o.metadata.uid, o.metadata.owner_references.iter().map(|r| &r.uid).collect()))
@@ -91,12 +93,11 @@ pub(super) fn retained(c: &drydock_engine::runtime::ContainerInfo) -> bool {
 /// A recorded runtime container was created for this object: no stranger adopted by name.
 pub(super) fn no_foreign_adoption(view: &View<'_>) -> Result<(), String> {
     for pc in view.store.list(Some(PhysicalContainer::KIND), None) {
-        let spec = pc.spec::<PhysicalContainer>().unwrap_or_default();
-        if spec.container_id.is_some() {
+        if tracked_by_id(&pc) {
             continue; // tracked by id on purpose
         }
-        let Some(id) = pc.status::<PhysicalContainer>().ok().and_then(|s| s.runtime_id) else { continue };
-        let Some(c) = view.runtime.container(&id) else { continue };
+        let Some(id) = recorded_runtime_id(&pc) else { continue };
+        let Some(c) = view.runtime.container(id) else { continue };
         if c.labels.get(names::LABEL_OWNER_UID) != Some(&pc.metadata.uid.0) {
             return Err(format!(
                 "{} adopted runtime container {} ({}), which was not created for it",
@@ -109,13 +110,30 @@ pub(super) fn no_foreign_adoption(view: &View<'_>) -> Result<(), String> {
     Ok(())
 }
 
+// These read single fields of the stored JSON: decoding whole specs and statuses for every
+// container after every event was most of a sweep's time.
+
+/// `status.runtimeId` of a physical container.
+fn recorded_runtime_id(pc: &drydock_engine::api::Object) -> Option<&str> {
+    pc.status.get("runtimeId")?.as_str()
+}
+
+/// `spec.containerId` is set: the container is tracked by id, not created for the object.
+fn tracked_by_id(pc: &drydock_engine::api::Object) -> bool {
+    pc.spec.get("containerId").is_some_and(|v| !v.is_null())
+}
+
+/// `spec.retain`.
+fn spec_retains(pc: &drydock_engine::api::Object) -> bool {
+    pc.spec.get("retain").and_then(serde_json::Value::as_bool).unwrap_or(false)
+}
+
 /// System labels on a container say what drydock set, whatever the caller's labels said.
 pub(super) fn system_labels_win(view: &View<'_>) -> Result<(), String> {
     for pc in view.store.list(Some(PhysicalContainer::KIND), None) {
-        let spec = pc.spec::<PhysicalContainer>().unwrap_or_default();
-        let Some(id) = pc.status::<PhysicalContainer>().ok().and_then(|s| s.runtime_id) else { continue };
-        let Some(c) = view.runtime.container(&id) else { continue };
-        if spec.container_id.is_some() || c.labels.get(names::LABEL_OWNER_UID) != Some(&pc.metadata.uid.0) {
+        let Some(id) = recorded_runtime_id(&pc) else { continue };
+        let Some(c) = view.runtime.container(id) else { continue };
+        if tracked_by_id(&pc) || c.labels.get(names::LABEL_OWNER_UID) != Some(&pc.metadata.uid.0) {
             continue; // not ours to label (see no-foreign-adoption)
         }
         let namespace = pc.metadata.namespace.clone().unwrap_or_default();
@@ -127,7 +145,7 @@ pub(super) fn system_labels_win(view: &View<'_>) -> Result<(), String> {
         if wrong(names::LABEL_NAMESPACE, Some(&namespace))
             || (ns_uid.is_some() && wrong(names::LABEL_NAMESPACE_UID, ns_uid.as_deref()))
             || !c.labels.get(names::LABEL_CREATOR).is_some_and(|v| v.starts_with("engine-"))
-            || wrong(names::LABEL_RETAIN, spec.retain.then_some("true"))
+            || wrong(names::LABEL_RETAIN, spec_retains(&pc).then_some("true"))
         {
             return Err(format!(
                 "runtime container {} of {} carries wrong system labels: {:?}",
