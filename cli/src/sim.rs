@@ -224,7 +224,8 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         for failure in &failures {
             let path = dir.join(format!("{}-{}.json", scenario.name, failure.seed));
-            write_schedule(&path, &scenario.schedule(failure.seed, faults))?;
+            let schedule = scenario.recorded_schedule(failure.seed, faults, failure.fault_decisions.clone());
+            write_schedule(&path, &schedule)?;
         }
         writeln!(out, "schedules of the {} failing seeds written to {}", failures.len(), dir.display())?;
     }

@@ -237,17 +237,18 @@ mod tests {
 
     const D: Duration = Duration::from_secs(10);
 
-    /// Call `f` with a context at wall time `t`, then carry out the store requests it made and
-    /// feed the replies back to `client`.
+    /// Call `f` with a context at time `t` (milliseconds; the client's wall clock `ahead_ms` ahead
+    /// of the store's), then carry out the store requests it made and feed the replies back.
     fn drive<R>(
         client: &mut LeaseClient,
         store: &mut Store,
         t: u64,
+        ahead_ms: u64,
         f: impl FnOnce(&mut LeaseClient, &mut Context<'_>) -> R,
     ) -> R {
         let (cache, registry) = (Cache::default(), Registry::builtin());
         let mut next_op = t; // distinct op ids per call
-        let now = Now::new(MonoTime(t * 1_000_000), WallTime(t));
+        let now = Now::new(MonoTime(t * 1_000_000), WallTime(t + ahead_ms));
         let mut ctx = Context {
             now,
             identity: "engine",
@@ -268,15 +269,21 @@ mod tests {
         answer
     }
 
-    /// Run one `acquire` at wall time `t`.
+    /// Run one `acquire` at time `t`.
     fn step(client: &mut LeaseClient, store: &mut Store, t: u64, holder: &str) -> Acquire {
-        drive(client, store, t, |client, ctx| client.acquire(ctx, "pull-x", "x", holder, D))
+        drive(client, store, t, 0, |client, ctx| client.acquire(ctx, "pull-x", "x", holder, D))
     }
 
     fn acquire_until_settled(client: &mut LeaseClient, store: &mut Store, t: u64, holder: &str) -> Acquire {
+        acquire_skewed(client, store, t, 0, holder)
+    }
+
+    /// `acquire` at time `t` until it answers something other than Pending, with the client's wall
+    /// clock `ahead_ms` ahead.
+    fn acquire_skewed(client: &mut LeaseClient, store: &mut Store, t: u64, ahead_ms: u64, holder: &str) -> Acquire {
         let mut answer = Acquire::Pending;
         for _ in 0..4 {
-            answer = step(client, store, t, holder);
+            answer = drive(client, store, t, ahead_ms, |client, ctx| client.acquire(ctx, "pull-x", "x", holder, D));
             if answer != Acquire::Pending {
                 break;
             }
@@ -304,36 +311,7 @@ mod tests {
         let (mut a, mut b) = (LeaseClient::default(), LeaseClient::default());
         // a's wall clock says 1000 while b's says 60000: by timestamps a's lease is long expired.
         assert_eq!(acquire_until_settled(&mut a, &mut store, 1_000, "a"), Acquire::Held);
-        let at_b = |t: u64| Now::new(MonoTime(t * 1_000_000), WallTime(t + 59_000));
-        let mut next_op = 100;
-        let (cache, registry) = (Cache::default(), Registry::builtin());
-        let seen = Default::default();
-        let mut attempt = |t: u64| {
-            let mut answer = Acquire::Pending;
-            for _ in 0..4 {
-                let mut ctx = Context {
-                    now: at_b(t),
-                    identity: "engine",
-                    cache: &cache,
-                    registry: &registry,
-                    next_op: &mut next_op,
-                    issued: Vec::new(),
-                    earlier_lives_settle_at: MonoTime::ZERO,
-                    seen_created: &seen,
-                };
-                answer = b.acquire(&mut ctx, "pull-x", "x", "b", D);
-                for request in std::mem::take(&mut ctx.issued) {
-                    if let Issued::Store(id, request) = request {
-                        let result = store.execute(WallTime(t), request);
-                        b.on_store_result(at_b(t), id, &result);
-                    }
-                }
-                if answer != Acquire::Pending {
-                    break;
-                }
-            }
-            answer
-        };
+        let mut attempt = |t: u64| acquire_skewed(&mut b, &mut store, t, 59_000, "b");
         assert_eq!(attempt(1_500), Acquire::Contended { holder: "a".into() }, "live by b's own observation");
         assert_ne!(attempt(11_000), Acquire::Held, "seen unchanged for less than a duration");
         assert_eq!(attempt(11_600), Acquire::Held);
@@ -362,7 +340,7 @@ mod tests {
         assert_eq!(renewed.acquire_time, Some(WallTime(1_000)));
         assert_ne!(acquire_until_settled(&mut b, &mut store, 12_000, "b"), Acquire::Held, "renewed until 15000");
         // Release marks it free: b gets it at once.
-        drive(&mut a, &mut store, 12_500, |client, ctx| client.release(ctx, "pull-x", "a"));
+        drive(&mut a, &mut store, 12_500, 0, |client, ctx| client.release(ctx, "pull-x", "a"));
         assert_eq!(acquire_until_settled(&mut b, &mut store, 12_600, "b"), Acquire::Held);
     }
 }

@@ -3,7 +3,7 @@
 //! generator that made it, and shrunk.
 
 use crate::{FaultSelection, Scenario, find, names, streams};
-use drydock_faults::{FaultKind, FaultPlan};
+use drydock_faults::{Decisions, FaultKind, FaultPlan};
 use drydock_sim::workload::Workload;
 use drydock_sim::{RunReport, World, WorldConfig};
 use serde::{Deserialize, Serialize};
@@ -26,17 +26,23 @@ pub struct Schedule {
 impl Scenario {
     /// The schedule of `seed` under `faults`: its workload, and its fault plan scripted with the
     /// decisions its run made (so it replays to the same digest, and a shrinker can remove
-    /// single fault decisions).
+    /// single fault decisions). Runs the seed once to learn them.
     pub fn schedule(&self, seed: u64, faults: &FaultSelection) -> Schedule {
         let (workload, plan) = self.materialize_with(seed, faults);
-        let world_seed = streams(seed).world;
-        let report = World::new(&(self.world)(), &workload, plan.clone(), world_seed, false).run();
+        let report = World::new(&(self.world)(), &workload, plan, streams(seed).world, false).run();
+        self.recorded_schedule(seed, faults, report.fault_decisions)
+    }
+
+    /// The schedule of `seed` under `faults` whose run made `decisions` (a sweep's report has
+    /// them: no need to run the seed again).
+    pub fn recorded_schedule(&self, seed: u64, faults: &FaultSelection, decisions: Decisions) -> Schedule {
+        let (workload, plan) = self.materialize_with(seed, faults);
         Schedule {
             version: SCHEDULE_VERSION,
             scenario: self.name.to_string(),
             seed,
-            world_seed,
-            faults: plan.scripted(report.fault_decisions),
+            world_seed: streams(seed).world,
+            faults: plan.scripted(decisions),
             workload,
         }
     }
@@ -80,7 +86,7 @@ impl Schedule {
 
     /// This schedule deciding faults as `decisions` say.
     fn with_decisions(&self, decisions: &[(FaultKind, u64)]) -> Schedule {
-        let mut script = drydock_faults::Decisions::new();
+        let mut script = Decisions::new();
         for (kind, n) in decisions {
             script.entry(*kind).or_default().insert(*n);
         }

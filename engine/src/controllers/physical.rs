@@ -102,6 +102,12 @@ struct Tracked {
     label_checked: bool,
 }
 
+/// Whether nothing an earlier life of this engine did can concern the object: this life saw it
+/// created, or saw it before its runtime finalizer (which precedes any create) was added.
+fn unknown_to_earlier_lives(t: &Tracked, ctx: &Context<'_>, uid: &Uid) -> bool {
+    t.seen_unstarted || ctx.saw_created(uid)
+}
+
 impl Tracked {
     fn backoff(&mut self, now: Now) {
         self.errors += 1;
@@ -213,8 +219,7 @@ impl PhysicalContainerController {
             // it (a crash, a lost reply): look for our label before creating, as after an
             // uncertain create. (Waiting for a name conflict is not enough: with the image gone
             // the runtime answers NotFound first.)
-            let fresh = t.seen_unstarted || ctx.saw_created(uid);
-            if !fresh && !std::mem::replace(&mut t.label_checked, true) {
+            if !unknown_to_earlier_lives(t, ctx, uid) && !std::mem::replace(&mut t.label_checked, true) {
                 t.verify.get_or_insert(Verify::AfterUncertain);
             }
             let name = spec.runtime_name(namespace, &obj.metadata.name);
@@ -325,8 +330,7 @@ impl PhysicalContainerController {
         if !t.cleanup_verified {
             // A create sent by an earlier life of this engine (before a crash) may still land:
             // "nothing carries our label" is final only once such requests have settled.
-            if !t.seen_unstarted
-                && !ctx.saw_created(uid)
+            if !unknown_to_earlier_lives(t, ctx, uid)
                 && let Some(settled) = ctx.earlier_lives_pending()
             {
                 return Ok(Action::requeue(settled - ctx.now().mono));

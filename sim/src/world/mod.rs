@@ -201,8 +201,8 @@ struct Process {
     watch_broken: bool,
     /// The runtime event stream: events queued on an older one are lost (crash, daemon restart).
     events_gen: u32,
-    /// The object and version of the last watch event queued (coalesced watch events).
-    last_queued: Option<(drydock_engine::api::ObjectKey, u64)>,
+    /// The last watch event queued (coalesced watch events).
+    last_queued: Option<WatchEvent>,
     /// How far this process's wall clock is ahead (or behind, if negative), in milliseconds.
     skew_ms: i64,
 }
@@ -212,6 +212,30 @@ enum Phase {
     Safety,
     Liveness { healed_at: MonoTime },
     Settling { converged_at: MonoTime, revision: u64 },
+}
+
+/// Why the world is not quiet.
+#[derive(Copy, Clone, Debug)]
+enum Busy {
+    InFlight(u64),
+    Down(usize),
+    Relisting(usize),
+    Waiting(usize, usize),
+    Retrying(usize, usize),
+    WorkDue(usize),
+}
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Busy::InFlight(n) => write!(f, "{n} requests or deliveries still in flight"),
+            Busy::Down(p) => write!(f, "process p{p} is down"),
+            Busy::Relisting(p) => write!(f, "process p{p} has not relisted yet"),
+            Busy::Waiting(p, n) => write!(f, "process p{p} waits for {n} replies"),
+            Busy::Retrying(p, n) => write!(f, "process p{p} has {n} reconciles backing off after failures"),
+            Busy::WorkDue(p) => write!(f, "process p{p} has work due"),
+        }
+    }
 }
 
 /// Writes to one object after faults heal, with no client acting, beyond which it oscillates.
@@ -619,7 +643,7 @@ impl<'w> World<'w> {
                 if now.since(healed_at) > self.config.convergence_bound {
                     let why = checker::desired_equals_actual(&view)
                         .err()
-                        .unwrap_or_else(|| self.busy(now).unwrap_or_else(|| "not quiet".into()));
+                        .unwrap_or_else(|| self.busy(now).map_or_else(|| "not quiet".into(), |b| b.to_string()));
                     let message = format!(
                         "not converged {}s after faults healed: {why}",
                         self.config.convergence_bound.as_secs()
@@ -649,26 +673,26 @@ impl<'w> World<'w> {
         self.busy(now).is_none()
     }
 
-    /// What keeps the world from being quiet, if anything.
-    fn busy(&self, now: MonoTime) -> Option<String> {
+    /// What keeps the world from being quiet, if anything (checked after every event of the
+    /// liveness phase, so it only says; words are made only for a failure).
+    fn busy(&self, now: MonoTime) -> Option<Busy> {
         if self.in_flight > 0 {
-            return Some(format!("{} requests or deliveries still in flight", self.in_flight));
+            return Some(Busy::InFlight(self.in_flight));
         }
         self.processes.iter().enumerate().find_map(|(i, p)| {
-            let why = if p.down {
-                "is down".to_string()
+            Some(if p.down {
+                Busy::Down(i)
             } else if p.watch_broken {
-                "has not relisted yet".to_string()
+                Busy::Relisting(i)
             } else if p.engine.in_flight() > 0 {
-                format!("waits for {} replies", p.engine.in_flight())
+                Busy::Waiting(i, p.engine.in_flight())
             } else if p.engine.retrying() > 0 {
-                format!("has {} reconciles backing off after failures", p.engine.retrying())
+                Busy::Retrying(i, p.engine.retrying())
             } else if p.engine.next_wakeup().is_some_and(|t| t <= now) {
-                "has work due".to_string()
+                Busy::WorkDue(i)
             } else {
                 return None;
-            };
-            Some(format!("process p{i} {why}"))
+            })
         })
     }
 

@@ -31,6 +31,11 @@ pub(super) fn boot(config: &WorldConfig, index: usize, life: u32, seed: u64) -> 
     )
 }
 
+/// The same kind, namespace and name (compared in place: this runs for every delivery).
+fn same_object(a: &drydock_engine::api::Object, b: &drydock_engine::api::Object) -> bool {
+    a.metadata.name == b.metadata.name && a.kind == b.kind && a.metadata.namespace == b.metadata.namespace
+}
+
 impl World<'_> {
     /// The time as process `process` sees it: the world's monotonic time, and a wall clock that
     /// may be skewed (the clock-skew fault).
@@ -50,16 +55,19 @@ impl World<'_> {
     /// informer handing out the latest state). Only adjacent events are merged, so the cache
     /// never sees a later event of another object before an earlier state of this one.
     pub(super) fn coalesce(&mut self, now: MonoTime, process: usize, event: &WatchEvent) {
-        let key = event.object.key();
         let p = &self.processes[process];
-        let previous = p.last_queued.as_ref().filter(|(k, _)| *k == key && p.last_delivery > now).map(|(_, rv)| *rv);
+        let previous = p
+            .last_queued
+            .as_ref()
+            .filter(|last| same_object(&last.object, &event.object) && p.last_delivery > now)
+            .map(WatchEvent::resource_version);
         if let Some(previous) = previous
             && self.faults.fires(FaultKind::CoalescedWatch, &mut self.rng)
         {
             self.coalesced.insert((process, previous));
             self.stats.other_faults += 1;
         }
-        self.processes[process].last_queued = Some((key, event.resource_version()));
+        self.processes[process].last_queued = Some(event.clone());
     }
 
     /// Whether `process` gets watch events now. The watch-gone fault strikes here: the stream
