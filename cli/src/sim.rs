@@ -4,15 +4,14 @@ use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use drydock_faults::FaultKind;
 use drydock_scenarios::{FaultSelection, Scenario};
-use drydock_sim::RunReport;
 use drydock_sim::checker::{EVENTUAL, INVARIANTS};
-use drydock_sim::probes::PROBES;
+use drydock_sim::probes::Probe;
+use drydock_sim::sweep::{self, SweepConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::time::Instant;
 
 #[derive(Subcommand)]
@@ -25,8 +24,24 @@ pub enum SimCommand {
     Replay(ReplayArgs),
     /// Shrink a failing seed to a minimal schedule that still fails with the same invariant.
     Shrink(ShrinkArgs),
+    /// Check the golden trace digests (seeds 0..50 of every scenario and the regression corpus)
+    /// against the committed file, or rewrite it with --update after a deliberate behaviour change.
+    Golden(GoldenArgs),
     /// List scenarios, invariants and fault kinds.
     List,
+}
+
+#[derive(Args)]
+pub struct GoldenArgs {
+    /// Rewrite the file with the digests of this build instead of checking them.
+    #[arg(long)]
+    update: bool,
+    /// The golden file [default: scenarios/golden/digests.txt of this checkout].
+    #[arg(long)]
+    file: Option<std::path::PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
 }
 
 #[derive(Args)]
@@ -120,6 +135,7 @@ pub fn run(command: SimCommand) -> Result<ExitCode> {
         SimCommand::Repro(args) => repro(&args, &mut out)?,
         SimCommand::Replay(args) => replay(&args, &mut out)?,
         SimCommand::Shrink(args) => shrink(&args, &mut out)?,
+        SimCommand::Golden(args) => golden(&args, &mut out)?,
         SimCommand::List => {
             list(&mut out)?;
             ExitCode::SUCCESS
@@ -157,9 +173,12 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
     if !(0.0..=100.0).contains(&args.check_determinism) {
         bail!("--check-determinism {}: give a percentage between 0 and 100", args.check_determinism);
     }
-    // Every k-th seed of the sweep is run twice (at least one seed unless the check is off).
-    let check_every = (args.check_determinism > 0.0).then(|| (100.0 / args.check_determinism).round().max(1.0) as u64);
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let config = SweepConfig {
+        start: args.start,
+        seeds: args.seeds,
+        jobs: jobs(args.jobs),
+        check_every: SweepConfig::check_every_for_percent(args.check_determinism),
+    };
     let progress = ProgressBar::new(args.seeds).with_style(
         ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} seeds {per_sec} eta {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -167,69 +186,36 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
     );
     progress.set_message(format!("sim {}", scenario.name));
     let started = Instant::now();
-    let next = AtomicU64::new(args.start);
-    let (tx, rx) = mpsc::channel::<(RunReport, Option<String>)>();
-    let mut reports: Vec<RunReport> = Vec::with_capacity(usize::try_from(args.seeds).unwrap_or(0));
     let mut shown = 0;
-    let (mut checked, mut nondeterministic) = (0u64, Vec::<u64>::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            let tx = tx.clone();
-            let next = &next;
-            scope.spawn(move || {
-                loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= end {
-                        break;
-                    }
-                    let report = scenario.run_with(seed, false, faults);
-                    let again = check_every
-                        .filter(|k| (seed - args.start).is_multiple_of(*k))
-                        .map(|_| scenario.run_with(seed, false, faults).digest);
-                    if tx.send((report, again)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        for (report, again) in rx {
-            if let Some(digest) = again {
-                checked += 1;
-                if digest != report.digest {
-                    nondeterministic.push(report.seed);
-                }
-            }
-            if !report.ok {
+    let report = sweep::sweep(
+        &config,
+        |seed| scenario.run_with(seed, false, faults),
+        |run| {
+            if !run.ok {
                 shown += 1;
                 if shown <= 10 {
-                    progress.suspend(|| eprintln!("seed {} failed", report.seed));
+                    progress.suspend(|| eprintln!("seed {} failed", run.seed));
                 } else if shown == 11 {
                     progress.suspend(|| eprintln!("(more failing seeds: see the summary)"));
                 }
             }
             progress.inc(1);
-            reports.push(report);
-        }
-    });
+        },
+    );
     progress.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
-    reports.sort_by_key(|r| r.seed);
-    let events: u64 = reports.iter().map(|r| r.events).sum();
-    let sim_seconds: f64 = reports.iter().map(|r| r.sim_nanos as f64 / 1e9).sum();
-    let failures: Vec<&RunReport> = reports.iter().filter(|r| !r.ok).collect();
     if let Some(dir) = &args.out
-        && !failures.is_empty()
+        && !report.failures.is_empty()
     {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        for failure in &failures {
+        for failure in &report.failures {
             let path = dir.join(format!("{}-{}.json", scenario.name, failure.seed));
             let schedule = scenario.recorded_schedule(failure.seed, faults, failure.fault_decisions.clone());
             write_schedule(&path, &schedule)?;
         }
-        writeln!(out, "schedules of the {} failing seeds written to {}", failures.len(), dir.display())?;
+        writeln!(out, "schedules of the {} failing seeds written to {}", report.failures.len(), dir.display())?;
     }
-    for failure in &failures {
+    for failure in &report.failures {
         let v = &failure.violations[0];
         writeln!(
             out,
@@ -240,8 +226,7 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             repro_command(scenario.name, failure.seed, &args.faults)
         )?;
     }
-    nondeterministic.sort_unstable();
-    for seed in &nondeterministic {
+    for seed in &report.nondeterministic {
         writeln!(
             out,
             "NONDETERMINISTIC seed {seed}: two runs gave different digests — check: drydock sim repro --scenario {} --seed {seed} --check-determinism{}",
@@ -249,12 +234,7 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             if args.faults == "default" { String::new() } else { format!(" --faults {}", args.faults) }
         )?;
     }
-    let mut fired: std::collections::BTreeMap<&str, u64> = FaultKind::ALL.iter().map(|k| (k.name(), 0)).collect();
-    for report in &reports {
-        for (kind, count) in &report.fault_counts {
-            *fired.entry(kind.name()).or_default() += count;
-        }
-    }
+    let fired: BTreeMap<&str, u64> = report.faults_fired.iter().map(|(kind, count)| (kind.name(), *count)).collect();
     writeln!(
         out,
         "faults fired: {}",
@@ -262,20 +242,16 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
     )?;
     writeln!(
         out,
-        "determinism: {checked} seeds run twice, {}",
-        if nondeterministic.is_empty() {
+        "determinism: {} seeds run twice, {}",
+        report.determinism_checked,
+        if report.nondeterministic.is_empty() {
             "same digests".to_string()
         } else {
-            format!("{} DIFFERED", nondeterministic.len())
+            format!("{} DIFFERED", report.nondeterministic.len())
         }
     )?;
-    let mut probes: std::collections::BTreeMap<&str, u64> = PROBES.iter().map(|(name, _)| (*name, 0)).collect();
-    for report in &reports {
-        for (name, hits) in &report.probes {
-            *probes.entry(name).or_default() += hits;
-        }
-    }
-    let unreached: Vec<&str> = probes.iter().filter(|(_, hits)| **hits == 0).map(|(name, _)| *name).collect();
+    let probes: BTreeMap<&str, u64> = report.probes.iter().map(|(probe, hits)| (probe.name(), *hits)).collect();
+    let unreached: Vec<&str> = report.probes_unreached().iter().map(|p| p.name()).collect();
     writeln!(
         out,
         "probes: {}/{} reached{}",
@@ -283,24 +259,27 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
         probes.len(),
         if unreached.is_empty() { String::new() } else { format!("; never reached: {}", unreached.join(", ")) }
     )?;
-    let seeds_per_sec = reports.len() as f64 / wall.max(1e-9);
+    let (events, sim_seconds) = (report.events(), report.sim_seconds());
+    let seeds_per_sec = report.seeds() as f64 / wall.max(1e-9);
     let acceleration = sim_seconds / wall.max(1e-9);
     writeln!(
         out,
-        "scenario {}: {} seeds ({}..{}), {} failed, {} events, {:.0} simulated s in {:.2} wall s on {jobs} threads: {:.1} seeds/s, time acceleration {:.0}x",
+        "scenario {}: {} seeds ({}..{}), {} failed, {} events, {:.0} simulated s in {:.2} wall s on {} threads: {:.1} seeds/s, time acceleration {:.0}x",
         scenario.name,
-        reports.len(),
+        report.seeds(),
         args.start,
         end,
-        failures.len(),
+        report.failures.len(),
         events,
         sim_seconds,
         wall,
+        report.jobs,
         seeds_per_sec,
         acceleration
     )?;
     if args.json {
-        let failures: Vec<_> = failures
+        let failures: Vec<_> = report
+            .failures
             .iter()
             .map(|r| {
                 let v = &r.violations[0];
@@ -310,9 +289,9 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             .collect();
         let summary = json!({
             "scenario": scenario.name,
-            "seeds": reports.len(),
+            "seeds": report.seeds(),
             "start": args.start,
-            "jobs": jobs,
+            "jobs": report.jobs,
             "failures": failures,
             "events": events,
             "sim_seconds": sim_seconds,
@@ -321,14 +300,19 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             "time_acceleration": acceleration,
             "fault_selection": args.faults,
             "faults": fired,
-            "determinism_checked": checked,
-            "nondeterministic": nondeterministic,
+            "determinism_checked": report.determinism_checked,
+            "nondeterministic": report.nondeterministic,
             "probes": probes,
             "probes_unreached": unreached,
         });
         writeln!(out, "{summary}")?;
     }
-    Ok(if failures.is_empty() && nondeterministic.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if report.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Worker threads: as asked, else one per core.
+fn jobs(asked: Option<usize>) -> usize {
+    asked.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
 }
 
 fn repro(args: &ReproArgs, out: &mut impl Write) -> Result<ExitCode> {
@@ -404,8 +388,8 @@ fn list(out: &mut impl Write) -> Result<()> {
         writeln!(out, "  {name:<32} {description}")?;
     }
     writeln!(out, "\nProbes (interesting states a sweep should reach):")?;
-    for (name, description) in PROBES {
-        writeln!(out, "  {name:<32} {description}")?;
+    for probe in Probe::ALL {
+        writeln!(out, "  {:<32} {}", probe.name(), probe.description())?;
     }
     writeln!(out, "\nFault kinds (a random subset per seed):")?;
     for kind in FaultKind::ALL {
@@ -491,6 +475,51 @@ fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> Result<ExitCode> {
         let summary = json!({ "scenario": scenario.name, "seed": args.seed, "invariant": invariant,
             "steps_before": schedule.steps(), "steps_after": small.steps(), "runs": runs, "schedule": path });
         writeln!(out, "{summary}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn golden(args: &GoldenArgs, out: &mut impl Write) -> Result<ExitCode> {
+    use drydock_scenarios::golden::{self, Golden};
+    let path = args.file.clone().unwrap_or_else(golden::default_path);
+    let started = Instant::now();
+    let actual = Golden::compute(jobs(args.jobs), &golden::regressions_dir()).map_err(|e| anyhow::anyhow!(e))?;
+    let wall = started.elapsed().as_secs_f64();
+    let pinned = if path.exists() { Golden::load(&path).map_err(|e| anyhow::anyhow!(e))? } else { Golden::default() };
+    let differences = actual.differences(&pinned);
+    if args.update {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        std::fs::write(&path, actual.render()).with_context(|| format!("cannot write {}", path.display()))?;
+        writeln!(
+            out,
+            "wrote {} digests to {} in {wall:.1} s: {} changed (review them with `git diff`)",
+            actual.digests.len(),
+            path.display(),
+            differences.len()
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for difference in differences.iter().take(20) {
+        writeln!(out, "DIFFERS {difference}")?;
+    }
+    if differences.len() > 20 {
+        writeln!(out, "... and {} more", differences.len() - 20)?;
+    }
+    writeln!(
+        out,
+        "golden digests: {} runs in {wall:.1} s, {} differ from {}",
+        actual.digests.len(),
+        differences.len(),
+        path.display()
+    )?;
+    if !differences.is_empty() {
+        writeln!(
+            out,
+            "behaviour changed: if that was intended, run `drydock sim golden --update` and commit the diff"
+        )?;
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -85,15 +85,29 @@ pub enum Output {
     Store {
         id: OpId,
         request: StoreRequest,
+        origin: Origin,
+        /// The next output is another store write of the same reconcile: a crash right after this
+        /// one leaves that reconcile's writes half done.
+        write_follows: bool,
     },
     Runtime {
         id: OpId,
         request: RuntimeRequest,
+        origin: Origin,
     },
     /// Stop runtime request `id` if it can still be stopped. Its reply, if one comes, is ignored.
     Cancel {
         id: OpId,
     },
+}
+
+/// Which reconcile asked for a request: its controller and key. For drivers that trace, log or
+/// inject faults by request; the engine itself never reads it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The controller's [`Controller::name`].
+    pub controller: Arc<str>,
+    pub key: ObjectKey,
 }
 
 type WorkKey = (usize, ObjectKey);
@@ -132,6 +146,8 @@ pub struct Engine {
     config: EngineConfig,
     registry: Registry,
     controllers: Vec<Box<dyn Controller>>,
+    /// Controller names, shared by the origins of their requests.
+    names: Vec<Arc<str>>,
     watches: Vec<(usize, Watch)>,
     cache: Cache,
     queue: crate::queue::WorkQueue<WorkKey>,
@@ -159,7 +175,9 @@ impl Engine {
         let next_op = config.first_op;
         let watches =
             controllers.iter().enumerate().flat_map(|(i, c)| c.watches().into_iter().map(move |w| (i, w))).collect();
+        let names = controllers.iter().map(|c| Arc::from(c.name())).collect();
         Engine {
+            names,
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             backoff: Backoff::new(config.backoff_base, config.backoff_max),
             config,
@@ -282,16 +300,6 @@ impl Engine {
         }
     }
 
-    /// The output `poll` would return next without running a reconcile, if any.
-    pub fn peek_output(&self) -> Option<&Output> {
-        self.outbox.front()
-    }
-
-    /// The object whose reconcile issued request `id`, while it is in flight.
-    pub fn issuer(&self, id: OpId) -> Option<&ObjectKey> {
-        self.pending.get(&id).map(|op| &op.work.1)
-    }
-
     /// Route a runtime event to the object whose uid its container carries.
     fn runtime_event(&mut self, now: Now, event: &RuntimeEvent) {
         let Some(uid) = event.labels.get(crate::api::names::LABEL_OWNER_UID) else { return };
@@ -354,6 +362,8 @@ impl Engine {
         };
         let result = controller.reconcile(&mut ctx, key);
         let issued = std::mem::take(&mut ctx.issued);
+        let origin = Origin { controller: self.names[*index].clone(), key: key.clone() };
+        let first_output = self.outbox.len();
         let mut outstanding = 0;
         let mut made_reads = false;
         for request in issued {
@@ -369,7 +379,7 @@ impl Engine {
                         deadline: None,
                     };
                     self.pending.insert(id, op);
-                    self.outbox.push_back(Output::Store { id, request });
+                    self.outbox.push_back(Output::Store { id, request, origin: origin.clone(), write_follows: false });
                 }
                 Issued::Runtime(id, request) => {
                     self.stats.runtime_requests += 1;
@@ -386,7 +396,7 @@ impl Engine {
                         deadline: Some(deadline),
                     };
                     self.pending.insert(id, op);
-                    self.outbox.push_back(Output::Runtime { id, request });
+                    self.outbox.push_back(Output::Runtime { id, request, origin: origin.clone() });
                 }
                 Issued::Cancel(id) => {
                     // Only runtime requests of this same controller can be cancelled.
@@ -400,6 +410,7 @@ impl Engine {
                 }
             }
         }
+        mark_writes_that_follow(self.outbox.range_mut(first_output..));
         if outstanding == 0 {
             self.finish(now, work, result, None, false);
         } else {
@@ -465,5 +476,20 @@ impl Engine {
         if made_reads {
             self.queue.add(work, now.mono);
         }
+    }
+}
+
+/// Set `write_follows` on every store write of one reconcile's outputs that another write follows
+/// directly.
+fn mark_writes_that_follow<'a>(outputs: impl DoubleEndedIterator<Item = &'a mut Output>) {
+    let mut next_is_write = false;
+    for output in outputs.rev() {
+        next_is_write = match output {
+            Output::Store { request, write_follows, .. } => {
+                *write_follows = next_is_write;
+                !request.is_read()
+            }
+            _ => false,
+        };
     }
 }

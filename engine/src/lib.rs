@@ -19,5 +19,5 @@ pub mod store;
 pub mod time;
 
 pub use controller::{Action, Context, Controller, Mapper, OpId, ReconcileError, ReconcileResult, Watch};
-pub use engine::{Engine, EngineConfig, EngineStats, Input, Output};
+pub use engine::{Engine, EngineConfig, EngineStats, Input, Origin, Output};
 pub use time::{MonoTime, Now, WallTime};

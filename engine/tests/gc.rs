@@ -111,7 +111,7 @@ impl World {
             let now = self.now();
             if let Some(output) = self.engine.poll(now) {
                 match output {
-                    Output::Store { id, request } => {
+                    Output::Store { id, request, .. } => {
                         for check in &mut self.checks {
                             check(&self.store, &request);
                         }

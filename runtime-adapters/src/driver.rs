@@ -137,12 +137,12 @@ impl<R: Runtime> Driver<R> {
     fn pump(&mut self) {
         while let Some(output) = self.engine.poll(self.clock.now()) {
             match output {
-                Output::Store { id, request } => {
+                Output::Store { id, request, .. } => {
                     let result = self.store.execute(request);
                     self.engine.handle(self.clock.now(), Input::StoreDone { id, result });
                 }
-                Output::Runtime { id, request } => {
-                    tracing::debug!(%id, request = %request.describe(), "runtime request");
+                Output::Runtime { id, request, origin } => {
+                    tracing::debug!(%id, controller = %origin.controller, key = %origin.key, request = %request.describe(), "runtime request");
                     let runtime = self.runtime.clone();
                     let results = self.results_tx.clone();
                     let task = tokio::spawn(async move {

@@ -7,6 +7,7 @@
 mod basic;
 mod draw;
 pub mod examples;
+pub mod golden;
 mod logical;
 mod physical;
 mod pull_storm;

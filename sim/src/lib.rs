@@ -4,10 +4,12 @@
 //! and every delivery delay are drawn from one ChaCha8 PRNG, and time is simulated. The same seed
 //! gives the same trace digest on every run and every machine.
 
+mod catalog;
 pub mod checker;
 pub mod probes;
 pub mod runtime;
 pub mod scheduler;
+pub mod sweep;
 pub mod trace;
 pub mod workload;
 pub mod world;

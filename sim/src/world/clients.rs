@@ -2,6 +2,7 @@
 //! directly, at the times the workload says.
 
 use super::World;
+use crate::probes::Probe;
 use crate::workload::{ClientOp, ContainerOp, ExternalOp};
 use drydock_engine::MonoTime;
 use drydock_engine::api::logical::LogicalContainer;
@@ -111,7 +112,7 @@ impl World<'_> {
         if let Ok(object) = &result {
             self.record_client_write(object);
             if matches!(op, ClientOp::DeleteNamespace { .. }) && !self.history.pulls_in_flight.is_empty() {
-                self.probe("namespace-deleted-during-pull");
+                self.probe(Probe::NamespaceDeletedDuringPull);
             }
         }
         self.describe_store_result(&result.map(StoreReply::Object));

@@ -13,6 +13,7 @@ mod record;
 mod runtime_calls;
 
 use crate::checker::{self, History, View};
+use crate::probes::Probe;
 use crate::runtime::SimRuntime;
 use crate::scheduler::Scheduler;
 use crate::trace::Trace;
@@ -112,8 +113,8 @@ pub struct RunReport {
     #[serde(skip)]
     pub fault_decisions: drydock_faults::Decisions,
     pub violations: Vec<Violation>,
-    /// Hits per probe (see `probes::PROBES`); probes not hit are absent.
-    pub probes: std::collections::BTreeMap<&'static str, u64>,
+    /// Hits per probe; probes not hit are absent.
+    pub probes: std::collections::BTreeMap<Probe, u64>,
     pub stats: RunStats,
     #[serde(skip)]
     pub trace: Option<Vec<String>>,
@@ -259,7 +260,7 @@ pub struct World<'w> {
     /// Runtime requests cancelled by their process.
     cancelled: std::collections::BTreeSet<(usize, OpId)>,
     history: History,
-    probes: std::collections::BTreeMap<&'static str, u64>,
+    probes: std::collections::BTreeMap<Probe, u64>,
     /// Owner uids whose create reply was lost.
     uncertain_uids: std::collections::BTreeSet<String>,
     /// (process, object key) whose last write hit a Conflict.
@@ -547,10 +548,10 @@ impl<'w> World<'w> {
                     // is ignored by the engine.
                     self.cancelled.insert((process, id));
                     if self.hung.remove(&(process, id)) {
-                        self.probe("hung-request-timed-out");
+                        self.probe(Probe::HungRequestTimedOut);
                     }
                     if self.history.pulls_in_flight.values().any(|p| p.contains(&(process, id))) {
-                        self.probe("pull-cancelled");
+                        self.probe(Probe::PullCancelled);
                     }
                     self.record_runtime_settled(process, id);
                     self.dirty = true;
@@ -560,17 +561,17 @@ impl<'w> World<'w> {
             }
             let crash = match output {
                 Output::Cancel { .. } => None,
-                Output::Store { id, request } => {
+                Output::Store { id, request, write_follows, .. } => {
                     self.stats.store_requests += 1;
-                    let between_writes = !request.is_read() && self.second_write_follows(process, id);
+                    let between_writes = !request.is_read() && write_follows;
                     let t = now + self.config.store_latency.draw(&mut self.rng);
                     self.scheduler.at(t, Event::StoreApply { process, id, request });
                     (between_writes && self.faults.fires(FaultKind::CrashBetweenWrites, &mut self.rng))
                         .then_some(FaultKind::CrashBetweenWrites)
                 }
-                Output::Runtime { id, request } => {
+                Output::Runtime { id, request, origin } => {
                     self.stats.runtime_requests += 1;
-                    self.record_runtime_issue(process, id, &request);
+                    self.record_runtime_issue(process, id, &request, &origin.key);
                     self.dirty = true;
                     let pull = matches!(request, RuntimeRequest::PullImage { .. });
                     let mut latency =

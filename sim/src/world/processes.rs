@@ -8,8 +8,9 @@
 //! current version, after which only newer events are delivered to it.
 
 use super::{Event, Latency, World, WorldConfig};
+use crate::probes::Probe;
 use drydock_engine::store::WatchEvent;
-use drydock_engine::{Engine, EngineConfig, Input, MonoTime, Now, OpId, Output, WallTime};
+use drydock_engine::{Engine, EngineConfig, Input, MonoTime, Now, OpId, WallTime};
 use drydock_faults::FaultKind;
 use std::fmt::Write as _;
 
@@ -91,19 +92,11 @@ impl World<'_> {
         false
     }
 
-    /// Whether the store write `id` just sent is followed, in the outbox, by another write of the
-    /// same reconcile.
-    pub(super) fn second_write_follows(&self, process: usize, id: OpId) -> bool {
-        let engine = &self.processes[process].engine;
-        let Some(Output::Store { id: next, request }) = engine.peek_output() else { return false };
-        !request.is_read() && engine.issuer(*next).is_some() && engine.issuer(*next) == engine.issuer(id)
-    }
-
     /// Kill process `process`: its memory is gone (a fresh engine waits to boot), requests it sent
     /// still reach the store and the runtime, their replies and its queued deliveries go nowhere.
     pub(super) fn crash(&mut self, now: MonoTime, process: usize, kind: FaultKind) {
         if self.creates_in_flight.iter().any(|(p, _)| *p == process) {
-            self.probe("crash-during-create");
+            self.probe(Probe::CrashDuringCreate);
         }
         // Its connections close: a hung request is over, and the daemon aborts a pull whose client
         // went away. Other requests already sent still apply, but nobody is waiting for them: they
@@ -165,7 +158,7 @@ impl World<'_> {
         p.last_delivery = now;
         p.last_queued = None;
         let _ = write!(self.line, "p{process} relists after Gone");
-        self.probe("relist-after-gone");
+        self.probe(Probe::RelistAfterGone);
         self.resync(now, process);
     }
 

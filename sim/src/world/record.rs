@@ -1,6 +1,7 @@
 //! Recording what the checkers need to know beyond the current state (see `checker::History`).
 
 use super::World;
+use crate::probes::Probe;
 use drydock_engine::api::logical::{LogicalContainer, LogicalMode};
 use drydock_engine::api::{
     ContainerImage, Lease, Namespace, Object, ObjectKey, PhysicalContainer, Resource, names, normalize_image_reference,
@@ -29,7 +30,13 @@ impl World<'_> {
     }
 
     /// An engine handed the world a runtime request.
-    pub(super) fn record_runtime_issue(&mut self, process: usize, id: OpId, request: &RuntimeRequest) {
+    pub(super) fn record_runtime_issue(
+        &mut self,
+        process: usize,
+        id: OpId,
+        request: &RuntimeRequest,
+        issuer: &ObjectKey,
+    ) {
         if let RuntimeRequest::PullImage { reference } = request {
             let normalized = normalize_image_reference(reference);
             *self.history.pulls_issued.entry(normalized.clone()).or_default() += 1;
@@ -39,7 +46,7 @@ impl World<'_> {
             self.creates_in_flight.insert((process, id));
         }
         if let RuntimeRequest::RemoveContainer { .. } = request {
-            let wanted = self.replacement_key(process, id);
+            let wanted = self.replacement_key(issuer);
             self.replacing.insert((process, id), wanted);
         }
         let owner = match request {
@@ -59,8 +66,7 @@ impl World<'_> {
 
     /// For a remove issued by a live physical container (one replacing what holds its name, not
     /// one being deleted): the lifecycle key it wants its runtime container to have.
-    fn replacement_key(&self, process: usize, id: OpId) -> Option<String> {
-        let issuer = self.processes[process].engine.issuer(id)?;
+    fn replacement_key(&self, issuer: &ObjectKey) -> Option<String> {
         let object = self.store.get(issuer).filter(|o| o.kind == PhysicalContainer::KIND)?;
         if object.metadata.is_deleting() {
             return None;
@@ -204,7 +210,7 @@ impl World<'_> {
                 (Some(holder), Some(renewed)) if claims.keys().any(|h| h != holder) && !claims.contains_key(holder) => {
                     let until = WallTime(true_time(renewed).0.saturating_add(spec.duration_ms));
                     claims.insert(holder.clone(), until);
-                    *self.probes.entry("lease-taken-over").or_default() += 1;
+                    *self.probes.entry(Probe::LeaseTakenOver).or_default() += 1;
                 }
                 (Some(holder), Some(renewed)) => {
                     // A new holder's claim ends every other claim (they had expired: that is the
@@ -269,11 +275,11 @@ impl World<'_> {
         wanted: Option<String>,
     ) {
         if !removed.labels.contains_key(names::LABEL_CREATOR) {
-            self.probe("stranger-replaced");
+            self.probe(Probe::StrangerReplaced);
         } else if removed.labels.contains_key(names::LABEL_LIFECYCLE_KEY)
             && removed.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true")
         {
-            self.probe("persistent-replaced");
+            self.probe(Probe::PersistentReplaced);
         }
         // A drydock-created container removed to be replaced by one with the same key should have
         // been reused. (A replacement with another key, or a removal of a container being deleted,
@@ -332,9 +338,8 @@ impl World<'_> {
 }
 
 impl World<'_> {
-    pub(super) fn probe(&mut self, name: &'static str) {
-        debug_assert!(crate::probes::PROBES.iter().any(|(p, _)| *p == name), "unknown probe {name}");
-        *self.probes.entry(name).or_default() += 1;
+    pub(super) fn probe(&mut self, probe: Probe) {
+        *self.probes.entry(probe).or_default() += 1;
     }
 
     /// Probes visible in a runtime request as it applies.
@@ -345,7 +350,7 @@ impl World<'_> {
                 if labels.get(names::LABEL_OWNER_UID).is_some_and(|uid| self.uncertain_uids.contains(uid))
                     && !found.is_empty() =>
             {
-                self.probe("uncertain-create-adopted");
+                self.probe(Probe::UncertainCreateAdopted);
             }
             (RuntimeRequest::InspectImage { reference }, Ok(_)) => {
                 let lease = drydock_engine::lease::lease_name("pull", &normalize_image_reference(reference));
@@ -357,13 +362,13 @@ impl World<'_> {
                     .get(&lease)
                     .is_some_and(|claims| claims.iter().any(|(h, until)| h.starts_with(&ours) && *until > now));
                 if holds {
-                    self.probe("pull-avoided-under-lease");
+                    self.probe(Probe::PullAvoidedUnderLease);
                 }
             }
             (RuntimeRequest::InspectContainer { id }, Ok(_)) => {
                 let id = self.runtime.container(id).map(|c| c.id.clone()).unwrap_or_default();
                 if self.was_hidden.remove(&id) {
-                    self.probe("notfound-after-create-retried");
+                    self.probe(Probe::NotFoundAfterCreateRetried);
                 }
             }
             _ => {}
@@ -384,14 +389,14 @@ impl World<'_> {
             (StoreRequest::Get { key }, Ok(StoreReply::Object(lease)))
                 if key.kind == Lease::KIND && lease.spec::<Lease>().is_ok_and(|s| s.live_holder(now).is_some()) =>
             {
-                self.probe("lease-contended");
+                self.probe(Probe::LeaseContended);
             }
             (_, Err(e)) if e.is_conflict() => {
                 self.conflicted.insert((process, key));
             }
             (_, Ok(StoreReply::Object(object))) => {
                 if self.conflicted.remove(&(process, key)) {
-                    self.probe("conflict-retried");
+                    self.probe(Probe::ConflictRetried);
                 }
                 self.probe_object(request, object);
             }
@@ -404,7 +409,7 @@ impl World<'_> {
         use drydock_engine::api::{ContainerPhase, Namespace};
         match (request, object.kind.as_str()) {
             (StoreRequest::Delete { .. }, Namespace::KIND) if !self.history.pulls_in_flight.is_empty() => {
-                self.probe("namespace-deleted-during-pull");
+                self.probe(Probe::NamespaceDeletedDuringPull);
             }
             (StoreRequest::Create { .. }, PhysicalContainer::KIND) => {
                 let tracked = object.spec::<PhysicalContainer>().is_ok_and(|s| s.container_id.is_some());
@@ -414,13 +419,13 @@ impl World<'_> {
                         .is_some_and(|s| s.mode == LogicalMode::Persistent)
                 });
                 if tracked && persistent_owner {
-                    self.probe("persistent-reused");
+                    self.probe(Probe::PersistentReused);
                 }
             }
             (StoreRequest::UpdateStatus { .. }, PhysicalContainer::KIND)
                 if object.status::<PhysicalContainer>().is_ok_and(|s| s.phase == ContainerPhase::Missing) =>
             {
-                self.probe("missing-after-external-removal");
+                self.probe(Probe::MissingAfterExternalRemoval);
             }
             (StoreRequest::UpdateStatus { .. }, LogicalContainer::KIND) => {
                 let phase = object.status::<LogicalContainer>().map(|s| s.phase).unwrap_or_default();
@@ -428,7 +433,7 @@ impl World<'_> {
                 if phase == LogicalPhase::NotFound {
                     self.waited_existing.insert(uid);
                 } else if phase == LogicalPhase::Running && self.waited_existing.remove(&uid) {
-                    self.probe("existing-adopted-after-wait");
+                    self.probe(Probe::ExistingAdoptedAfterWait);
                 }
             }
             _ => {}

@@ -1,0 +1,170 @@
+//! Seed sweeps: many independent seeds of one run function across threads, aggregated into one
+//! report that a CLI, a `cargo test` or a CI job formats as it likes.
+//!
+//! *Guarantees*
+//! - Every seed of `start..start + seeds` runs exactly once (the determinism self-check runs some
+//!   a second time and compares digests).
+//! - The report does not depend on the number of threads or on which thread ran which seed:
+//!   results are ordered by seed, counts are sums.
+//! - Memory stays small in the number of seeds: a passing seed keeps a [`SeedOutcome`] (its digest
+//!   and sizes), only a failing seed keeps its whole [`RunReport`].
+//!
+//! *Caveats*: this is the one place of the simulator that starts threads. Each seed still runs on
+//! one thread from start to end, and seeds share nothing, so threads change only how fast a sweep
+//! finishes, never what it finds. Wall time is measured by the caller (the simulator reads no
+//! clock).
+
+use crate::RunReport;
+use crate::probes::Probe;
+use drydock_faults::FaultKind;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+
+/// What to sweep.
+#[derive(Clone, Debug)]
+pub struct SweepConfig {
+    pub start: u64,
+    pub seeds: u64,
+    /// Worker threads (at least one).
+    pub jobs: usize,
+    /// Run every k-th seed twice and compare digests (the determinism self-check); `None`: off.
+    pub check_every: Option<u64>,
+}
+
+impl SweepConfig {
+    /// `percent` of the seeds run twice (at least one, unless `percent` is 0).
+    pub fn check_every_for_percent(percent: f64) -> Option<u64> {
+        (percent > 0.0).then(|| (100.0 / percent).round().max(1.0) as u64)
+    }
+}
+
+/// What one seed of a sweep came to, kept for every seed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedOutcome {
+    pub seed: u64,
+    pub ok: bool,
+    pub digest: String,
+    pub events: u64,
+    pub sim_nanos: u64,
+}
+
+/// Everything a sweep found.
+#[derive(Clone, Debug, Default)]
+pub struct SweepReport {
+    pub start: u64,
+    pub jobs: usize,
+    /// One per seed, ordered by seed.
+    pub outcomes: Vec<SeedOutcome>,
+    /// The whole report of every failing seed, ordered by seed.
+    pub failures: Vec<RunReport>,
+    /// Seeds run twice by the determinism self-check.
+    pub determinism_checked: u64,
+    /// Seeds whose second run gave another digest.
+    pub nondeterministic: Vec<u64>,
+    /// How many times each fault kind fired, over all seeds (every kind present, maybe zero).
+    pub faults_fired: BTreeMap<FaultKind, u64>,
+    /// Hits per probe over all seeds (every probe present, maybe zero).
+    pub probes: BTreeMap<Probe, u64>,
+}
+
+impl SweepReport {
+    pub fn seeds(&self) -> usize {
+        self.outcomes.len()
+    }
+
+    pub fn events(&self) -> u64 {
+        self.outcomes.iter().map(|o| o.events).sum()
+    }
+
+    pub fn sim_seconds(&self) -> f64 {
+        self.outcomes.iter().map(|o| o.sim_nanos as f64 / 1e9).sum()
+    }
+
+    /// Probes no seed reached.
+    pub fn probes_unreached(&self) -> Vec<Probe> {
+        self.probes.iter().filter(|(_, hits)| **hits == 0).map(|(probe, _)| *probe).collect()
+    }
+
+    /// No seed failed and every re-run seed gave its digest again.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty() && self.nondeterministic.is_empty()
+    }
+
+    fn add(&mut self, mut report: RunReport, again: Option<String>) {
+        if let Some(digest) = again {
+            self.determinism_checked += 1;
+            if digest != report.digest {
+                self.nondeterministic.push(report.seed);
+            }
+        }
+        for (kind, count) in &report.fault_counts {
+            *self.faults_fired.entry(*kind).or_default() += count;
+        }
+        for (probe, hits) in &report.probes {
+            *self.probes.entry(*probe).or_default() += hits;
+        }
+        self.outcomes.push(SeedOutcome {
+            seed: report.seed,
+            ok: report.ok,
+            digest: report.digest.clone(),
+            events: report.events,
+            sim_nanos: report.sim_nanos,
+        });
+        if !report.ok {
+            report.trace = None;
+            self.failures.push(report);
+        }
+    }
+}
+
+/// Run `run_seed` for every seed of `config` on `config.jobs` threads. `on_report` sees each
+/// report as it arrives (in completion order, on the calling thread): for progress output.
+pub fn sweep(
+    config: &SweepConfig,
+    run_seed: impl Fn(u64) -> RunReport + Sync,
+    mut on_report: impl FnMut(&RunReport),
+) -> SweepReport {
+    let end = config.start.saturating_add(config.seeds);
+    let mut report = SweepReport {
+        start: config.start,
+        jobs: config.jobs.max(1),
+        faults_fired: FaultKind::ALL.iter().map(|k| (*k, 0)).collect(),
+        probes: Probe::ALL.iter().map(|p| (*p, 0)).collect(),
+        ..SweepReport::default()
+    };
+    let next = AtomicU64::new(config.start);
+    let (tx, rx) = mpsc::channel::<(RunReport, Option<String>)>();
+    let run_seed = &run_seed;
+    std::thread::scope(|scope| {
+        for _ in 0..report.jobs {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= end {
+                        break;
+                    }
+                    let report = run_seed(seed);
+                    let again = config
+                        .check_every
+                        .filter(|k| (seed - config.start).is_multiple_of(*k))
+                        .map(|_| run_seed(seed).digest);
+                    if tx.send((report, again)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (run, again) in rx {
+            on_report(&run);
+            report.add(run, again);
+        }
+    });
+    report.outcomes.sort_by_key(|o| o.seed);
+    report.failures.sort_by_key(|r| r.seed);
+    report.nondeterministic.sort_unstable();
+    report
+}
