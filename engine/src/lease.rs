@@ -62,6 +62,17 @@ pub fn lease_name(prefix: &str, key: &str) -> String {
     format!("{prefix}-{}", &digest[..20])
 }
 
+/// The holder name of resource `uid` contending through engine `identity`: `<identity>/<uid>`, so
+/// two resources of one process contend like two processes.
+pub fn holder(identity: &str, uid: &crate::api::Uid) -> String {
+    format!("{identity}/{uid}")
+}
+
+/// The engine identity a holder name (see [`holder`]) belongs to.
+pub fn holder_identity(holder: &str) -> &str {
+    holder.rsplit_once('/').map_or(holder, |(identity, _)| identity)
+}
+
 #[derive(Debug, Default)]
 pub struct LeaseClient {
     /// (lease name, holder) -> state. Keyed by holder too: several resources of one controller

@@ -32,6 +32,12 @@ pub const VERIFY_BUDGET: u32 = 5;
 /// Progress lines kept in status.
 const PROGRESS_LINES: usize = 20;
 
+/// The name of the lease that serializes pulls of `reference`: one per *normalized* reference, so
+/// `busybox`, `busybox:latest` and `docker.io/library/busybox:latest` share it.
+pub fn pull_lease_name(reference: &str) -> String {
+    lease_name("pull", &normalize_image_reference(reference))
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Op {
     /// Is the image present? (policy `missing` / `never`, or re-evaluation under the lease)
@@ -113,10 +119,6 @@ impl ContainerImageController {
         }
     }
 
-    fn holder(identity: &str, uid: &Uid) -> String {
-        format!("{identity}/{uid}")
-    }
-
     fn runtime(&mut self, ctx: &mut Context<'_>, uid: &Uid, op: Op, request: RuntimeRequest) -> ReconcileResult {
         let id = ctx.runtime(request);
         self.ops.insert(id, uid.clone());
@@ -129,13 +131,13 @@ impl ContainerImageController {
     /// Acquire (or keep) the pull lease; returns whether it is held.
     fn lease(&mut self, ctx: &mut Context<'_>, uid: &Uid, reference: &str) -> Acquire {
         let normalized = normalize_image_reference(reference);
-        let holder = Self::holder(ctx.identity(), uid);
-        self.leases.acquire(ctx, &lease_name("pull", &normalized), &normalized, &holder, PULL_LEASE_DURATION)
+        let holder = crate::lease::holder(ctx.identity(), uid);
+        self.leases.acquire(ctx, &pull_lease_name(reference), &normalized, &holder, PULL_LEASE_DURATION)
     }
 
     fn release(&mut self, ctx: &mut Context<'_>, uid: &Uid, reference: &str) {
-        let holder = Self::holder(ctx.identity(), uid);
-        self.leases.release(ctx, &lease_name("pull", &normalize_image_reference(reference)), &holder);
+        let holder = crate::lease::holder(ctx.identity(), uid);
+        self.leases.release(ctx, &pull_lease_name(reference), &holder);
     }
 
     fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
@@ -412,12 +414,8 @@ impl Controller for ContainerImageController {
             && t.in_flight.is_none()
         {
             // Done with pulling either way: let others have the lease.
-            let holder = Self::holder(ctx.identity(), &uid);
-            let holds = self.leases.holds(
-                &lease_name("pull", &normalize_image_reference(&spec.image)),
-                &holder,
-                ctx.now().wall,
-            );
+            let holder = crate::lease::holder(ctx.identity(), &uid);
+            let holds = self.leases.holds(&pull_lease_name(&spec.image), &holder, ctx.now().wall);
             if holds {
                 self.release(ctx, &uid, &spec.image);
             }

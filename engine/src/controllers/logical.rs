@@ -81,11 +81,13 @@ pub struct LogicalContainerController {
     leases: LeaseClient,
 }
 
-fn backing_name(name: &str) -> String {
+/// The name of the `PhysicalContainer` a logical container named `name` owns.
+pub fn backing_name(name: &str) -> String {
     format!("{name}-backing")
 }
 
-fn image_name(name: &str) -> String {
+/// The name of the `ContainerImage` a logical container named `name` owns for an inline image.
+pub fn image_name(name: &str) -> String {
     format!("{name}-image")
 }
 
@@ -107,10 +109,6 @@ impl LogicalContainerController {
             ops: BTreeMap::new(),
             leases: LeaseClient::default(),
         }
-    }
-
-    fn holder(ctx: &Context<'_>, uid: &Uid) -> String {
-        format!("{}/{uid}", ctx.identity())
     }
 
     fn lease_for(spec: &LogicalContainerSpec, obj: &Object) -> (String, String) {
@@ -280,7 +278,7 @@ impl LogicalContainerController {
         }
         if spec.mode == LogicalMode::Persistent {
             let (lease, runtime_name) = Self::lease_for(&spec, obj);
-            let holder = Self::holder(ctx, &uid);
+            let holder = crate::lease::holder(ctx.identity(), &uid);
             match self.leases.acquire(ctx, &lease, &runtime_name, &holder, STARTUP_LEASE_DURATION) {
                 Acquire::Held => {}
                 Acquire::Pending => return Ok(Action::requeue(Duration::from_millis(1))),
@@ -377,7 +375,7 @@ impl LogicalContainerController {
         // or for modes that never took it.
         if persistent && status.workload.is_some() {
             let (lease, _) = Self::lease_for(spec, obj);
-            let holder = Self::holder(ctx, &obj.metadata.uid);
+            let holder = crate::lease::holder(ctx.identity(), &obj.metadata.uid);
             if self.leases.holds(&lease, &holder, ctx.now().wall) {
                 self.leases.release(ctx, &lease, &holder);
             }
@@ -390,7 +388,7 @@ impl LogicalContainerController {
         let namespace = obj.metadata.namespace.clone().unwrap_or_default();
         if let Ok(spec) = obj.spec::<LogicalContainer>() {
             let (lease, _) = Self::lease_for(&spec, obj);
-            let holder = Self::holder(ctx, &uid);
+            let holder = crate::lease::holder(ctx.identity(), &uid);
             self.leases.release(ctx, &lease, &holder);
         }
         let children = [

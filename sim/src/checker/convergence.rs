@@ -92,7 +92,7 @@ fn logicals_settled(view: &View<'_>) -> Result<(), String> {
         let backing = view.store.get(&ObjectKey::namespaced(
             PhysicalContainer::KIND,
             ns,
-            &format!("{}-backing", lc.metadata.name),
+            &drydock_engine::controllers::logical::backing_name(&lc.metadata.name),
         ));
         let backing_phase = backing.and_then(|b| b.status::<PhysicalContainer>().ok()).map(|s| s.phase);
         let ok = match status.phase {

@@ -10,7 +10,7 @@ use drydock_engine::api::{
     ContainerImage, ContainerImageSpec, Lease, LeaseSpec, Namespace, NamespaceSpec, Object, ObjectKey, ObjectMeta,
     PhysicalContainer, PhysicalContainerSpec, Resource, names, normalize_image_reference,
 };
-use drydock_engine::lease::lease_name;
+use drydock_engine::controllers::image::pull_lease_name;
 use drydock_engine::runtime::{ContainerCreate, RuntimeRequest};
 use drydock_engine::store::{DeleteOptions, StoreError, StoreReply};
 use drydock_faults::FaultKind;
@@ -27,7 +27,7 @@ impl World<'_> {
                 let _ = write!(self.line, "client create Namespace/{name}");
                 let mut meta = ObjectMeta::named(None, name);
                 if let Some(engine) = engine {
-                    meta.annotations.insert(names::ANNOTATION_ENGINE.into(), format!("engine-{engine}"));
+                    meta.annotations.insert(names::ANNOTATION_ENGINE.into(), super::processes::identity(*engine));
                 }
                 if let Some(workload) = workload {
                     meta.annotations.insert(names::ANNOTATION_WORKLOAD.into(), workload.clone());
@@ -150,7 +150,7 @@ impl World<'_> {
     /// Write a pull lease as a holder that will never renew it.
     fn hold_lease(&mut self, reference: &str, seconds: u64) {
         let normalized = normalize_image_reference(reference);
-        let name = lease_name("pull", &normalized);
+        let name = pull_lease_name(reference);
         let wall = self.now(self.scheduler.now()).wall;
         let spec = LeaseSpec {
             key: normalized,

@@ -9,6 +9,7 @@
 
 use super::{Event, Latency, World, WorldConfig};
 use crate::probes::Probe;
+use drydock_engine::lease;
 use drydock_engine::store::WatchEvent;
 use drydock_engine::{Engine, EngineConfig, Input, MonoTime, Now, OpId, WallTime};
 use drydock_faults::FaultKind;
@@ -18,11 +19,17 @@ use std::fmt::Write as _;
 /// incarnation's requests are never mistaken for the new one's.
 const OP_RANGE_BITS: u32 = 40;
 
+/// The identity of engine process `index`: its lease holders and the creator label of what it
+/// creates carry it.
+pub(super) fn identity(index: usize) -> String {
+    format!("engine-{index}")
+}
+
 /// A fresh engine for process `index` in its `life`th incarnation: no memory of earlier ones.
 pub(super) fn boot(config: &WorldConfig, index: usize, life: u32, seed: u64) -> Engine {
     Engine::new(
         EngineConfig {
-            identity: format!("engine-{index}"),
+            identity: identity(index),
             seed,
             first_op: u64::from(life) << OP_RANGE_BITS,
             ..EngineConfig::default()
@@ -117,9 +124,9 @@ impl World<'_> {
         }
         // A dead holder holds nothing: its lease claims end with it (the lease object stays until
         // it expires, which is what the survivors wait for).
-        let holder_prefix = format!("engine-{process}/");
+        let dead = identity(process);
         for claims in self.history.lease_claims.values_mut() {
-            claims.retain(|holder, _| !holder.starts_with(&holder_prefix));
+            claims.retain(|holder, _| lease::holder_identity(holder) != dead);
         }
         self.dirty = true;
         let seed = self.rng_next();

@@ -353,14 +353,12 @@ impl World<'_> {
                 self.probe(Probe::UncertainCreateAdopted);
             }
             (RuntimeRequest::InspectImage { reference }, Ok(_)) => {
-                let lease = drydock_engine::lease::lease_name("pull", &normalize_image_reference(reference));
+                let lease = drydock_engine::controllers::image::pull_lease_name(reference);
                 let now = self.now(self.scheduler.now()).wall;
-                let ours = format!("engine-{process}/");
-                let holds = self
-                    .history
-                    .lease_claims
-                    .get(&lease)
-                    .is_some_and(|claims| claims.iter().any(|(h, until)| h.starts_with(&ours) && *until > now));
+                let ours = super::processes::identity(process);
+                let holds = self.history.lease_claims.get(&lease).is_some_and(|claims| {
+                    claims.iter().any(|(h, until)| drydock_engine::lease::holder_identity(h) == ours && *until > now)
+                });
                 if holds {
                     self.probe(Probe::PullAvoidedUnderLease);
                 }
