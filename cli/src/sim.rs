@@ -4,7 +4,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
 use drydock_faults::FaultKind;
 use drydock_scenarios::{FaultSelection, Scenario};
-use drydock_sim::checker::{EVENTUAL, INVARIANTS};
+use drydock_sim::checker::{EVENTUAL, InvariantId};
 use drydock_sim::probes::Probe;
 use drydock_sim::sweep::{self, SweepConfig};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -380,8 +380,8 @@ fn list(out: &mut impl Write) -> Result<()> {
         writeln!(out, "  {:<32} {}", s.name, s.description)?;
     }
     writeln!(out, "\nInvariants (checked after every event):")?;
-    for inv in INVARIANTS {
-        writeln!(out, "  {:<32} {}", inv.name, inv.description)?;
+    for invariant in InvariantId::ALL {
+        writeln!(out, "  {:<32} {}", invariant.name(), invariant.description())?;
     }
     writeln!(out, "\nEventual properties (checked after faults heal):")?;
     for (name, description) in EVENTUAL {

@@ -5,14 +5,14 @@
 use crate::draw::{Ops, between, chance, pick, spellings};
 use drydock_engine::api::PullPolicy;
 use drydock_sim::workload::{ClientOp, ContainerOp, ExternalOp, Workload};
-use drydock_sim::{Latency, WorldConfig};
+use drydock_sim::{Latency, ProcessKnobs, WatchKnobs, WorldConfig};
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
 
 pub fn world() -> WorldConfig {
     WorldConfig {
-        processes: 2,
-        watch_delays: vec![Latency::millis(0, 20), Latency::millis(0, 250)],
+        processes: ProcessKnobs { count: 2, ..ProcessKnobs::default() },
+        watch: WatchKnobs { delays: vec![Latency::millis(0, 20), Latency::millis(0, 250)], ..WatchKnobs::default() },
         ..WorldConfig::default()
     }
 }

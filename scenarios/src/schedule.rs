@@ -186,7 +186,8 @@ mod tests {
     fn shrinking_keeps_the_failure_and_removes_steps() {
         // A world that fails every run with many events: the event budget is tiny.
         let scenario = find("basic").unwrap();
-        let config = WorldConfig { max_events: 40, ..(scenario.world)() };
+        let mut config = (scenario.world)();
+        config.liveness.max_events = 40;
         let schedule = scenario.schedule(5, &FaultSelection::Default);
         assert_eq!(schedule.failure(&config).as_deref(), Some("event-budget"));
         let (small, runs) = schedule.shrink(&config, "event-budget");

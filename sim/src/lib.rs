@@ -6,6 +6,7 @@
 
 mod catalog;
 pub mod checker;
+pub mod facts;
 pub mod probes;
 pub mod runtime;
 pub mod scheduler;
@@ -14,4 +15,7 @@ pub mod trace;
 pub mod workload;
 pub mod world;
 
-pub use world::{Latency, RunReport, RunStats, Violation, World, WorldConfig};
+pub use world::{
+    Factor, Latency, LivenessKnobs, ProcessKnobs, RunReport, RunStats, RuntimeLinkKnobs, StoreLinkKnobs, Violation,
+    WatchKnobs, World, WorldConfig,
+};

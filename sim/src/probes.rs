@@ -25,3 +25,168 @@ catalog! {
         HungRequestTimedOut = ("hung-request-timed-out", "a runtime request that never answered was cancelled at its deadline"),
     }
 }
+
+use crate::checker::{Happening, View};
+use crate::facts::process_identity;
+use drydock_engine::api::logical::{LogicalContainer, LogicalMode, LogicalPhase};
+use drydock_engine::api::{ContainerPhase, Lease, Namespace, Object, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::controllers::image::pull_lease_name;
+use drydock_engine::runtime::{RuntimeReply, RuntimeRequest};
+use drydock_engine::store::{StoreReply, StoreRequest};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Counts the probes a run reaches. Most are recognised in what happens; a few are hit by the
+/// world directly where it makes them happen (a crash during a create, a relist).
+#[derive(Debug, Default)]
+pub struct Probes {
+    hits: BTreeMap<Probe, u64>,
+    /// Owner uids whose create reply was lost.
+    uncertain_uids: BTreeSet<String>,
+    /// (process, object key) whose last store write hit a Conflict.
+    conflicted: BTreeSet<(usize, String)>,
+    /// Containers an inspection was told were not there (notfound-after-create).
+    was_hidden: BTreeSet<String>,
+    /// Logical containers seen reporting NotFound.
+    waited_existing: BTreeSet<String>,
+}
+
+impl Probes {
+    pub fn hit(&mut self, probe: Probe) {
+        *self.hits.entry(probe).or_default() += 1;
+    }
+
+    /// Hits per probe; probes not hit are absent.
+    pub fn into_hits(self) -> BTreeMap<Probe, u64> {
+        self.hits
+    }
+
+    pub fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::ReplyLost { request: RuntimeRequest::CreateContainer(c), .. } => {
+                if let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) {
+                    self.uncertain_uids.insert(uid.clone());
+                }
+            }
+            Happening::InspectHidden { container_id } => {
+                self.was_hidden.insert(container_id.to_string());
+            }
+            Happening::RuntimeApplied { process, request, result, removed, .. } => {
+                if let (RuntimeRequest::RemoveContainer { .. }, Ok(_), Some(removed)) = (request, result, removed) {
+                    self.removed(removed);
+                }
+                self.runtime_applied(view, *process, request, result);
+            }
+            Happening::StoreApplied { process, request, result } => self.store_applied(view, *process, request, result),
+            _ => {}
+        }
+    }
+
+    fn removed(&mut self, removed: &drydock_engine::runtime::ContainerInfo) {
+        if !removed.labels.contains_key(names::LABEL_CREATOR) {
+            self.hit(Probe::StrangerReplaced);
+        } else if removed.labels.contains_key(names::LABEL_LIFECYCLE_KEY)
+            && removed.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true")
+        {
+            self.hit(Probe::PersistentReplaced);
+        }
+    }
+
+    fn runtime_applied(
+        &mut self,
+        view: &View<'_>,
+        process: usize,
+        request: &RuntimeRequest,
+        result: &drydock_engine::runtime::RuntimeResult,
+    ) {
+        match (request, result) {
+            (RuntimeRequest::ListContainers { labels }, Ok(RuntimeReply::Containers(found)))
+                if labels.get(names::LABEL_OWNER_UID).is_some_and(|uid| self.uncertain_uids.contains(uid))
+                    && !found.is_empty() =>
+            {
+                self.hit(Probe::UncertainCreateAdopted);
+            }
+            (RuntimeRequest::InspectImage { reference }, Ok(_))
+                if view.facts.leases.held_by(&pull_lease_name(reference), &process_identity(process), view.now) =>
+            {
+                self.hit(Probe::PullAvoidedUnderLease);
+            }
+            (RuntimeRequest::InspectContainer { id }, Ok(_)) => {
+                let id = view.runtime.container(id).map(|c| c.id.clone()).unwrap_or_default();
+                if self.was_hidden.remove(&id) {
+                    self.hit(Probe::NotFoundAfterCreateRetried);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn store_applied(
+        &mut self,
+        view: &View<'_>,
+        process: usize,
+        request: &StoreRequest,
+        result: &drydock_engine::store::StoreResult,
+    ) {
+        let key = match request {
+            StoreRequest::Create { object }
+            | StoreRequest::Update { object }
+            | StoreRequest::UpdateStatus { object } => object.key().to_string(),
+            StoreRequest::Delete { key, .. } | StoreRequest::Get { key } => key.to_string(),
+            StoreRequest::List { .. } => return,
+        };
+        match (request, result) {
+            (StoreRequest::Get { key }, Ok(StoreReply::Object(lease)))
+                if key.kind == Lease::KIND
+                    && lease.spec::<Lease>().is_ok_and(|s| s.live_holder(view.now).is_some()) =>
+            {
+                self.hit(Probe::LeaseContended);
+            }
+            (_, Err(e)) if e.is_conflict() => {
+                self.conflicted.insert((process, key));
+            }
+            (_, Ok(StoreReply::Object(object))) => {
+                if self.conflicted.remove(&(process, key)) {
+                    self.hit(Probe::ConflictRetried);
+                }
+                self.stored(view, request, object);
+            }
+            _ => {}
+        }
+    }
+
+    fn stored(&mut self, view: &View<'_>, request: &StoreRequest, object: &Object) {
+        match (request, object.kind.as_str()) {
+            (StoreRequest::Delete { .. }, Namespace::KIND) if view.facts.in_flight.any_pull() => {
+                self.hit(Probe::NamespaceDeletedDuringPull);
+            }
+            (StoreRequest::Create { .. }, PhysicalContainer::KIND) => {
+                let tracked = object.spec::<PhysicalContainer>().is_ok_and(|s| s.container_id.is_some());
+                let persistent_owner = object.metadata.owner_references.iter().any(|r| {
+                    view.store
+                        .get_by_uid(&Uid(r.uid.0.clone()))
+                        .filter(|o| o.kind == LogicalContainer::KIND)
+                        .and_then(|lc| lc.spec::<LogicalContainer>().ok())
+                        .is_some_and(|s| s.mode == LogicalMode::Persistent)
+                });
+                if tracked && persistent_owner {
+                    self.hit(Probe::PersistentReused);
+                }
+            }
+            (StoreRequest::UpdateStatus { .. }, PhysicalContainer::KIND)
+                if object.status::<PhysicalContainer>().is_ok_and(|s| s.phase == ContainerPhase::Missing) =>
+            {
+                self.hit(Probe::MissingAfterExternalRemoval);
+            }
+            (StoreRequest::UpdateStatus { .. }, LogicalContainer::KIND) => {
+                let phase = object.status::<LogicalContainer>().map(|s| s.phase).unwrap_or_default();
+                let uid = object.metadata.uid.0.clone();
+                if phase == LogicalPhase::NotFound {
+                    self.waited_existing.insert(uid);
+                } else if phase == LogicalPhase::Running && self.waited_existing.remove(&uid) {
+                    self.hit(Probe::ExistingAdoptedAfterWait);
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,31 +1,136 @@
-//! The state checker: *always* invariants, evaluated after every event, and the *eventually*
-//! properties checked once faults are healed.
+//! The state checker: *always* invariants, evaluated after every event that can change what they
+//! read, and the *eventually* properties checked once faults are healed.
+//!
+//! An invariant is one [`Invariant`]: it checks a [`View`] of the state (store, runtime, the
+//! world's [`Facts`], the time), and, if the state alone cannot show a violation (a container
+//! created a second time, an owner reference that changed), it observes what happens
+//! ([`Happening`]) and keeps its own history. Built-in invariants are listed, with their names and
+//! descriptions, in one table ([`InvariantId`]); a [`Checker`] also takes invariants a user
+//! supplies.
+//!
+//! Checkers are oracles: they decide what is right from the workload, the store, the runtime and
+//! what happened, never by asking the engine.
 
 mod convergence;
-mod history;
+mod happening;
 mod invariants;
 
 pub use convergence::desired_equals_actual;
-pub use history::History;
-pub use invariants::{INVARIANTS, Invariant};
+pub use happening::{Happening, HappeningKind};
+pub use invariants::{InvariantId, builtin};
 
+use crate::facts::{self, Facts};
 use crate::runtime::SimRuntime;
+use drydock_engine::WallTime;
 use drydock_engine::store::Store;
 
-/// What a checker may look at: the store, the runtime and the run's history, never the
-/// engine's memory.
+/// What a checker may look at: the store, the runtime and the world's facts, never the engine's
+/// memory.
 pub struct View<'a> {
     pub store: &'a Store,
     pub runtime: &'a SimRuntime,
-    pub history: &'a History,
-    pub now: drydock_engine::WallTime,
+    pub facts: &'a Facts,
+    /// The world's true wall time.
+    pub now: WallTime,
 }
 
 impl<'a> View<'a> {
-    /// A state on its own: no history, at time zero.
+    /// A state on its own: no facts, at time zero.
     pub fn of(store: &'a Store, runtime: &'a SimRuntime) -> Self {
-        View { store, runtime, history: &history::EMPTY, now: drydock_engine::WallTime(0) }
+        View { store, runtime, facts: &facts::NONE, now: WallTime(0) }
     }
+}
+
+/// A safety property that must hold in every state of every run.
+///
+/// *Guarantees* (from the world): `observe` is called with every happening of a kind listed by
+/// `observes`, in the order they happen, with the view as it is right then (for
+/// [`Happening::StoreApplying`], before the request applies; otherwise after); `check` is called
+/// after every event that may have changed the store, the runtime or what was observed. The first
+/// invariant whose `check` fails ends the run.
+pub trait Invariant {
+    /// A stable kebab-case name, as reported and listed.
+    fn name(&self) -> &str;
+
+    /// What must hold, in one line.
+    fn description(&self) -> &str;
+
+    /// The kinds of happenings `observe` wants (none: the invariant reads only the state).
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[]
+    }
+
+    /// Something happened; remember what `check` will need.
+    fn observe(&mut self, _view: &View<'_>, _happening: &Happening<'_>) {}
+
+    /// `Err` with a message saying what is wrong, in words.
+    fn check(&self, view: &View<'_>) -> Result<(), String>;
+}
+
+/// A violation seen as it happened (the state afterwards may not show it): the first one is kept.
+#[derive(Clone, Debug, Default)]
+pub struct Seen(Option<String>);
+
+impl Seen {
+    pub fn flag(&mut self, message: String) {
+        self.0.get_or_insert(message);
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        self.0.clone().map_or(Ok(()), Err)
+    }
+}
+
+/// A set of invariants, with each happening routed only to those that observe its kind.
+pub struct Checker {
+    invariants: Vec<Box<dyn Invariant>>,
+    observers: Vec<Vec<usize>>,
+}
+
+impl Checker {
+    /// The built-in invariants, in table order.
+    pub fn builtin() -> Self {
+        Checker::new(builtin())
+    }
+
+    pub fn new(invariants: Vec<Box<dyn Invariant>>) -> Self {
+        let mut observers = vec![Vec::new(); HappeningKind::ALL.len()];
+        for (index, invariant) in invariants.iter().enumerate() {
+            for kind in invariant.observes() {
+                observers[*kind as usize].push(index);
+            }
+        }
+        Checker { invariants, observers }
+    }
+
+    /// Add an invariant after the others.
+    pub fn push(&mut self, invariant: Box<dyn Invariant>) {
+        let index = self.invariants.len();
+        for kind in invariant.observes() {
+            self.observers[*kind as usize].push(index);
+        }
+        self.invariants.push(invariant);
+    }
+
+    pub fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        for index in &self.observers[happening.kind() as usize] {
+            self.invariants[*index].observe(view, happening);
+        }
+    }
+
+    /// The first invariant `view` violates, with its message.
+    pub fn check(&self, view: &View<'_>) -> Option<(&str, String)> {
+        self.invariants.iter().find_map(|inv| inv.check(view).err().map(|message| (inv.name(), message)))
+    }
+
+    pub fn invariants(&self) -> impl Iterator<Item = &dyn Invariant> {
+        self.invariants.iter().map(|i| &**i)
+    }
+}
+
+/// The first built-in invariant a state on its own violates (nothing observed).
+pub fn check_all(view: &View<'_>) -> Option<(String, String)> {
+    Checker::builtin().check(view).map(|(name, message)| (name.to_string(), message))
 }
 
 /// Eventual properties, listed with the invariants by `drydock sim list`.
@@ -34,11 +139,6 @@ pub const EVENTUAL: &[(&str, &str)] = &[
     ("quiescence", "once converged, no object is rewritten while nothing changes (no oscillation at rest)"),
     ("no-oscillation", "after faults heal, no object is written more than 30 times with no client acting"),
 ];
-
-/// The first invariant `view` violates, with its message.
-pub fn check_all(view: &View<'_>) -> Option<(&'static str, String)> {
-    INVARIANTS.iter().find_map(|inv| (inv.check)(view).err().map(|message| (inv.name, message)))
-}
 
 #[cfg(test)]
 mod tests;

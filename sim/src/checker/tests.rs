@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use super::{INVARIANTS, Invariant, View, check_all, desired_equals_actual};
+use super::{Invariant, InvariantId, View, builtin, check_all, desired_equals_actual};
 use crate::runtime::SimRuntime;
 use drydock_engine::WallTime;
 use drydock_engine::api::{
@@ -24,8 +24,8 @@ const NO_OWNER_CYCLES: &str = "no-owner-cycles";
 const NO_LEAK: &str = "no-leak-after-namespace-delete";
 const FINALIZER_AFTER_CLEANUP: &str = "finalizer-after-runtime-cleanup";
 
-fn invariant(name: &str) -> &'static Invariant {
-    INVARIANTS.iter().find(|inv| inv.name == name).unwrap_or_else(|| panic!("no invariant named {name}"))
+fn invariant(name: &str) -> Box<dyn Invariant> {
+    builtin().into_iter().find(|inv| inv.name() == name).unwrap_or_else(|| panic!("no invariant named {name}"))
 }
 
 fn store() -> Store {
@@ -149,7 +149,7 @@ fn runtime_container_for(runtime: &mut SimRuntime, n: u8, pc: &Object, ns: &Obje
 #[track_caller]
 fn assert_violates(store: &Store, runtime: &SimRuntime, name: &str) -> String {
     let view = View::of(store, runtime);
-    let message = match (invariant(name).check)(&view) {
+    let message = match invariant(name).check(&view) {
         Err(message) => message,
         Ok(()) => panic!("{name} should be violated"),
     };
@@ -163,7 +163,7 @@ fn assert_violates(store: &Store, runtime: &SimRuntime, name: &str) -> String {
 #[track_caller]
 fn assert_holds(store: &Store, runtime: &SimRuntime, name: &str) {
     let view = View::of(store, runtime);
-    if let Err(message) = (invariant(name).check)(&view) {
+    if let Err(message) = invariant(name).check(&view) {
         panic!("{name} should hold, got: {message}");
     }
     if let Some((found, message)) = check_all(&view) {
@@ -173,13 +173,15 @@ fn assert_holds(store: &Store, runtime: &SimRuntime, name: &str) {
 
 #[test]
 fn invariants_are_listed_once_by_name() {
-    let got: Vec<&str> = INVARIANTS.iter().map(|i| i.name).collect();
+    let got: Vec<&str> = InvariantId::ALL.iter().map(|i| i.name()).collect();
     for name in [UNIQUE_OWNER_UID, NO_OWNER_CYCLES, NO_LEAK, FINALIZER_AFTER_CLEANUP] {
         assert_eq!(got.iter().filter(|n| **n == name).count(), 1, "{name} in {got:?}");
     }
     let unique: std::collections::BTreeSet<&str> = got.iter().copied().collect();
     assert_eq!(unique.len(), got.len(), "names are unique: {got:?}");
-    assert!(INVARIANTS.iter().all(|i| !i.description.is_empty()));
+    assert!(InvariantId::ALL.iter().all(|i| !i.description().is_empty()));
+    let built: Vec<String> = builtin().iter().map(|i| i.name().to_string()).collect();
+    assert_eq!(built, got, "the table's types answer to the table's names, in order");
 }
 
 #[test]

@@ -1,185 +1,341 @@
 //! Invariants about logical containers and their backing resources.
 
-use crate::checker::View;
-use drydock_engine::api::logical::LogicalContainer;
-use drydock_engine::api::{Resource, Uid, names};
+use super::containers::recorded_owner;
+use super::named;
+use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
+use drydock_engine::OpId;
+use drydock_engine::api::logical::{LogicalContainer, LogicalMode};
+use drydock_engine::api::{ContainerImage, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::runtime::{ContainerCreate, ContainerInfo, RuntimeRequest};
+use drydock_engine::store::StoreRequest;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The live logical container with `uid`, if any.
+fn logical(view: &View<'_>, uid: &str) -> Option<Arc<Object>> {
+    view.store.get_by_uid(&Uid(uid.to_string())).filter(|o| o.kind == LogicalContainer::KIND).cloned()
+}
+
+fn mode(view: &View<'_>, uid: &str) -> Option<LogicalMode> {
+    logical(view, uid).and_then(|lc| lc.spec::<LogicalContainer>().ok()).map(|s| s.mode)
+}
+
+/// A create the runtime applied, with the container it created.
+fn applied_create<'a>(happening: &Happening<'a>) -> Option<(usize, &'a ContainerCreate)> {
+    match happening {
+        Happening::RuntimeApplied { process, request: RuntimeRequest::CreateContainer(c), result: Ok(_), .. } => {
+            Some((*process, c))
+        }
+        _ => None,
+    }
+}
+
+/// A remove the runtime applied, with the container it removed.
+fn applied_remove<'a>(happening: &Happening<'a>) -> Option<(usize, &'a ContainerInfo)> {
+    match happening {
+        Happening::RuntimeApplied {
+            process,
+            request: RuntimeRequest::RemoveContainer { .. },
+            result: Ok(_),
+            removed: Some(removed),
+            ..
+        } => Some((*process, removed)),
+        _ => None,
+    }
+}
+
+fn retained(c: &ContainerInfo) -> bool {
+    c.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true")
+}
 
 /// Never two runtime containers for one logical container.
-pub(super) fn single_backing(view: &View<'_>) -> Result<(), String> {
-    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
-    for c in view.runtime.containers() {
-        if let Some(uid) = c.labels.get(names::LABEL_LOGICAL_UID)
-            && let Some(other) = seen.insert(uid, &c.name)
-        {
-            return Err(format!("runtime containers {other} and {} both realise logical container {uid}", c.name));
+#[derive(Default)]
+pub(super) struct SingleBacking;
+
+impl Invariant for SingleBacking {
+    named!(SingleBacking);
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+        for c in view.runtime.containers() {
+            if let Some(uid) = c.labels.get(names::LABEL_LOGICAL_UID)
+                && let Some(other) = seen.insert(uid, &c.name)
+            {
+                return Err(format!("runtime containers {other} and {} both realise logical container {uid}", c.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A matching, drydock-created persistent container is reused, never removed and created again.
+#[derive(Default)]
+pub(super) struct PersistentReuse {
+    /// Removes in flight that replace a container -> the lifecycle key the remover wants.
+    replacing: BTreeMap<(usize, OpId), Option<String>>,
+    /// Drydock-created containers removed to be replaced: name -> the lifecycle key they carried.
+    removed_to_replace: BTreeMap<String, Option<String>>,
+    seen: Seen,
+}
+
+impl PersistentReuse {
+    /// For a remove issued by a live physical container (one replacing what holds its name, not
+    /// one being deleted): the lifecycle key it wants its runtime container to have.
+    fn wanted_key(view: &View<'_>, issuer: &ObjectKey) -> Option<String> {
+        let object = view.store.get(issuer).filter(|o| o.kind == PhysicalContainer::KIND)?;
+        if object.metadata.is_deleting() {
+            return None;
+        }
+        object.spec::<PhysicalContainer>().ok()?.labels.get(names::LABEL_LIFECYCLE_KEY).cloned()
+    }
+}
+
+impl Invariant for PersistentReuse {
+    named!(PersistentReuse);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeSent, HappeningKind::RuntimeApplied, HappeningKind::RuntimeSettled]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::RuntimeSent { process, id, request: RuntimeRequest::RemoveContainer { .. }, issuer } => {
+                self.replacing.insert((*process, *id), Self::wanted_key(view, issuer));
+            }
+            Happening::RuntimeSettled { process, id } => {
+                self.replacing.remove(&(*process, *id));
+            }
+            Happening::RuntimeApplied { process, id, .. } => {
+                let wanted = self.replacing.remove(&(*process, *id)).flatten();
+                if let Some((_, c)) = applied_create(happening) {
+                    let key = c.labels.get(names::LABEL_LIFECYCLE_KEY);
+                    if key.is_some() && self.removed_to_replace.get(&c.name).map(Option::as_ref) == Some(key) {
+                        self.seen.flag(format!(
+                            "{} was removed and created again with the same lifecycle key instead of being reused",
+                            c.name
+                        ));
+                    }
+                }
+                if let Some((_, removed)) = applied_remove(happening) {
+                    // A drydock-created container removed to be replaced by one with the same key
+                    // should have been reused. (A replacement with another key, or a removal of a
+                    // container being deleted, is no such waste, even if the same key comes back.)
+                    let key = removed.labels.get(names::LABEL_LIFECYCLE_KEY);
+                    if removed.labels.contains_key(names::LABEL_CREATOR) && key.is_some() && key == wanted.as_ref() {
+                        self.removed_to_replace.insert(removed.name.clone(), key.cloned());
+                    } else {
+                        self.removed_to_replace.remove(&removed.name);
+                    }
+                }
+            }
+            _ => {}
         }
     }
-    Ok(())
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
+/// A persistent logical container creates its runtime container at most once.
+#[derive(Default)]
+pub(super) struct PersistentReplaceOnce {
+    /// Runtime creates applied per logical container uid.
+    creates: BTreeMap<String, u32>,
+    seen: Seen,
+}
+
+impl Invariant for PersistentReplaceOnce {
+    named!(PersistentReplaceOnce);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeApplied, HappeningKind::ExternallyRemoved]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        if let Happening::ExternallyRemoved { container } = happening {
+            // A container drydock never recorded, removed: creating it again is a first create.
+            if recorded_owner(view, container).is_none()
+                && let Some(logical) = container.labels.get(names::LABEL_LOGICAL_UID)
+            {
+                self.creates.remove(logical);
+            }
+            return;
+        }
+        let Some((process, c)) = applied_create(happening) else { return };
+        let Some(uid) = c.labels.get(names::LABEL_LOGICAL_UID) else { return };
+        let creates = self.creates.entry(uid.clone()).or_default();
+        *creates += 1;
+        if *creates > 1 && mode(view, uid) == Some(LogicalMode::Persistent) {
+            self.seen.flag(format!("p{process} created {} a second time for one persistent logical container", c.name));
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
+/// An existing-mode logical container never creates a runtime container.
+#[derive(Default)]
+pub(super) struct ExistingNeverCreates {
+    seen: Seen,
+}
+
+impl Invariant for ExistingNeverCreates {
+    named!(ExistingNeverCreates);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeApplied]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Some((process, c)) = applied_create(happening) else { return };
+        if let Some(uid) = c.labels.get(names::LABEL_LOGICAL_UID)
+            && mode(view, uid) == Some(LogicalMode::Existing)
+        {
+            self.seen.flag(format!("p{process} created {} for an existing-mode logical container", c.name));
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
 }
 
 /// A session container never outlives its logical container.
-pub(super) fn session_never_outlives_owner(view: &View<'_>) -> Result<(), String> {
-    for c in view.runtime.containers() {
-        let retained = c.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true");
-        if let Some(uid) = c.labels.get(names::LABEL_LOGICAL_UID)
-            && !retained
-            && view.store.get_by_uid(&Uid(uid.clone())).is_none_or(|o| o.kind != LogicalContainer::KIND)
+#[derive(Default)]
+pub(super) struct SessionNeverOutlivesOwner;
+
+impl Invariant for SessionNeverOutlivesOwner {
+    named!(SessionNeverOutlivesOwner);
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        for c in view.runtime.containers() {
+            if let Some(uid) = c.labels.get(names::LABEL_LOGICAL_UID)
+                && !retained(c)
+                && view.store.get_by_uid(&Uid(uid.clone())).is_none_or(|o| o.kind != LogicalContainer::KIND)
+            {
+                return Err(format!("session container {} outlived its logical container {uid}", c.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Deleting a persistent logical container never removes its runtime container.
+#[derive(Default)]
+pub(super) struct PersistentSurvivesDelete {
+    seen: Seen,
+}
+
+impl Invariant for PersistentSurvivesDelete {
+    named!(PersistentSurvivesDelete);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeApplied]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Some((process, removed)) = applied_remove(happening) else { return };
+        if retained(removed)
+            && let Some(uid) = removed.labels.get(names::LABEL_LOGICAL_UID)
+            && logical(view, uid).is_some()
         {
-            return Err(format!("session container {} outlived its logical container {uid}", c.name));
+            self.seen.flag(format!(
+                "p{process} removed {}, the persistent container of a live logical container",
+                removed.name
+            ));
         }
     }
-    Ok(())
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
 }
 
-fn flagged(view: &View<'_>, invariant: &str) -> Result<(), String> {
-    view.history.flagged(invariant).map_or(Ok(()), |m| Err(m.to_string()))
+/// No backing resource loses its hold while its logical container still needs it.
+#[derive(Default)]
+pub(super) struct HoldBeforeRelease {
+    seen: Seen,
 }
 
-pub(super) fn persistent_reuse(view: &View<'_>) -> Result<(), String> {
-    flagged(view, "persistent-reuse")
-}
+impl Invariant for HoldBeforeRelease {
+    named!(HoldBeforeRelease);
 
-pub(super) fn persistent_replace_once(view: &View<'_>) -> Result<(), String> {
-    flagged(view, "persistent-replace-once")
-}
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::StoreApplied]
+    }
 
-pub(super) fn existing_never_creates(view: &View<'_>) -> Result<(), String> {
-    flagged(view, "existing-never-creates")
-}
-
-pub(super) fn persistent_survives_delete(view: &View<'_>) -> Result<(), String> {
-    flagged(view, "persistent-survives-delete")
-}
-
-pub(super) fn hold_before_release(view: &View<'_>) -> Result<(), String> {
-    flagged(view, "hold-before-release")?;
-    // And in every state: an owned backing of a live logical container holds.
-    for kind in [drydock_engine::api::PhysicalContainer::KIND, drydock_engine::api::ContainerImage::KIND] {
-        for child in view.store.list(Some(kind), None) {
-            for owner in child.metadata.owner_references.iter().filter(|r| r.kind == LogicalContainer::KIND) {
-                let live = view.store.get_by_uid(&owner.uid).is_some_and(|lc| !lc.metadata.is_deleting());
-                if live && !child.metadata.has_finalizer(names::FINALIZER_HOLD) {
-                    return Err(format!("{} has no hold while its logical container is live", child.key()));
-                }
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Happening::StoreApplied { request: StoreRequest::Update { .. }, .. } = happening else { return };
+        let Some(object) = happening.written_object() else { return };
+        if object.metadata.has_finalizer(names::FINALIZER_HOLD) {
+            return;
+        }
+        for owner in object.metadata.owner_references.iter().filter(|r| r.kind == LogicalContainer::KIND) {
+            if let Some(lc) = logical(view, &owner.uid.0)
+                && !lc.metadata.is_deleting()
+            {
+                self.seen.flag(format!("{} lost its hold while {} still needs it", object.key(), lc.key()));
             }
         }
     }
-    Ok(())
-}
 
-pub(super) fn workload_recorded_before_lease_release(view: &View<'_>) -> Result<(), String> {
-    flagged(view, "workload-recorded-before-lease-release")
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use crate::checker::{History, check_all};
-    use crate::runtime::SimRuntime;
-    use drydock_engine::WallTime;
-    use drydock_engine::api::logical::{LogicalContainerSpec, LogicalMode};
-    use drydock_engine::api::{Namespace, NamespaceSpec, Object, ObjectMeta, PhysicalContainer, PhysicalContainerSpec};
-    use drydock_engine::runtime::{ContainerInfo, ContainerState};
-    use drydock_engine::store::{Registry, Store, StoreConfig};
-
-    fn store() -> Store {
-        let mut store = Store::in_memory(Registry::builtin(), StoreConfig::default());
-        store
-            .create(WallTime(1), Object::from_spec::<Namespace>(ObjectMeta::named(None, "ns"), &NamespaceSpec {}))
-            .unwrap();
-        store
-    }
-
-    fn logical(store: &mut Store, name: &str, mode: LogicalMode) -> Uid {
-        let spec = LogicalContainerSpec { mode, image: Some("busybox".into()), ..Default::default() };
-        store
-            .create(WallTime(1), Object::from_spec::<LogicalContainer>(ObjectMeta::named(Some("ns"), name), &spec))
-            .unwrap()
-            .metadata
-            .uid
-            .clone()
-    }
-
-    fn container(runtime: &mut SimRuntime, name: &str, labels: &[(&str, &str)]) {
-        runtime.insert(ContainerInfo {
-            ports: Vec::new(),
-            id: format!("{name}-id"),
-            name: name.into(),
-            image: "busybox".into(),
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            state: ContainerState::Running,
-            exit_code: None,
-        });
-    }
-
-    fn view<'a>(store: &'a Store, runtime: &'a SimRuntime, history: &'a History) -> View<'a> {
-        View { store, runtime, history, now: WallTime(0) }
-    }
-
-    #[test]
-    fn two_runtime_containers_for_one_logical_container_are_caught() {
-        let mut store = store();
-        let uid = logical(&mut store, "web", LogicalMode::Session);
-        let mut runtime = SimRuntime::new(1);
-        container(&mut runtime, "a", &[(names::LABEL_LOGICAL_UID, &uid.0)]);
-        let history = History::default();
-        assert!(single_backing(&view(&store, &runtime, &history)).is_ok());
-        container(&mut runtime, "b", &[(names::LABEL_LOGICAL_UID, &uid.0)]);
-        let v = view(&store, &runtime, &history);
-        assert!(single_backing(&v).unwrap_err().contains("both realise"));
-        assert_eq!(check_all(&v).map(|(n, _)| n), Some("single-backing"));
-    }
-
-    #[test]
-    fn a_session_container_without_its_logical_container_is_caught_a_retained_one_is_not() {
-        let store = store();
-        let mut runtime = SimRuntime::new(1);
-        let history = History::default();
-        container(&mut runtime, "kept", &[(names::LABEL_LOGICAL_UID, "gone"), (names::LABEL_RETAIN, "true")]);
-        assert!(session_never_outlives_owner(&view(&store, &runtime, &history)).is_ok());
-        container(&mut runtime, "leaked", &[(names::LABEL_LOGICAL_UID, "gone-too")]);
-        let v = view(&store, &runtime, &history);
-        assert!(session_never_outlives_owner(&v).unwrap_err().contains("outlived"));
-        assert_eq!(check_all(&v).map(|(n, _)| n), Some("session-never-outlives-owner"));
-    }
-
-    #[test]
-    fn a_live_logical_containers_backing_without_hold_is_caught() {
-        let mut store = store();
-        let uid = logical(&mut store, "web", LogicalMode::Session);
-        let owner = store.get_by_uid(&uid).unwrap().owner_reference(true);
-        let mut meta = ObjectMeta::named(Some("ns"), "web-backing");
-        meta.owner_references.push(owner);
-        meta.finalizers.push(names::FINALIZER_HOLD.into());
-        let spec = PhysicalContainerSpec { image: Some("busybox".into()), ..Default::default() };
-        let pc = store.create(WallTime(1), Object::from_spec::<PhysicalContainer>(meta, &spec)).unwrap();
-        let (runtime, history) = (SimRuntime::new(1), History::default());
-        assert!(hold_before_release(&view(&store, &runtime, &history)).is_ok());
-        let mut next = (*pc).clone();
-        next.metadata.finalizers.clear();
-        store.update(next).unwrap();
-        let v = view(&store, &runtime, &history);
-        assert!(hold_before_release(&v).unwrap_err().contains("no hold"));
-        assert_eq!(check_all(&v).map(|(n, _)| n), Some("hold-before-release"));
-    }
-
-    #[test]
-    fn flagged_logical_events_are_reported_by_their_invariant() {
-        for invariant in [
-            "persistent-reuse",
-            "persistent-replace-once",
-            "existing-never-creates",
-            "persistent-survives-delete",
-            "hold-before-release",
-            "workload-recorded-before-lease-release",
-        ] {
-            let (store, runtime) = (store(), SimRuntime::new(1));
-            let mut history = History::default();
-            assert_eq!(check_all(&view(&store, &runtime, &history)), None);
-            history.flag(invariant, "it happened".into());
-            assert_eq!(check_all(&view(&store, &runtime, &history)), Some((invariant, "it happened".to_string())));
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        self.seen.check()?;
+        // And in every state: an owned backing of a live logical container holds.
+        for kind in [PhysicalContainer::KIND, ContainerImage::KIND] {
+            for child in view.store.list(Some(kind), None) {
+                for owner in child.metadata.owner_references.iter().filter(|r| r.kind == LogicalContainer::KIND) {
+                    let live = view.store.get_by_uid(&owner.uid).is_some_and(|lc| !lc.metadata.is_deleting());
+                    if live && !child.metadata.has_finalizer(names::FINALIZER_HOLD) {
+                        return Err(format!("{} has no hold while its logical container is live", child.key()));
+                    }
+                }
+            }
         }
+        Ok(())
+    }
+}
+
+/// A persistent logical container records its workload before releasing its startup lease.
+#[derive(Default)]
+pub(super) struct WorkloadRecordedBeforeLeaseRelease {
+    seen: Seen,
+}
+
+impl Invariant for WorkloadRecordedBeforeLeaseRelease {
+    named!(WorkloadRecordedBeforeLeaseRelease);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::StoreApplied]
+    }
+
+    /// A startup lease released (no holder) by this write: every holder that claimed it must have
+    /// recorded its workload. The claims are the world's as they were before this write.
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Some(lease) = happening.written_object() else { return };
+        let released = lease.kind == drydock_engine::api::Lease::KIND
+            && lease.spec::<drydock_engine::api::Lease>().is_ok_and(|s| s.holder.is_none());
+        // Startup leases are named `container-<hash>` (see the logical controller).
+        if !released || !lease.metadata.name.starts_with("container-") {
+            return;
+        }
+        let Some(claims) = view.facts.leases.of(&lease.metadata.name) else { return };
+        for holder in claims.keys() {
+            let Some((_, uid)) = holder.rsplit_once('/') else { continue };
+            let Some(lc) = logical(view, uid) else { continue };
+            let persistent = lc.spec::<LogicalContainer>().is_ok_and(|s| s.mode == LogicalMode::Persistent);
+            let recorded = lc.status::<LogicalContainer>().is_ok_and(|s| s.workload.is_some());
+            if persistent && !lc.metadata.is_deleting() && !recorded {
+                self.seen
+                    .flag(format!("{holder} released the startup lease of {} before recording the workload", lc.key()));
+            }
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
     }
 }

@@ -1,123 +1,72 @@
-//! Safety invariants: each must hold in every state of every run. Some read only the current
-//! state; some read the run's [`History`](super::History) (what was in flight, what was claimed,
-//! what happened and is no longer visible).
+//! The built-in safety invariants, listed in one table: name, description, and the type that
+//! checks it. Each must hold in every state of every run. Some read only the current state; some
+//! observe what happens and keep the history they need (see [`Invariant`](super::Invariant)).
+//!
+//! Adding one: write its type (next to its kin: containers, images, logical containers) and add
+//! a line here. The table's order is the order they are checked in, so it decides which one a
+//! state violating two of them is reported under.
 
 mod containers;
 mod images;
 mod logical;
 
-use super::View;
+use super::Invariant;
+use crate::catalog::catalog;
 
-pub struct Invariant {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub check: fn(&View<'_>) -> Result<(), String>,
+/// Declares [`InvariantId`] and [`builtin`] from one table.
+macro_rules! invariants {
+    ($( $id:ident = ($name:literal, $description:literal, $check:ty), )+) => {
+        catalog! {
+            /// A built-in invariant.
+            pub enum InvariantId {
+                $( $id = ($name, $description), )+
+            }
+        }
+
+        /// A fresh instance of every built-in invariant, in table order.
+        pub fn builtin() -> Vec<Box<dyn Invariant>> {
+            vec![$( Box::new(<$check>::default()), )+]
+        }
+    };
 }
 
-pub const INVARIANTS: &[Invariant] = &[
-    Invariant {
-        name: "unique-owner-uid",
-        description: "no two runtime containers carry the same owner uid label",
-        check: containers::unique_owner_uid,
-    },
-    Invariant {
-        name: "no-owner-cycles",
-        description: "no object has an ownerReference to itself or a cycle of ownerReferences",
-        check: containers::no_owner_cycles,
-    },
-    Invariant {
-        name: "no-leak-after-namespace-delete",
-        description: "when a namespace is gone, no runtime container created for it remains (unless retained)",
-        check: containers::no_leak_after_namespace_delete,
-    },
-    Invariant {
-        name: "finalizer-after-runtime-cleanup",
-        description: "no finalizer is released while a runtime operation of its resource is in flight or its runtime container still exists",
-        check: containers::finalizer_after_runtime_cleanup,
-    },
-    Invariant {
-        name: "no-foreign-adoption",
-        description: "a physical container never records a runtime container that was not created for it",
-        check: containers::no_foreign_adoption,
-    },
-    Invariant {
-        name: "system-labels-win",
-        description: "system labels (owner uid, namespace, creator, retain) are drydock's, whatever the caller's labels say",
-        check: containers::system_labels_win,
-    },
-    Invariant {
-        name: "no-recreate-after-external-removal",
-        description: "a runtime container removed outside drydock is never created again for the same object",
-        check: containers::no_recreate_after_external_removal,
-    },
-    Invariant {
-        name: "ownership-stable",
-        description: "an object's ownerReferences never change once set unless a client changed them",
-        check: containers::ownership_stable,
-    },
-    Invariant {
-        name: "namespace-cleanup-order",
-        description: "a terminating namespace deletes no image while containers remain in it",
-        check: containers::namespace_cleanup_order,
-    },
-    Invariant {
-        name: "single-pull-per-ref",
-        description: "never two pulls of one normalized image reference in flight, across processes",
-        check: images::single_pull_per_ref,
-    },
-    Invariant {
-        name: "lease-exclusive",
-        description: "never two live holders of one lease",
-        check: images::lease_exclusive,
-    },
-    Invariant {
-        name: "pinned-image-stable",
-        description: "the image id a ContainerImage pinned never changes",
-        check: images::pinned_image_stable,
-    },
-    Invariant {
-        name: "pull-attempts-within-limit",
-        description: "at most pullRetryLimit + 1 pulls per image resource",
-        check: images::pull_attempts_within_limit,
-    },
-    Invariant {
-        name: "single-backing",
-        description: "never two runtime containers for one logical container",
-        check: logical::single_backing,
-    },
-    Invariant {
-        name: "persistent-reuse",
-        description: "a matching, drydock-created persistent container is reused, never removed and created again",
-        check: logical::persistent_reuse,
-    },
-    Invariant {
-        name: "persistent-replace-once",
-        description: "a persistent logical container creates its runtime container at most once (a key mismatch: one remove, one create)",
-        check: logical::persistent_replace_once,
-    },
-    Invariant {
-        name: "existing-never-creates",
-        description: "an existing-mode logical container never creates a runtime container",
-        check: logical::existing_never_creates,
-    },
-    Invariant {
-        name: "session-never-outlives-owner",
-        description: "a session runtime container never outlives its logical container",
-        check: logical::session_never_outlives_owner,
-    },
-    Invariant {
-        name: "persistent-survives-delete",
-        description: "deleting a persistent logical container never removes its runtime container",
-        check: logical::persistent_survives_delete,
-    },
-    Invariant {
-        name: "hold-before-release",
-        description: "no backing resource loses its hold while its logical container still needs it",
-        check: logical::hold_before_release,
-    },
-    Invariant {
-        name: "workload-recorded-before-lease-release",
-        description: "a persistent logical container records its workload before releasing its startup lease",
-        check: logical::workload_recorded_before_lease_release,
-    },
-];
+/// `name()` and `description()` of a built-in invariant, from its table entry.
+macro_rules! named {
+    ($id:ident) => {
+        fn name(&self) -> &str {
+            crate::checker::InvariantId::$id.name()
+        }
+
+        fn description(&self) -> &str {
+            crate::checker::InvariantId::$id.description()
+        }
+    };
+}
+pub(crate) use named;
+
+invariants! {
+    UniqueOwnerUid = ("unique-owner-uid", "no two runtime containers carry the same owner uid label", containers::UniqueOwnerUid),
+    NoOwnerCycles = ("no-owner-cycles", "no object has an ownerReference to itself or a cycle of ownerReferences", containers::NoOwnerCycles),
+    NoLeakAfterNamespaceDelete = ("no-leak-after-namespace-delete", "when a namespace is gone, no runtime container created for it remains (unless retained)", containers::NoLeakAfterNamespaceDelete),
+    FinalizerAfterRuntimeCleanup = ("finalizer-after-runtime-cleanup", "no finalizer is released while a runtime operation of its resource is in flight or its runtime container still exists", containers::FinalizerAfterRuntimeCleanup),
+    NoForeignAdoption = ("no-foreign-adoption", "a physical container never records a runtime container that was not created for it", containers::NoForeignAdoption),
+    SystemLabelsWin = ("system-labels-win", "system labels (owner uid, namespace, creator, retain) are drydock's, whatever the caller's labels say", containers::SystemLabelsWin),
+    NoRecreateAfterExternalRemoval = ("no-recreate-after-external-removal", "a runtime container removed outside drydock is never created again for the same object", containers::NoRecreateAfterExternalRemoval),
+    OwnershipStable = ("ownership-stable", "an object's ownerReferences never change once set unless a client changed them", containers::OwnershipStable),
+    NamespaceCleanupOrder = ("namespace-cleanup-order", "a terminating namespace deletes no image while containers remain in it", containers::NamespaceCleanupOrder),
+    SinglePullPerRef = ("single-pull-per-ref", "never two pulls of one normalized image reference in flight, across processes", images::SinglePullPerRef),
+    LeaseExclusive = ("lease-exclusive", "never two live holders of one lease", images::LeaseExclusive),
+    PinnedImageStable = ("pinned-image-stable", "the image id a ContainerImage pinned never changes", images::PinnedImageStable),
+    PullAttemptsWithinLimit = ("pull-attempts-within-limit", "at most pullRetryLimit + 1 pulls per image resource", images::PullAttemptsWithinLimit),
+    SingleBacking = ("single-backing", "never two runtime containers for one logical container", logical::SingleBacking),
+    PersistentReuse = ("persistent-reuse", "a matching, drydock-created persistent container is reused, never removed and created again", logical::PersistentReuse),
+    PersistentReplaceOnce = ("persistent-replace-once", "a persistent logical container creates its runtime container at most once (a key mismatch: one remove, one create)", logical::PersistentReplaceOnce),
+    ExistingNeverCreates = ("existing-never-creates", "an existing-mode logical container never creates a runtime container", logical::ExistingNeverCreates),
+    SessionNeverOutlivesOwner = ("session-never-outlives-owner", "a session runtime container never outlives its logical container", logical::SessionNeverOutlivesOwner),
+    PersistentSurvivesDelete = ("persistent-survives-delete", "deleting a persistent logical container never removes its runtime container", logical::PersistentSurvivesDelete),
+    HoldBeforeRelease = ("hold-before-release", "no backing resource loses its hold while its logical container still needs it", logical::HoldBeforeRelease),
+    WorkloadRecordedBeforeLeaseRelease = ("workload-recorded-before-lease-release", "a persistent logical container records its workload before releasing its startup lease", logical::WorkloadRecordedBeforeLeaseRelease),
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,11 @@
 //! Client actors and external actors: they act on the store, the runtime and the registry
-//! directly, at the times the workload says.
+//! directly, at the times the workload says. The external acts are faults of their own
+//! (`external-removal`: `docker rm -f`, `docker rmi`; `foreign-lease`: a process that takes a pull
+//! lease and dies): each happens only if its fault fires.
 
 use super::World;
+use crate::checker::Happening;
+use crate::facts::process_identity;
 use crate::probes::Probe;
 use crate::workload::{ClientOp, ContainerOp, ExternalOp};
 use drydock_engine::MonoTime;
@@ -14,20 +18,19 @@ use drydock_engine::controllers::image::pull_lease_name;
 use drydock_engine::runtime::{ContainerCreate, RuntimeRequest};
 use drydock_engine::store::{DeleteOptions, StoreError, StoreReply};
 use drydock_faults::FaultKind;
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 impl World<'_> {
     pub(super) fn client(&mut self, now: MonoTime, index: usize) {
-        self.stats.client_ops += 1;
-        let wall = self.now(now).wall;
+        self.env.stats.client_ops += 1;
+        let wall = super::true_now(now).wall;
         let op = self.workload.ops[index].op.clone();
         let result: Result<Arc<Object>, StoreError> = match &op {
             ClientOp::CreateNamespace { name, engine, workload } => {
-                let _ = write!(self.line, "client create Namespace/{name}");
+                self.env.note(format_args!("client create Namespace/{name}"));
                 let mut meta = ObjectMeta::named(None, name);
                 if let Some(engine) = engine {
-                    meta.annotations.insert(names::ANNOTATION_ENGINE.into(), super::processes::identity(*engine));
+                    meta.annotations.insert(names::ANNOTATION_ENGINE.into(), process_identity(*engine));
                 }
                 if let Some(workload) = workload {
                     meta.annotations.insert(names::ANNOTATION_WORKLOAD.into(), workload.clone());
@@ -35,11 +38,11 @@ impl World<'_> {
                 self.store.create(wall, Object::from_spec::<Namespace>(meta, &NamespaceSpec {}))
             }
             ClientOp::DeleteNamespace { name } => {
-                let _ = write!(self.line, "client delete Namespace/{name}");
+                self.env.note(format_args!("client delete Namespace/{name}"));
                 self.store.delete(wall, &ObjectKey::cluster(Namespace::KIND, name), &DeleteOptions::default())
             }
             ClientOp::CreateImage { namespace, name, image, pull_policy, pull_retry_limit } => {
-                let _ = write!(self.line, "client create ContainerImage/{namespace}/{name} {image}");
+                self.env.note(format_args!("client create ContainerImage/{namespace}/{name} {image}"));
                 let spec = ContainerImageSpec {
                     image: image.clone(),
                     pull_policy: *pull_policy,
@@ -49,31 +52,31 @@ impl World<'_> {
                     .create(wall, Object::from_spec::<ContainerImage>(ObjectMeta::named(Some(namespace), name), &spec))
             }
             ClientOp::DeleteImage { namespace, name } => {
-                let _ = write!(self.line, "client delete ContainerImage/{namespace}/{name}");
+                self.env.note(format_args!("client delete ContainerImage/{namespace}/{name}"));
                 let key = ObjectKey::namespaced(ContainerImage::KIND, namespace, name);
                 self.store.delete(wall, &key, &DeleteOptions::default())
             }
             ClientOp::CreateContainer(c) => {
-                let _ = write!(self.line, "client create PhysicalContainer/{}/{}", c.namespace, c.name);
+                self.env.note(format_args!("client create PhysicalContainer/{}/{}", c.namespace, c.name));
                 let object = self.container_object(c);
                 self.store.create(wall, object)
             }
             ClientOp::CreateLogical { namespace, name, spec } => {
-                let _ = write!(self.line, "client create LogicalContainer/{namespace}/{name} mode={:?}", spec.mode);
+                self.env.note(format_args!("client create LogicalContainer/{namespace}/{name} mode={:?}", spec.mode));
                 let object = Object::from_spec::<LogicalContainer>(ObjectMeta::named(Some(namespace), name), &**spec);
                 self.store.create(wall, object)
             }
             ClientOp::DeleteLogical { namespace, name } => {
-                let _ = write!(self.line, "client delete LogicalContainer/{namespace}/{name}");
+                self.env.note(format_args!("client delete LogicalContainer/{namespace}/{name}"));
                 let key = ObjectKey::namespaced(LogicalContainer::KIND, namespace, name);
                 self.store.delete(wall, &key, &DeleteOptions::default())
             }
             ClientOp::StopLogical { namespace, name } => {
-                let _ = write!(self.line, "client stop LogicalContainer/{namespace}/{name}");
+                self.env.note(format_args!("client stop LogicalContainer/{namespace}/{name}"));
                 self.set_stop(ObjectKey::namespaced(LogicalContainer::KIND, namespace, name))
             }
             ClientOp::StopContainer { namespace, name } => {
-                let _ = write!(self.line, "client stop PhysicalContainer/{namespace}/{name}");
+                self.env.note(format_args!("client stop PhysicalContainer/{namespace}/{name}"));
                 let key = ObjectKey::namespaced(PhysicalContainer::KIND, namespace, name);
                 match self.store.get(&key).map(|o| (**o).clone()) {
                     Some(mut object) => {
@@ -86,7 +89,7 @@ impl World<'_> {
                 }
             }
             ClientOp::DeleteContainer { namespace, name } => {
-                let _ = write!(self.line, "client delete PhysicalContainer/{namespace}/{name}");
+                self.env.note(format_args!("client delete PhysicalContainer/{namespace}/{name}"));
                 let key = ObjectKey::namespaced(PhysicalContainer::KIND, namespace, name);
                 self.store.delete(wall, &key, &DeleteOptions::default())
             }
@@ -99,24 +102,24 @@ impl World<'_> {
                     ExternalOp::CreateContainer { .. } | ExternalOp::Push { .. } => None,
                 };
                 if let Some(kind) = fault
-                    && !self.faults.fires(kind, &mut self.rng)
+                    && !self.env.fires(kind)
                 {
-                    let _ = write!(self.line, "external {op:?} skipped: fault {kind} is off");
+                    self.env.note(format_args!("external {op:?} skipped: fault {kind} is off"));
                     return;
                 }
-                self.external(op);
-                self.broadcast_runtime_events(now);
+                self.external(now, op);
+                self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
                 return;
             }
         };
         if let Ok(object) = &result {
-            self.record_client_write(object);
-            if matches!(op, ClientOp::DeleteNamespace { .. }) && !self.history.pulls_in_flight.is_empty() {
-                self.probe(Probe::NamespaceDeletedDuringPull);
+            self.observe(Happening::ClientWrote { object });
+            if matches!(op, ClientOp::DeleteNamespace { .. }) && self.facts.in_flight.any_pull() {
+                self.probes.hit(Probe::NamespaceDeletedDuringPull);
             }
         }
         self.describe_store_result(&result.map(StoreReply::Object));
-        self.broadcast(now);
+        self.watches.broadcast(&mut self.env, &self.store, &self.processes, now);
     }
 
     fn set_stop(&mut self, key: ObjectKey) -> Result<Arc<Object>, StoreError> {
@@ -148,10 +151,10 @@ impl World<'_> {
     }
 
     /// Write a pull lease as a holder that will never renew it.
-    fn hold_lease(&mut self, reference: &str, seconds: u64) {
+    fn hold_lease(&mut self, now: MonoTime, reference: &str, seconds: u64) {
         let normalized = normalize_image_reference(reference);
         let name = pull_lease_name(reference);
-        let wall = self.now(self.scheduler.now()).wall;
+        let wall = super::true_now(now).wall;
         let spec = LeaseSpec {
             key: normalized,
             holder: Some("dead-engine/0".into()),
@@ -166,14 +169,10 @@ impl World<'_> {
                 // the holder's timestamps would be wrong under clock skew; the world knows the
                 // true expiry of every claim.)
                 let live = existing.spec::<Lease>().ok().and_then(|s| s.holder).filter(|holder| {
-                    self.history
-                        .lease_claims
-                        .get(&name)
-                        .and_then(|claims| claims.get(holder))
-                        .is_some_and(|u| *u > wall)
+                    self.facts.leases.of(&name).and_then(|claims| claims.get(holder)).is_some_and(|u| *u > wall)
                 });
                 if let Some(holder) = live {
-                    let _ = write!(self.line, "external hold lease {name}: held by {holder}, not taken");
+                    self.env.note(format_args!("external hold lease {name}: held by {holder}, not taken"));
                     return;
                 }
                 existing.spec = serde_json::to_value(&spec).unwrap_or_default();
@@ -181,45 +180,29 @@ impl World<'_> {
             }
             None => self.store.create(wall, Object::from_spec::<Lease>(ObjectMeta::named(None, &name), &spec)),
         };
-        let _ = write!(self.line, "external hold lease {name} for {seconds}s");
-        if let Ok(object) = &result {
-            self.record_lease(object, 0);
+        self.env.note(format_args!("external hold lease {name} for {seconds}s"));
+        if let Ok(object) = &result
+            && self.facts.leases.record(object, 0)
+        {
+            self.probes.hit(Probe::LeaseTakenOver);
         }
         self.describe_store_result(&result.map(StoreReply::Object));
-        self.broadcast(self.scheduler.now());
+        self.watches.broadcast(&mut self.env, &self.store, &self.processes, now);
     }
 
-    fn external(&mut self, op: &ExternalOp) {
-        self.runtime.set_now(self.now(self.scheduler.now()).wall);
+    fn external(&mut self, now: MonoTime, op: &ExternalOp) {
+        self.runtime.set_now(super::true_now(now).wall);
         match op {
             ExternalOp::RemoveContainer { name } => {
-                // Only a container drydock knew (its object recorded it) counts: one removed before
-                // drydock ever saw it (its create's reply lost) is indistinguishable from one never
-                // created, and creating it then is right.
-                let known = self.runtime.container(name).and_then(|c| {
-                    let uid = c.labels.get(names::LABEL_OWNER_UID)?;
-                    let owner = self.store.get_by_uid(&drydock_engine::api::Uid(uid.clone()))?;
-                    let recorded = owner.status::<PhysicalContainer>().ok()?.runtime_id?;
-                    (recorded == c.id).then(|| uid.clone())
-                });
-                let logical =
-                    self.runtime.container(name).and_then(|c| c.labels.get(names::LABEL_LOGICAL_UID).cloned());
+                let container = self.runtime.container(name).cloned();
                 let removed = self.runtime.remove_externally(name);
-                match (removed, known, logical) {
-                    (true, Some(uid), _) => {
-                        self.history.externally_removed.insert(uid);
-                    }
-                    // Never recorded, so creating it again is a first create, not a second one.
-                    (true, None, Some(logical)) => {
-                        self.history.logical_creates.remove(&logical);
-                    }
-                    _ => {}
+                if let (true, Some(container)) = (removed, &container) {
+                    self.observe(Happening::ExternallyRemoved { container });
                 }
-                let _ = write!(
-                    self.line,
+                self.env.note(format_args!(
                     "external docker rm -f {name} -> {}",
                     if removed { "removed" } else { "no such container" }
-                );
+                ));
             }
             ExternalOp::CreateContainer { name, image } => {
                 let create = ContainerCreate {
@@ -231,29 +214,26 @@ impl World<'_> {
                     ..Default::default()
                 };
                 let result = self.runtime.execute(&RuntimeRequest::CreateContainer(create));
-                let _ = write!(
-                    self.line,
+                self.env.note(format_args!(
                     "external docker create --name {name} {image} -> {}",
                     if result.is_ok() { "created" } else { "failed" }
-                );
+                ));
             }
             ExternalOp::RemoveImage { reference } => {
                 let result =
                     self.runtime.execute(&RuntimeRequest::RemoveImage { reference: reference.clone(), force: true });
-                let _ = write!(
-                    self.line,
+                self.env.note(format_args!(
                     "external docker rmi -f {reference} -> {}",
                     if result.is_ok() { "removed" } else { "refused" }
-                );
+                ));
             }
-            ExternalOp::HoldLease { reference, seconds } => self.hold_lease(reference, *seconds),
+            ExternalOp::HoldLease { reference, seconds } => self.hold_lease(now, reference, *seconds),
             ExternalOp::Push { reference } => {
                 let digest = self.runtime.registry_push(reference);
-                let _ = write!(
-                    self.line,
+                self.env.note(format_args!(
                     "external push {reference} -> {}",
                     drydock_engine::runtime::short(digest.trim_start_matches("sha256:"))
-                );
+                ));
             }
         }
     }

@@ -1,0 +1,92 @@
+//! What happens in a world, as checkers and probes see it: events the final state no longer shows.
+
+use drydock_engine::OpId;
+use drydock_engine::api::{Object, ObjectKey};
+use drydock_engine::runtime::{ContainerInfo, RuntimeRequest, RuntimeResult};
+use drydock_engine::store::{StoreRequest, StoreResult};
+
+/// One thing that happened.
+#[derive(Debug)]
+pub enum Happening<'a> {
+    /// A client created, changed or deleted `object` (the object as the store returned it).
+    ClientWrote { object: &'a Object },
+    /// A store request of `process` is about to apply: the view shows the state before it.
+    StoreApplying { process: usize, request: &'a StoreRequest },
+    /// A store request of `process` applied (or failed) with `result`.
+    StoreApplied { process: usize, request: &'a StoreRequest, result: &'a StoreResult },
+    /// A process sent a runtime request, issued by a reconcile of `issuer`.
+    RuntimeSent { process: usize, id: OpId, request: &'a RuntimeRequest, issuer: &'a ObjectKey },
+    /// The runtime applied a request (or refused it) with `result`; `removed` is the container a
+    /// remove took away, as it was.
+    RuntimeApplied {
+        process: usize,
+        id: OpId,
+        request: &'a RuntimeRequest,
+        result: &'a RuntimeResult,
+        removed: Option<&'a ContainerInfo>,
+    },
+    /// A runtime request will never be answered any more: its reply arrived, it was cancelled, or
+    /// its process died.
+    RuntimeSettled { process: usize, id: OpId },
+    /// The runtime applied a request but its reply was lost (uncertain-create, uncertain-remove).
+    ReplyLost { process: usize, id: OpId, request: &'a RuntimeRequest },
+    /// An inspection of a just-created container was answered NotFound (notfound-after-create).
+    InspectHidden { container_id: &'a str },
+    /// Someone outside drydock removed `container` (`docker rm -f`).
+    ExternallyRemoved { container: &'a ContainerInfo },
+}
+
+/// The kinds of [`Happening`], for routing.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HappeningKind {
+    ClientWrote,
+    StoreApplying,
+    StoreApplied,
+    RuntimeSent,
+    RuntimeApplied,
+    RuntimeSettled,
+    ReplyLost,
+    InspectHidden,
+    ExternallyRemoved,
+}
+
+impl HappeningKind {
+    pub const ALL: [HappeningKind; 9] = [
+        HappeningKind::ClientWrote,
+        HappeningKind::StoreApplying,
+        HappeningKind::StoreApplied,
+        HappeningKind::RuntimeSent,
+        HappeningKind::RuntimeApplied,
+        HappeningKind::RuntimeSettled,
+        HappeningKind::ReplyLost,
+        HappeningKind::InspectHidden,
+        HappeningKind::ExternallyRemoved,
+    ];
+}
+
+impl Happening<'_> {
+    pub fn kind(&self) -> HappeningKind {
+        match self {
+            Happening::ClientWrote { .. } => HappeningKind::ClientWrote,
+            Happening::StoreApplying { .. } => HappeningKind::StoreApplying,
+            Happening::StoreApplied { .. } => HappeningKind::StoreApplied,
+            Happening::RuntimeSent { .. } => HappeningKind::RuntimeSent,
+            Happening::RuntimeApplied { .. } => HappeningKind::RuntimeApplied,
+            Happening::RuntimeSettled { .. } => HappeningKind::RuntimeSettled,
+            Happening::ReplyLost { .. } => HappeningKind::ReplyLost,
+            Happening::InspectHidden { .. } => HappeningKind::InspectHidden,
+            Happening::ExternallyRemoved { .. } => HappeningKind::ExternallyRemoved,
+        }
+    }
+
+    /// The object a client wrote or a store write of an engine stored (not reads, not failures).
+    pub fn written_object(&self) -> Option<&Object> {
+        match self {
+            Happening::ClientWrote { object } => Some(object),
+            Happening::StoreApplied {
+                request, result: Ok(drydock_engine::store::StoreReply::Object(object)), ..
+            } if !matches!(request, StoreRequest::Get { .. }) => Some(object),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,487 @@
+//! Every built-in invariant against a hand-built violating case and a near miss. Invariants that
+//! keep history are driven through the happenings they observe, as the world would.
+
+#![allow(clippy::unwrap_used)]
+
+use super::builtin;
+use crate::checker::{Checker, Happening, Invariant, View, check_all};
+use crate::facts::Facts;
+use crate::runtime::SimRuntime;
+use drydock_engine::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalContainerStatus, LogicalMode};
+use drydock_engine::api::{
+    ContainerImage, ContainerImageSpec, ContainerImageStatus, ImagePhase, Lease, LeaseSpec, Namespace, NamespaceSpec,
+    Object, ObjectKey, ObjectMeta, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus, Resource, names,
+};
+use drydock_engine::runtime::{ContainerCreate, ContainerInfo, ContainerState, RuntimeReply, RuntimeRequest};
+use drydock_engine::store::{DeleteOptions, Registry, Store, StoreConfig, StoreReply, StoreRequest};
+use drydock_engine::{OpId, WallTime};
+use std::sync::Arc;
+
+/// A store with namespace `ns`, a runtime, the world's facts, and one instance of every invariant.
+struct Fixture {
+    store: Store,
+    runtime: SimRuntime,
+    facts: Facts,
+    checker: Checker,
+    ns_uid: String,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let mut store = Store::in_memory(Registry::builtin(), StoreConfig::default());
+        let ns = store
+            .create(WallTime(1), Object::from_spec::<Namespace>(ObjectMeta::named(None, "ns"), &NamespaceSpec {}))
+            .unwrap();
+        Fixture {
+            store,
+            runtime: SimRuntime::new(1),
+            facts: Facts::default(),
+            checker: Checker::builtin(),
+            ns_uid: ns.metadata.uid.0.clone(),
+        }
+    }
+
+    fn view(&self) -> View<'_> {
+        View { store: &self.store, runtime: &self.runtime, facts: &self.facts, now: WallTime(0) }
+    }
+
+    fn observe(&mut self, happening: Happening<'_>) {
+        let view = View { store: &self.store, runtime: &self.runtime, facts: &self.facts, now: WallTime(0) };
+        self.checker.observe(&view, &happening);
+    }
+
+    /// The invariant the checker reports first, if any.
+    fn violated(&self) -> Option<String> {
+        self.checker.check(&self.view()).map(|(name, _)| name.to_string())
+    }
+
+    fn message(&self) -> String {
+        self.checker.check(&self.view()).map(|(_, message)| message).unwrap_or_default()
+    }
+
+    /// A physical container recording runtime container `id`.
+    fn pc(&mut self, name: &str, spec: PhysicalContainerSpec, id: &str) -> Arc<Object> {
+        let created = self
+            .store
+            .create(WallTime(1), Object::from_spec::<PhysicalContainer>(ObjectMeta::named(Some("ns"), name), &spec))
+            .unwrap();
+        let mut next = (*created).clone();
+        next.set_status::<PhysicalContainer>(&PhysicalContainerStatus {
+            runtime_id: Some(id.into()),
+            ..Default::default()
+        });
+        self.store.update_status(next).unwrap()
+    }
+
+    fn logical(&mut self, name: &str, mode: LogicalMode) -> Arc<Object> {
+        let spec = match mode {
+            LogicalMode::Existing => {
+                LogicalContainerSpec { mode, container_name: Some(format!("{name}-1")), ..Default::default() }
+            }
+            _ => LogicalContainerSpec { mode, image: Some("busybox".into()), ..Default::default() },
+        };
+        self.store
+            .create(WallTime(1), Object::from_spec::<LogicalContainer>(ObjectMeta::named(Some("ns"), name), &spec))
+            .unwrap()
+    }
+
+    fn container(&mut self, id: &str, labels: &[(&str, &str)]) -> ContainerInfo {
+        let info = ContainerInfo {
+            ports: Vec::new(),
+            id: id.into(),
+            name: format!("name-{id}"),
+            image: "busybox".into(),
+            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            state: ContainerState::Running,
+            exit_code: None,
+        };
+        self.runtime.insert(info.clone());
+        info
+    }
+
+    /// A container drydock created for physical container `pc`.
+    fn ours(&mut self, id: &str, pc: &Object, extra: &[(&str, &str)]) -> ContainerInfo {
+        let (uid, ns_uid) = (pc.metadata.uid.0.clone(), self.ns_uid.clone());
+        let mut labels = vec![
+            (names::LABEL_OWNER_UID, uid.as_str()),
+            (names::LABEL_NAMESPACE, "ns"),
+            (names::LABEL_NAMESPACE_UID, ns_uid.as_str()),
+            (names::LABEL_CREATOR, "engine-0"),
+        ];
+        labels.extend_from_slice(extra);
+        self.container(id, &labels)
+    }
+
+    /// The runtime applied `request` successfully (a create answers with a fresh id).
+    fn applied(&mut self, id: u64, request: &RuntimeRequest, removed: Option<&ContainerInfo>) {
+        let result = match request {
+            RuntimeRequest::CreateContainer(_) => Ok(RuntimeReply::Created { id: format!("new-{id}") }),
+            _ => Ok(RuntimeReply::Done),
+        };
+        self.observe(Happening::RuntimeApplied { process: 0, id: OpId(id), request, result: &result, removed });
+    }
+
+    /// A store request applied with its result as the store gives it.
+    fn store_applied(&mut self, request: StoreRequest) {
+        let result = self.store.execute(WallTime(2), request.clone());
+        self.observe(Happening::StoreApplied { process: 0, request: &request, result: &result });
+    }
+}
+
+fn busybox() -> PhysicalContainerSpec {
+    PhysicalContainerSpec { image: Some("busybox".into()), ..Default::default() }
+}
+
+fn create(name: &str, labels: &[(&str, &str)]) -> RuntimeRequest {
+    RuntimeRequest::CreateContainer(ContainerCreate {
+        name: name.into(),
+        image: "busybox".into(),
+        labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn every_built_in_invariant_holds_in_an_empty_world() {
+    let fixture = Fixture::new();
+    assert_eq!(fixture.violated(), None);
+    assert_eq!(check_all(&fixture.view()), None);
+    assert_eq!(builtin().len(), super::InvariantId::ALL.len());
+}
+
+// --- runtime containers, ownership, cleanup --------------------------------------------------
+
+#[test]
+fn recording_a_strangers_container_is_foreign_adoption_tracking_by_id_is_not() {
+    let mut w = Fixture::new();
+    let pc = w.pc("a", busybox(), "c1");
+    w.ours("c1", &pc, &[]);
+    assert_eq!(w.violated(), None);
+    let mut w = Fixture::new();
+    w.pc("a", busybox(), "stranger");
+    w.container("stranger", &[]);
+    assert_eq!(w.violated().as_deref(), Some("no-foreign-adoption"));
+    assert!(w.message().contains("not created for it"));
+    let mut w = Fixture::new();
+    w.pc("a", PhysicalContainerSpec { container_id: Some("stranger".into()), ..Default::default() }, "stranger");
+    w.container("stranger", &[]);
+    assert_eq!(w.violated(), None);
+}
+
+#[test]
+fn caller_values_on_system_labels_are_caught() {
+    let mut w = Fixture::new();
+    let pc = w.pc("a", busybox(), "c1");
+    w.ours("c1", &pc, &[(names::LABEL_CREATOR, "mallory")]);
+    assert_eq!(w.violated().as_deref(), Some("system-labels-win"));
+    let mut w = Fixture::new();
+    let pc = w.pc("a", busybox(), "c1");
+    w.ours("c1", &pc, &[(names::LABEL_RETAIN, "true")]);
+    assert_eq!(w.violated().as_deref(), Some("system-labels-win"), "retain label on a spec that does not retain");
+}
+
+#[test]
+fn retained_containers_may_outlive_their_object_and_namespace() {
+    let mut w = Fixture::new();
+    w.container(
+        "kept",
+        &[(names::LABEL_OWNER_UID, "gone"), (names::LABEL_NAMESPACE_UID, "gone-ns"), (names::LABEL_RETAIN, "true")],
+    );
+    assert_eq!(w.violated(), None);
+    w.container("leaked", &[(names::LABEL_OWNER_UID, "gone-2")]);
+    assert_eq!(w.violated().as_deref(), Some("finalizer-after-runtime-cleanup"));
+}
+
+#[test]
+fn a_physical_container_leaving_the_store_with_an_operation_in_flight_is_caught() {
+    for in_flight in [false, true] {
+        let mut w = Fixture::new();
+        let pc = w.pc("a", busybox(), "c1");
+        if in_flight {
+            let start = RuntimeRequest::StartContainer { id: "c1".into() };
+            w.facts.in_flight.send(0, OpId(1), &start, Some(pc.metadata.uid.0.clone()));
+        }
+        w.store_applied(StoreRequest::Delete { key: pc.key(), options: DeleteOptions::default() });
+        let want = in_flight.then_some("finalizer-after-runtime-cleanup");
+        assert_eq!(w.violated().as_deref(), want, "in flight: {in_flight}");
+    }
+}
+
+#[test]
+fn creating_again_after_an_external_removal_of_a_recorded_container_is_caught() {
+    for recorded in [true, false] {
+        let mut w = Fixture::new();
+        let pc = w.pc("a", busybox(), if recorded { "c1" } else { "other" });
+        let container = w.ours("c1", &pc, &[]);
+        w.runtime.remove_externally("c1");
+        w.observe(Happening::ExternallyRemoved { container: &container });
+        let uid = pc.metadata.uid.0.clone();
+        w.applied(1, &create("again", &[(names::LABEL_OWNER_UID, &uid)]), None);
+        let want = recorded.then_some("no-recreate-after-external-removal");
+        assert_eq!(w.violated().as_deref(), want, "recorded: {recorded}");
+    }
+}
+
+#[test]
+fn an_engine_adding_an_owner_to_an_owned_object_is_caught_a_first_owner_is_not() {
+    let mut w = Fixture::new();
+    let (a, b) = (w.pc("a", busybox(), "c1"), w.pc("b", busybox(), "c2"));
+    let mut owned = (*w.pc("c", busybox(), "c3")).clone();
+    owned.metadata.owner_references.push(a.owner_reference(false));
+    w.observe(Happening::StoreApplying { process: 0, request: &StoreRequest::Update { object: owned.clone() } });
+    assert_eq!(w.violated(), None, "a first owner");
+    w.store.update(owned.clone()).unwrap();
+    let mut twice = (**w.store.get(&owned.key()).unwrap()).clone();
+    twice.metadata.owner_references.push(b.owner_reference(false));
+    w.observe(Happening::StoreApplying { process: 1, request: &StoreRequest::Update { object: twice } });
+    assert_eq!(w.violated().as_deref(), Some("ownership-stable"));
+    assert!(w.message().contains("p1 changed the ownerReferences"), "{}", w.message());
+}
+
+#[test]
+fn deleting_an_image_while_containers_remain_in_a_terminating_namespace_is_caught() {
+    let mut w = Fixture::new();
+    let pc = w.pc("web", busybox(), "c1");
+    let spec = ContainerImageSpec { image: "busybox".into(), ..Default::default() };
+    let image =
+        w.store.create(WallTime(1), Object::from_spec::<ContainerImage>(ObjectMeta::named(Some("ns"), "img"), &spec));
+    let image = image.unwrap();
+    let mut ns = (**w.store.get(&ObjectKey::cluster(Namespace::KIND, "ns")).unwrap()).clone();
+    ns.metadata.finalizers.push("test/hold".into());
+    w.store.update(ns).unwrap();
+    w.store.delete(WallTime(2), &ObjectKey::cluster(Namespace::KIND, "ns"), &DeleteOptions::default()).unwrap();
+    let delete = |key: ObjectKey| StoreRequest::Delete { key, options: DeleteOptions::default() };
+    w.observe(Happening::StoreApplying { process: 0, request: &delete(pc.key()) });
+    assert_eq!(w.violated(), None, "containers first is the order");
+    w.observe(Happening::StoreApplying { process: 0, request: &delete(image.key()) });
+    assert_eq!(w.violated().as_deref(), Some("namespace-cleanup-order"));
+}
+
+// --- images, pulls, leases -------------------------------------------------------------------
+
+fn image(w: &mut Fixture, name: &str, limit: u32, status: ContainerImageStatus) -> Arc<Object> {
+    let spec = ContainerImageSpec { image: "busybox".into(), pull_retry_limit: limit, ..Default::default() };
+    let created = w
+        .store
+        .create(WallTime(1), Object::from_spec::<ContainerImage>(ObjectMeta::named(Some("ns"), name), &spec))
+        .unwrap();
+    let mut next = (*created).clone();
+    next.set_status::<ContainerImage>(&status);
+    w.store.update_status(next).unwrap()
+}
+
+#[test]
+fn two_pulls_of_one_normalized_reference_in_flight_are_caught() {
+    let mut w = Fixture::new();
+    let pull = |reference: &str| RuntimeRequest::PullImage { reference: reference.into() };
+    w.facts.in_flight.send(0, OpId(1), &pull("busybox"), None);
+    assert_eq!(w.violated(), None, "one is fine");
+    w.facts.in_flight.send(1, OpId(7), &pull("docker.io/library/busybox:latest"), None);
+    assert_eq!(w.violated().as_deref(), Some("single-pull-per-ref"));
+    assert!(w.message().contains("2 pulls"));
+    w.facts.in_flight.applied(0, OpId(1));
+    assert_eq!(w.violated(), None, "an applied pull is no longer in flight");
+}
+
+#[test]
+fn two_live_lease_holders_are_caught_but_an_expired_one_is_not() {
+    let mut w = Fixture::new();
+    w.facts.leases.insert("pull-abc", "engine-0/a", WallTime(1_000));
+    w.facts.leases.insert("pull-abc", "engine-1/b", WallTime(5_000));
+    let at = |w: &Fixture, now: u64| {
+        let view = View { now: WallTime(now), ..w.view() };
+        w.checker.check(&view).map(|(name, _)| name.to_string())
+    };
+    assert_eq!(at(&w, 1_000), None, "the first expired at 1000");
+    assert_eq!(at(&w, 999).as_deref(), Some("lease-exclusive"));
+}
+
+#[test]
+fn a_pinned_id_that_changes_is_caught() {
+    let mut w = Fixture::new();
+    let ready =
+        |id: &str| ContainerImageStatus { phase: ImagePhase::Ready, image_id: Some(id.into()), ..Default::default() };
+    let pinned = image(&mut w, "img", 3, ready("sha256:aaa"));
+    w.observe(Happening::ClientWrote { object: &pinned });
+    assert_eq!(w.violated(), None);
+    let mut repinned = (*pinned).clone();
+    repinned.set_status::<ContainerImage>(&ready("sha256:bbb"));
+    w.store_applied(StoreRequest::UpdateStatus { object: repinned });
+    assert_eq!(w.violated().as_deref(), Some("pinned-image-stable"));
+    assert!(w.message().contains("pinned sha256:aaa"));
+}
+
+#[test]
+fn pull_attempts_over_the_limit_are_caught_in_status_and_in_total() {
+    let mut w = Fixture::new();
+    let img = image(&mut w, "img", 0, ContainerImageStatus { pull_attempts: 1, ..Default::default() });
+    w.observe(Happening::ClientWrote { object: &img });
+    let issuer = img.key();
+    let pull = RuntimeRequest::PullImage { reference: "docker.io/library/busybox".into() };
+    w.observe(Happening::RuntimeSent { process: 0, id: OpId(1), request: &pull, issuer: &issuer });
+    assert_eq!(w.violated(), None, "limit 0 allows exactly one");
+    w.observe(Happening::RuntimeSent { process: 1, id: OpId(2), request: &pull, issuer: &issuer });
+    assert_eq!(w.violated().as_deref(), Some("pull-attempts-within-limit"));
+    assert!(w.message().contains("2 pulls"));
+
+    let mut w = Fixture::new();
+    image(&mut w, "img", 1, ContainerImageStatus { pull_attempts: 3, ..Default::default() });
+    assert!(w.message().contains("3 pull attempts"), "{}", w.message());
+}
+
+// --- logical containers ----------------------------------------------------------------------
+
+#[test]
+fn two_runtime_containers_for_one_logical_container_are_caught() {
+    let mut w = Fixture::new();
+    let uid = w.logical("web", LogicalMode::Session).metadata.uid.0.clone();
+    w.container("a", &[(names::LABEL_LOGICAL_UID, &uid)]);
+    assert_eq!(w.violated(), None);
+    w.container("b", &[(names::LABEL_LOGICAL_UID, &uid)]);
+    assert_eq!(w.violated().as_deref(), Some("single-backing"));
+}
+
+#[test]
+fn a_session_container_without_its_logical_container_is_caught_a_retained_one_is_not() {
+    let mut w = Fixture::new();
+    w.container("kept", &[(names::LABEL_LOGICAL_UID, "gone"), (names::LABEL_RETAIN, "true")]);
+    assert_eq!(w.violated(), None);
+    w.container("leaked", &[(names::LABEL_LOGICAL_UID, "gone-too")]);
+    assert_eq!(w.violated().as_deref(), Some("session-never-outlives-owner"));
+}
+
+#[test]
+fn removing_a_matching_container_to_create_it_again_is_caught() {
+    for wanted in ["key-1", "key-2"] {
+        let mut w = Fixture::new();
+        let labels = [(names::LABEL_LIFECYCLE_KEY.to_string(), wanted.to_string())].into();
+        let spec = PhysicalContainerSpec { labels, ..busybox() };
+        let remover = w.store.create(
+            WallTime(1),
+            Object::from_spec::<PhysicalContainer>(ObjectMeta::named(Some("ns"), "web-backing"), &spec),
+        );
+        let remover = remover.unwrap();
+        let old = w.container("old", &[(names::LABEL_CREATOR, "engine-0"), (names::LABEL_LIFECYCLE_KEY, "key-1")]);
+        let remove = RuntimeRequest::RemoveContainer { id: "old".into(), force: true };
+        w.observe(Happening::RuntimeSent { process: 0, id: OpId(1), request: &remove, issuer: &remover.key() });
+        w.applied(1, &remove, Some(&old));
+        w.applied(2, &create(&old.name, &[(names::LABEL_LIFECYCLE_KEY, "key-1")]), None);
+        let want = (wanted == "key-1").then_some("persistent-reuse");
+        assert_eq!(w.violated().as_deref(), want, "replacing for {wanted}");
+    }
+}
+
+#[test]
+fn a_persistent_logical_container_creating_twice_is_caught_unless_the_first_was_never_recorded() {
+    for recorded in [true, false] {
+        let mut w = Fixture::new();
+        let uid = w.logical("db", LogicalMode::Persistent).metadata.uid.0.clone();
+        let request = create("ns-db", &[(names::LABEL_LOGICAL_UID, &uid)]);
+        w.applied(1, &request, None);
+        if !recorded {
+            // Removed outside drydock before anything recorded it: the next create is a first.
+            let first = w.container("first", &[(names::LABEL_LOGICAL_UID, &uid)]);
+            w.observe(Happening::ExternallyRemoved { container: &first });
+        }
+        w.applied(2, &request, None);
+        let want = recorded.then_some("persistent-replace-once");
+        assert_eq!(w.violated().as_deref(), want, "recorded: {recorded}");
+    }
+}
+
+#[test]
+fn an_existing_mode_logical_container_creating_is_caught() {
+    let mut w = Fixture::new();
+    let uid = w.logical("ext", LogicalMode::Existing).metadata.uid.0.clone();
+    w.applied(1, &create("ns-ext", &[(names::LABEL_LOGICAL_UID, &uid)]), None);
+    assert_eq!(w.violated().as_deref(), Some("existing-never-creates"));
+}
+
+#[test]
+fn removing_the_persistent_container_of_a_live_logical_container_is_caught() {
+    let mut w = Fixture::new();
+    let uid = w.logical("db", LogicalMode::Persistent).metadata.uid.0.clone();
+    let kept = w.container("kept", &[(names::LABEL_LOGICAL_UID, &uid), (names::LABEL_RETAIN, "true")]);
+    w.applied(1, &RuntimeRequest::RemoveContainer { id: "kept".into(), force: true }, Some(&kept));
+    assert_eq!(w.violated().as_deref(), Some("persistent-survives-delete"));
+}
+
+#[test]
+fn a_live_logical_containers_backing_losing_its_hold_is_caught() {
+    let mut w = Fixture::new();
+    let lc = w.logical("web", LogicalMode::Session);
+    let mut meta = ObjectMeta::named(Some("ns"), "web-backing");
+    meta.owner_references.push(lc.owner_reference(true));
+    meta.finalizers.push(names::FINALIZER_HOLD.into());
+    let pc = w.store.create(WallTime(1), Object::from_spec::<PhysicalContainer>(meta, &busybox())).unwrap();
+    assert_eq!(w.violated(), None);
+    let mut released = (*pc).clone();
+    released.metadata.finalizers.clear();
+    w.store_applied(StoreRequest::Update { object: released });
+    assert_eq!(w.violated().as_deref(), Some("hold-before-release"));
+    assert!(w.message().contains("lost its hold"), "seen as it happened: {}", w.message());
+}
+
+#[test]
+fn releasing_a_startup_lease_before_recording_the_workload_is_caught() {
+    for recorded in [false, true] {
+        let mut w = Fixture::new();
+        let lc = w.logical("db", LogicalMode::Persistent);
+        if recorded {
+            let mut next = (*lc).clone();
+            next.set_status::<LogicalContainer>(&LogicalContainerStatus {
+                workload: Some("app".into()),
+                ..Default::default()
+            });
+            w.store.update_status(next).unwrap();
+        }
+        let holder = format!("engine-0/{}", lc.metadata.uid);
+        w.facts.leases.insert("container-abc", &holder, WallTime(60_000));
+        let spec = LeaseSpec { key: "ns-db".into(), ..Default::default() };
+        let lease =
+            w.store.create(WallTime(1), Object::from_spec::<Lease>(ObjectMeta::named(None, "container-abc"), &spec));
+        let lease = lease.unwrap();
+        let result = Ok(StoreReply::Object(lease.clone()));
+        let request = StoreRequest::Update { object: (*lease).clone() };
+        w.observe(Happening::StoreApplied { process: 0, request: &request, result: &result });
+        let want = (!recorded).then_some("workload-recorded-before-lease-release");
+        assert_eq!(w.violated().as_deref(), want, "recorded: {recorded}");
+    }
+}
+
+/// A user's invariant runs beside the built-in ones, observing what it asks for.
+#[test]
+fn a_users_invariant_observes_and_checks_like_a_built_in_one() {
+    #[derive(Default)]
+    struct NoPulls(u32);
+    impl Invariant for NoPulls {
+        fn name(&self) -> &str {
+            "no-pulls"
+        }
+        fn description(&self) -> &str {
+            "nothing is ever pulled"
+        }
+        fn observes(&self) -> &'static [crate::checker::HappeningKind] {
+            &[crate::checker::HappeningKind::RuntimeSent]
+        }
+        fn observe(&mut self, _view: &View<'_>, happening: &Happening<'_>) {
+            if let Happening::RuntimeSent { request: RuntimeRequest::PullImage { .. }, .. } = happening {
+                self.0 += 1;
+            }
+        }
+        fn check(&self, _view: &View<'_>) -> Result<(), String> {
+            if self.0 == 0 { Ok(()) } else { Err(format!("{} pulls", self.0)) }
+        }
+    }
+    let mut w = Fixture::new();
+    w.checker = Checker::new(Vec::new());
+    w.checker.push(Box::new(NoPulls::default()));
+    let key = ObjectKey::namespaced(ContainerImage::KIND, "ns", "img");
+    let inspect = RuntimeRequest::InspectImage { reference: "busybox".into() };
+    w.observe(Happening::RuntimeSent { process: 0, id: OpId(1), request: &inspect, issuer: &key });
+    assert_eq!(w.violated(), None);
+    let pull = RuntimeRequest::PullImage { reference: "busybox".into() };
+    w.observe(Happening::RuntimeSent { process: 0, id: OpId(2), request: &pull, issuer: &key });
+    assert_eq!(w.violated().as_deref(), Some("no-pulls"));
+    assert_eq!(w.message(), "1 pulls");
+}

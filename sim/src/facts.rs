@@ -1,0 +1,203 @@
+//! What the world knows that no single state of the store or the runtime shows: which runtime
+//! requests are in flight, and who claims which lease until when in true time. The world records
+//! these facts as it moves requests; checkers, probes and external actors read them.
+//!
+//! *Guarantees*: a request is in flight from the moment its process hands it to the world until it
+//! is settled (its reply is delivered, it is cancelled, or its process dies). Lease claims are in
+//! the world's true time, whatever the writer's clock says.
+
+use drydock_engine::api::{Lease, Object, Resource, names, normalize_image_reference};
+use drydock_engine::runtime::RuntimeRequest;
+use drydock_engine::{OpId, WallTime, lease};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The identity of the world's engine process `index` (its lease holders and the creator label of
+/// what it creates carry it).
+pub fn process_identity(index: usize) -> String {
+    format!("{PROCESS_PREFIX}{index}")
+}
+
+/// Whether `identity` names one of the world's engine processes.
+pub fn is_process_identity(identity: &str) -> bool {
+    identity.strip_prefix(PROCESS_PREFIX).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+const PROCESS_PREFIX: &str = "engine-";
+
+/// A runtime request between its process and its settlement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SentRequest {
+    /// For a pull: the normalized reference.
+    pub pull: Option<String>,
+    pub create: bool,
+    /// For a create, start, stop or remove: the owner uid label of the container it acts on (as
+    /// the runtime showed it when the request was sent).
+    pub owner: Option<String>,
+    /// The runtime has applied it (or failed to); its reply may still be on its way.
+    pub applied: bool,
+}
+
+/// Runtime requests in flight, by (process, op id).
+#[derive(Clone, Debug, Default)]
+pub struct InFlight {
+    requests: BTreeMap<(usize, OpId), SentRequest>,
+}
+
+impl InFlight {
+    /// `owner`: the owner uid label of the container the request acts on, if any.
+    pub fn send(&mut self, process: usize, id: OpId, request: &RuntimeRequest, owner: Option<String>) {
+        let pull = match request {
+            RuntimeRequest::PullImage { reference } => Some(normalize_image_reference(reference)),
+            _ => None,
+        };
+        let create = matches!(request, RuntimeRequest::CreateContainer(_));
+        self.requests.insert((process, id), SentRequest { pull, create, owner, applied: false });
+    }
+
+    pub fn applied(&mut self, process: usize, id: OpId) {
+        if let Some(sent) = self.requests.get_mut(&(process, id)) {
+            sent.applied = true;
+        }
+    }
+
+    /// The request will never be answered; whether it was in flight.
+    pub fn settle(&mut self, process: usize, id: OpId) -> bool {
+        self.requests.remove(&(process, id)).is_some()
+    }
+
+    pub fn get(&self, process: usize, id: OpId) -> Option<&SentRequest> {
+        self.requests.get(&(process, id))
+    }
+
+    /// Every request of `process` still in flight, in op order.
+    pub fn of_process(&self, process: usize) -> Vec<OpId> {
+        self.requests.keys().filter(|(p, _)| *p == process).map(|(_, id)| *id).collect()
+    }
+
+    /// Pulls sent and not yet applied, per normalized reference.
+    pub fn pulls(&self) -> BTreeMap<&str, Vec<(usize, OpId)>> {
+        let mut pulls: BTreeMap<&str, Vec<(usize, OpId)>> = BTreeMap::new();
+        for (op, sent) in &self.requests {
+            if let Some(reference) = sent.pull.as_deref().filter(|_| !sent.applied) {
+                pulls.entry(reference).or_default().push(*op);
+            }
+        }
+        pulls
+    }
+
+    pub fn any_pull(&self) -> bool {
+        self.requests.values().any(|s| s.pull.is_some() && !s.applied)
+    }
+
+    /// A create, start, stop or remove of a container labelled with owner `uid` is in flight.
+    pub fn mutates(&self, uid: &str) -> bool {
+        self.requests.values().any(|s| s.owner.as_deref() == Some(uid))
+    }
+
+    pub fn creating(&self, process: usize) -> bool {
+        self.requests.iter().any(|((p, _), s)| *p == process && s.create)
+    }
+}
+
+/// The owner uid label of the container `request` creates or acts on, as the runtime shows it.
+pub fn owner_of(request: &RuntimeRequest, runtime: &crate::runtime::SimRuntime) -> Option<String> {
+    match request {
+        RuntimeRequest::CreateContainer(c) => c.labels.get(names::LABEL_OWNER_UID).cloned(),
+        RuntimeRequest::StartContainer { id }
+        | RuntimeRequest::StopContainer { id, .. }
+        | RuntimeRequest::RemoveContainer { id, .. } => {
+            runtime.container(id).and_then(|c| c.labels.get(names::LABEL_OWNER_UID).cloned())
+        }
+        _ => None,
+    }
+}
+
+/// Lease claims made by successful writes: lease name -> holder -> held until (true time).
+#[derive(Clone, Debug, Default)]
+pub struct LeaseClaims {
+    claims: BTreeMap<String, BTreeMap<String, WallTime>>,
+}
+
+/// Claims that expired this long ago are forgotten.
+const CLAIM_MEMORY: Duration = Duration::from_secs(60);
+
+impl LeaseClaims {
+    /// A lease object was written by a writer whose clock is `skew_ms` ahead: record who claims it
+    /// until when, in true time. Returns true if the write took the lease over from another claim.
+    pub fn record(&mut self, object: &Object, skew_ms: i64) -> bool {
+        if object.kind != Lease::KIND {
+            return false;
+        }
+        let Ok(spec) = object.spec::<Lease>() else { return false };
+        let true_time = |t: WallTime| WallTime((t.0 as i64 - skew_ms).max(0) as u64);
+        let claims = self.claims.entry(object.metadata.name.clone()).or_default();
+        match (&spec.holder, spec.renew_time) {
+            (Some(holder), Some(renewed)) => {
+                let taken_over = claims.keys().any(|h| h != holder) && !claims.contains_key(holder);
+                // A new holder's claim ends no other claim here: they had expired (that is the only
+                // way the store let this write through); lease-exclusive checks it.
+                let until = WallTime(true_time(renewed).0.saturating_add(spec.duration_ms));
+                claims.insert(holder.clone(), until);
+                taken_over
+            }
+            _ => {
+                claims.clear();
+                false
+            }
+        }
+    }
+
+    /// Drop claims that expired long ago, so the record stays small.
+    pub fn prune(&mut self, now: WallTime) {
+        let horizon = WallTime(now.0.saturating_sub(CLAIM_MEMORY.as_millis() as u64));
+        for claims in self.claims.values_mut() {
+            claims.retain(|_, until| *until > horizon);
+        }
+    }
+
+    /// A dead engine process holds nothing: its claims end with it (the lease object stays until
+    /// it expires, which is what the survivors wait for).
+    pub fn drop_identity(&mut self, identity: &str) {
+        for claims in self.claims.values_mut() {
+            claims.retain(|holder, _| lease::holder_identity(holder) != identity);
+        }
+    }
+
+    /// Holder -> held until, of lease `name`.
+    pub fn of(&self, name: &str) -> Option<&BTreeMap<String, WallTime>> {
+        self.claims.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &BTreeMap<String, WallTime>)> {
+        self.claims.iter()
+    }
+
+    /// Whether a holder of engine `identity` has a live claim on lease `name` at `now`.
+    pub fn held_by(&self, name: &str, identity: &str, now: WallTime) -> bool {
+        self.of(name).is_some_and(|claims| {
+            claims.iter().any(|(holder, until)| lease::holder_identity(holder) == identity && *until > now)
+        })
+    }
+
+    #[cfg(test)]
+    pub fn insert(&mut self, name: &str, holder: &str, until: WallTime) {
+        self.claims.entry(name.to_string()).or_default().insert(holder.to_string(), until);
+    }
+}
+
+/// Everything the world records beyond the current state.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub in_flight: InFlight,
+    pub leases: LeaseClaims,
+}
+
+impl Facts {
+    pub const fn new() -> Self {
+        Facts { in_flight: InFlight { requests: BTreeMap::new() }, leases: LeaseClaims { claims: BTreeMap::new() } }
+    }
+}
+
+/// No facts: for checking a state on its own.
+pub static NONE: Facts = Facts::new();

@@ -1,0 +1,154 @@
+//! What every component of the world draws on: the run's one PRNG and fault plan, the event queue,
+//! the trace line being written for the current event, and the run's counters.
+
+use super::config::Latency;
+use crate::scheduler::Scheduler;
+use drydock_engine::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
+use drydock_engine::store::{StoreRequest, StoreResult, WatchEvent};
+use drydock_engine::{MonoTime, OpId};
+use drydock_faults::{FaultKind, FaultPlan};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Something scheduled to happen.
+#[derive(Debug)]
+pub(super) enum Event {
+    /// The workload's `i`th operation.
+    Client(usize),
+    Deliver {
+        process: usize,
+        /// The watch stream this was queued on (see `Watches`).
+        stream: u32,
+        event: WatchEvent,
+    },
+    StoreApply {
+        process: usize,
+        id: OpId,
+        request: StoreRequest,
+    },
+    StoreReply {
+        process: usize,
+        id: OpId,
+        result: StoreResult,
+    },
+    RuntimeApply {
+        process: usize,
+        id: OpId,
+        request: RuntimeRequest,
+    },
+    RuntimeReply {
+        process: usize,
+        id: OpId,
+        result: RuntimeResult,
+    },
+    /// A runtime event reaching a process.
+    Notify {
+        process: usize,
+        /// The runtime event stream this was queued on (see `Watches`).
+        stream: u32,
+        event: RuntimeEvent,
+    },
+    Wake {
+        process: usize,
+    },
+    /// A crashed process comes back: a fresh engine, a full list of the store.
+    Restart {
+        process: usize,
+    },
+    /// A process whose watch broke with Gone lists the store and watches again.
+    Relist {
+        process: usize,
+        stream: u32,
+    },
+    Heal,
+}
+
+impl Event {
+    /// Whether handling this event may change the store, the runtime or what the checkers have
+    /// observed. (Deliveries, wakes and store replies change only engine memory.)
+    pub(super) fn may_change_state(&self) -> bool {
+        !matches!(self, Event::Deliver { .. } | Event::Wake { .. } | Event::Notify { .. } | Event::StoreReply { .. })
+    }
+}
+
+/// Counters of a run, for reports.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunStats {
+    pub client_ops: u64,
+    pub store_requests: u64,
+    pub runtime_requests: u64,
+    pub runtime_creates: u64,
+    pub uncertain_creates: u64,
+    pub stale_deliveries: u64,
+    /// Faults of the other kinds injected (transient errors, lost remove replies, hidden
+    /// containers, store conflicts).
+    pub other_faults: u64,
+    pub reconciles: u64,
+    /// Simulated seconds from heal to convergence.
+    pub convergence_secs: f64,
+}
+
+pub(super) struct Env {
+    pub rng: ChaCha8Rng,
+    pub faults: FaultPlan,
+    queue: Scheduler<Event>,
+    /// Events on the queue that something still owes: requests, replies, deliveries, restarts.
+    /// While any is queued the world is not quiet.
+    pub outstanding: u64,
+    /// The trace line of the current event.
+    pub line: String,
+    pub stats: RunStats,
+}
+
+impl Env {
+    pub fn new(rng: ChaCha8Rng, faults: FaultPlan) -> Self {
+        Env {
+            rng,
+            faults,
+            queue: Scheduler::default(),
+            outstanding: 0,
+            line: String::new(),
+            stats: RunStats::default(),
+        }
+    }
+
+    /// Whether fault `kind` fires now (one numbered draw, if the kind is enabled).
+    pub fn fires(&mut self, kind: FaultKind) -> bool {
+        self.faults.fires(kind, &mut self.rng)
+    }
+
+    pub fn draw(&mut self, latency: Latency) -> Duration {
+        latency.draw(&mut self.rng)
+    }
+
+    /// Schedule `event`, which nothing owes (a client act, a wake, the heal).
+    pub fn at(&mut self, at: MonoTime, event: Event) {
+        self.queue.at(at, event);
+    }
+
+    /// Schedule `event`, which is owed: the world is not quiet until it happened.
+    pub fn owe(&mut self, at: MonoTime, event: Event) {
+        self.outstanding += 1;
+        self.queue.at(at, event);
+    }
+
+    /// An owed event happened (or will never happen).
+    pub fn paid(&mut self) {
+        self.outstanding -= 1;
+    }
+
+    pub fn pop(&mut self) -> Option<(MonoTime, Event)> {
+        self.queue.pop()
+    }
+
+    pub fn now(&self) -> MonoTime {
+        self.queue.now()
+    }
+
+    /// Append to the trace line of the current event.
+    pub fn note(&mut self, args: std::fmt::Arguments<'_>) {
+        let _ = self.line.write_fmt(args);
+    }
+}

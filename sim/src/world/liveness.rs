@@ -1,0 +1,146 @@
+//! The eventual properties. During the *safety* phase the workload plays and faults fire. When the
+//! workload is done the faults heal and the *liveness* phase begins: the world must reach desired ==
+//! actual within the convergence bound (`convergence`), with no object rewritten over and over on
+//! the way (`no-oscillation`), and then stay quiet for the settle time (`quiescence`).
+
+use crate::checker::{View, desired_equals_actual};
+use drydock_engine::MonoTime;
+use drydock_engine::store::{Store, StoreReply, StoreRequest, StoreResult};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The eventual properties' bounds.
+#[derive(Clone, Debug)]
+pub struct LivenessKnobs {
+    /// After faults heal, desired must equal actual within this much simulated time.
+    pub convergence_bound: Duration,
+    /// Once converged, the store must stay unwritten this long.
+    pub settle: Duration,
+    /// Writes to one object after faults heal, with no client acting, beyond which it oscillates.
+    pub oscillation_bound: u32,
+    /// A run that takes more events than this fails (a livelock guard).
+    pub max_events: u64,
+}
+
+impl Default for LivenessKnobs {
+    fn default() -> Self {
+        LivenessKnobs {
+            convergence_bound: Duration::from_secs(120),
+            settle: Duration::from_secs(65),
+            oscillation_bound: 30,
+            max_events: 2_000_000,
+        }
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Phase {
+    Safety,
+    Liveness { healed_at: MonoTime },
+    Settling { converged_at: MonoTime, revision: u64 },
+}
+
+/// Why the world is not quiet.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Busy {
+    InFlight(u64),
+    Down(usize),
+    Relisting(usize),
+    Waiting(usize, usize),
+    Retrying(usize, usize),
+    WorkDue(usize),
+}
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Busy::InFlight(n) => write!(f, "{n} requests or deliveries still in flight"),
+            Busy::Down(p) => write!(f, "process p{p} is down"),
+            Busy::Relisting(p) => write!(f, "process p{p} has not relisted yet"),
+            Busy::Waiting(p, n) => write!(f, "process p{p} waits for {n} replies"),
+            Busy::Retrying(p, n) => write!(f, "process p{p} has {n} reconciles backing off after failures"),
+            Busy::WorkDue(p) => write!(f, "process p{p} has work due"),
+        }
+    }
+}
+
+/// Where a run stands after an event.
+pub(super) enum Verdict {
+    Running,
+    Done,
+    Failed(&'static str, String),
+}
+
+pub(super) struct Liveness {
+    knobs: LivenessKnobs,
+    phase: Phase,
+    /// Store writes per object since faults healed (the oscillation detector).
+    heal_writes: BTreeMap<String, u32>,
+    /// Simulated seconds from heal to convergence.
+    pub convergence_secs: f64,
+}
+
+impl Liveness {
+    pub fn new(knobs: &LivenessKnobs) -> Self {
+        Liveness { knobs: knobs.clone(), phase: Phase::Safety, heal_writes: BTreeMap::new(), convergence_secs: 0.0 }
+    }
+
+    /// Faults healed at `now`: the liveness phase begins.
+    pub fn heal(&mut self, now: MonoTime) {
+        self.phase = Phase::Liveness { healed_at: now };
+    }
+
+    /// A store request of an engine applied: after the heal, count the rewrites it made.
+    pub fn stored(&mut self, request: &StoreRequest, result: &StoreResult) {
+        if let (false, false, Ok(StoreReply::Object(object))) =
+            (matches!(self.phase, Phase::Safety), request.is_read(), result)
+        {
+            *self.heal_writes.entry(object.key().to_string()).or_default() += 1;
+        }
+    }
+
+    /// Judge the run after an event at `now`. `busy` says what keeps the world from being quiet.
+    pub fn judge(&mut self, now: MonoTime, events: u64, view: &View<'_>, busy: impl Fn() -> Option<Busy>) -> Verdict {
+        if events >= self.knobs.max_events {
+            let message = format!("the run did not finish within {} events", self.knobs.max_events);
+            return Verdict::Failed("event-budget", message);
+        }
+        if let Some((key, writes)) = self.heal_writes.iter().find(|(_, n)| **n > self.knobs.oscillation_bound) {
+            let message =
+                format!("{key} was written {writes} times after faults healed, with no client acting: it oscillates");
+            return Verdict::Failed("no-oscillation", message);
+        }
+        match self.phase {
+            Phase::Safety => Verdict::Running,
+            Phase::Liveness { healed_at } => {
+                if busy().is_none() && desired_equals_actual(view).is_ok() {
+                    self.convergence_secs = now.since(healed_at).as_secs_f64();
+                    self.phase = Phase::Settling { converged_at: now, revision: view.store.resource_version() };
+                    return Verdict::Running;
+                }
+                if now.since(healed_at) > self.knobs.convergence_bound {
+                    let why = desired_equals_actual(view)
+                        .err()
+                        .unwrap_or_else(|| busy().map_or_else(|| "not quiet".into(), |b| b.to_string()));
+                    let message =
+                        format!("not converged {}s after faults healed: {why}", self.knobs.convergence_bound.as_secs());
+                    return Verdict::Failed("convergence", message);
+                }
+                Verdict::Running
+            }
+            Phase::Settling { converged_at, revision } => {
+                if view.store.resource_version() != revision {
+                    let changed = first_change(view.store, revision);
+                    let message = format!("{changed} was rewritten after the world converged with nothing changing");
+                    return Verdict::Failed("quiescence", message);
+                }
+                if now.since(converged_at) >= self.knobs.settle { Verdict::Done } else { Verdict::Running }
+            }
+        }
+    }
+}
+
+/// The key of the first object written after `revision`.
+fn first_change(store: &Store, revision: u64) -> String {
+    store.events_since(revision).ok().and_then(|mut e| e.next().map(|e| e.object.key().to_string())).unwrap_or_default()
+}

@@ -1,0 +1,196 @@
+//! The paths a request takes: out of an engine (`pump`, where the crash faults strike as a request
+//! leaves its process), over its link, into the store or the runtime, and its reply back in.
+//! Along the way the world records its facts and tells the checkers and probes what happened.
+
+use super::World;
+use super::runtime_link::Meeting;
+use crate::checker::Happening;
+use crate::facts::{owner_of, process_identity};
+use crate::probes::Probe;
+use drydock_engine::api::ObjectKey;
+use drydock_engine::runtime::{RuntimeReply, RuntimeRequest, short};
+use drydock_engine::store::{StoreReply, StoreRequest, StoreResult};
+use drydock_engine::{Input, MonoTime, OpId, Output};
+use drydock_faults::FaultKind;
+
+impl World<'_> {
+    /// Hand `input` to `process` (if it is up), then take what it wants done.
+    pub(super) fn input(&mut self, now: MonoTime, process: usize, input: Input) {
+        if self.processes.is_down(process) {
+            return;
+        }
+        let at = self.processes.now(process, now);
+        self.processes.get_mut(process).engine.handle(at, input);
+        self.pump(now, process);
+    }
+
+    /// Take every output the engine has now, send each on its way, and schedule the next wake.
+    /// The crash faults strike here, right after a request left the process.
+    pub(super) fn pump(&mut self, now: MonoTime, process: usize) {
+        if self.processes.is_down(process) {
+            return;
+        }
+        let at = self.processes.now(process, now);
+        while let Some(output) = self.processes.get_mut(process).engine.poll(at) {
+            let crash = match output {
+                Output::Cancel { id } => {
+                    self.cancel(process, id);
+                    continue;
+                }
+                Output::Store { id, request, write_follows, .. } => {
+                    self.env.stats.store_requests += 1;
+                    let between_writes = !request.is_read() && write_follows;
+                    self.store_link.send(&mut self.env, now, process, id, request);
+                    (between_writes && self.env.fires(FaultKind::CrashBetweenWrites))
+                        .then_some(FaultKind::CrashBetweenWrites)
+                }
+                Output::Runtime { id, request, origin } => {
+                    self.env.stats.runtime_requests += 1;
+                    self.send_runtime(now, process, id, request, &origin.key);
+                    None
+                }
+            };
+            if let Some(kind) =
+                crash.or_else(|| self.env.fires(FaultKind::EngineCrash).then_some(FaultKind::EngineCrash))
+            {
+                self.crash(now, process, kind);
+                return;
+            }
+        }
+        self.processes.schedule_wake(&mut self.env, process);
+    }
+
+    fn send_runtime(&mut self, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest, issuer: &ObjectKey) {
+        let owner = owner_of(&request, &self.runtime);
+        self.facts.in_flight.send(process, id, &request, owner);
+        self.observe(Happening::RuntimeSent { process, id, request: &request, issuer });
+        self.dirty = true;
+        self.runtime_link.send(&mut self.env, now, process, id, request);
+    }
+
+    /// `process` gave up on runtime request `id` (its deadline passed, or its object went away).
+    /// If it has not been applied yet it never will be; a reply already on its way is ignored.
+    fn cancel(&mut self, process: usize, id: OpId) {
+        if self.runtime_link.cancel(process, id) {
+            self.probes.hit(Probe::HungRequestTimedOut);
+        }
+        if self.facts.in_flight.get(process, id).is_some_and(|s| s.pull.is_some() && !s.applied) {
+            self.probes.hit(Probe::PullCancelled);
+        }
+        self.settle(process, id);
+        self.dirty = true;
+    }
+
+    /// Runtime request `id` will never be answered any more.
+    pub(super) fn settle(&mut self, process: usize, id: OpId) {
+        self.facts.in_flight.settle(process, id);
+        self.observe(Happening::RuntimeSettled { process, id });
+    }
+
+    /// Kill `process`: its memory is gone (a fresh engine waits to boot); requests it sent still
+    /// reach the store and the runtime, their replies and its queued deliveries go nowhere.
+    fn crash(&mut self, now: MonoTime, process: usize, kind: FaultKind) {
+        if self.facts.in_flight.creating(process) {
+            self.probes.hit(Probe::CrashDuringCreate);
+        }
+        // Its connections close: a hung request is over, and the daemon aborts a pull whose client
+        // went away. Other requests already sent still apply, but nobody is waiting for them: they
+        // are no longer "in flight" for the safety invariants (which judge what an engine does
+        // knowingly). What they do when they land is judged by convergence: a container created
+        // by a dead incarnation after its object was cleaned up is a leak.
+        let requests = self.facts.in_flight.of_process(process);
+        let pulls: Vec<OpId> = requests
+            .iter()
+            .copied()
+            .filter(|id| self.facts.in_flight.get(process, *id).is_some_and(|s| s.pull.is_some() && !s.applied))
+            .collect();
+        self.runtime_link.close(process, &requests, &pulls);
+        for id in requests {
+            self.settle(process, id);
+        }
+        self.facts.leases.drop_identity(&process_identity(process));
+        self.dirty = true;
+        let at = self.processes.crash(self.config, &mut self.env, process, now);
+        self.watches.close(process);
+        self.env.note(format_args!(" [fault {kind}: p{process} crashed, restarts at {at}]"));
+    }
+
+    /// A store request meets the store.
+    pub(super) fn store_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: StoreRequest) {
+        self.env.note(format_args!("p{process} store {id} {}", request.describe()));
+        self.observe(Happening::StoreApplying { process, request: &request });
+        let result = match self.store_link.conflict(&mut self.env, &request) {
+            Some(conflict) => Err(conflict),
+            None => self.store.execute(super::true_now(now).wall, request.clone()),
+        };
+        let lost = self.store_link.loses_reply(&mut self.env, &request, &result);
+        self.observe(Happening::StoreApplied { process, request: &request, result: &result });
+        if let (Ok(StoreReply::Object(object)), false) = (&result, matches!(request, StoreRequest::Get { .. }))
+            && self.facts.leases.record(object, self.processes.get(process).skew_ms)
+        {
+            self.probes.hit(Probe::LeaseTakenOver);
+        }
+        self.liveness.stored(&request, &result);
+        self.describe_store_result(&result);
+        self.watches.broadcast(&mut self.env, &self.store, &self.processes, now);
+        self.store_link.reply(&mut self.env, now, process, id, &request, result, lost);
+    }
+
+    pub(super) fn describe_store_result(&mut self, result: &StoreResult) {
+        match result {
+            Ok(StoreReply::Object(o)) => self.env.note(format_args!(" -> ok rv={}", o.metadata.resource_version)),
+            Ok(StoreReply::Objects(list)) => self.env.note(format_args!(" -> ok {} objects", list.len())),
+            Err(e) => self.env.note(format_args!(" -> {}", e.code())),
+        }
+    }
+
+    /// A runtime request meets the runtime (unless it was cancelled first).
+    pub(super) fn runtime_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
+        if self.runtime_link.take_cancelled(process, id) {
+            self.env.paid();
+            self.env.note(format_args!("p{process} runtime {id} cancelled before it applied: {}", request.describe()));
+            return;
+        }
+        self.env.note(format_args!("p{process} runtime {id} {}", request.describe()));
+        self.runtime.set_now(super::true_now(now).wall);
+        let removing = match &request {
+            RuntimeRequest::RemoveContainer { id, .. } => self.runtime.container(id).cloned(),
+            _ => None,
+        };
+        let meeting = self.runtime_link.meet(&mut self.env, &mut self.runtime, now, process, id, &request);
+        let Meeting::Met { result, hangs, hidden } = meeting else { return };
+        if let Some(container_id) = &hidden {
+            self.observe(Happening::InspectHidden { container_id });
+        }
+        self.facts.in_flight.applied(process, id);
+        self.observe(Happening::RuntimeApplied {
+            process,
+            id,
+            request: &request,
+            result: &result,
+            removed: removing.as_ref(),
+        });
+        match &result {
+            Ok(reply) => self.env.note(format_args!(" -> {}", describe_reply(reply))),
+            Err(e) => self.env.note(format_args!(" -> {}", e.code())),
+        }
+        let (told, lost) = self.runtime_link.after_apply(&mut self.env, now, &request, result);
+        if lost {
+            self.observe(Happening::ReplyLost { process, id, request: &request });
+        }
+        self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
+        self.runtime_link.reply(&mut self.env, now, process, id, told, hangs);
+    }
+}
+
+fn describe_reply(reply: &RuntimeReply) -> String {
+    match reply {
+        RuntimeReply::Created { id } => format!("created {}", short(id)),
+        RuntimeReply::Done => "ok".into(),
+        RuntimeReply::Container(c) => format!("{} {}", short(&c.id), c.state),
+        RuntimeReply::Containers(list) => format!("{} containers", list.len()),
+        RuntimeReply::Image(i) => format!("image {}", short(&i.id)),
+        RuntimeReply::Events(events) => format!("{} events", events.len()),
+        RuntimeReply::Pulled { progress } => format!("pulled ({} progress lines)", progress.len()),
+    }
+}

@@ -1,0 +1,250 @@
+//! The link between engine processes and the runtime daemon: request latency, and the runtime
+//! faults. Before a request applies: `slow-runtime` (it takes many times its latency),
+//! `hung-runtime` (it never answers, applied or not), `transient-runtime-error` (a 500, not
+//! applied), `notfound-after-create` (a fresh container not yet visible to inspection), a daemon
+//! restarting (`runtime-restart`: refused while it is down). After it applied: `uncertain-create`
+//! and `uncertain-remove` (the reply is lost).
+//!
+//! *Guarantees*: a request cancelled before it applies never applies; a hung request is never
+//! answered (its process's deadline cancels it, or its process dies).
+//!
+//! *Caveats*: healing stops new faults only: a container hidden just before stays hidden for its
+//! moment, and a daemon restarting comes back at its time.
+
+use super::config::{Factor, Latency};
+use super::env::{Env, Event};
+use crate::runtime::SimRuntime;
+use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
+use drydock_engine::{MonoTime, OpId};
+use drydock_faults::{FaultKind, unit};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The link between processes and the runtime daemon, and the magnitudes of its faults
+/// (`slow-runtime`, `hung-runtime`, `notfound-after-create`, `runtime-restart`; the others have
+/// none).
+#[derive(Clone, Debug)]
+pub struct RuntimeLinkKnobs {
+    /// How long a request takes to reach the daemon and apply.
+    pub latency: Latency,
+    /// How long a pull takes (it is in flight all that time).
+    pub pull_latency: Latency,
+    /// A reply takes this fraction (1/n) of a fresh request latency draw.
+    pub reply_divisor: u32,
+    /// slow-runtime: a request takes this many times its latency...
+    pub slow_factor: Factor,
+    /// ...a pull this many times.
+    pub slow_pull_factor: Factor,
+    /// hung-runtime: the share of hung requests that never applied (the others applied, then hung).
+    pub hung_unapplied: f64,
+    /// notfound-after-create: a fresh container stays invisible to inspection this long.
+    pub hidden_for: Latency,
+    /// runtime-restart: the daemon refuses requests this long.
+    pub restart_downtime: Latency,
+}
+
+impl Default for RuntimeLinkKnobs {
+    fn default() -> Self {
+        RuntimeLinkKnobs {
+            latency: Latency::millis(5, 80),
+            pull_latency: Latency::millis(200, 3_000),
+            reply_divisor: 4,
+            slow_factor: Factor { min: 5.0, max: 40.0 },
+            slow_pull_factor: Factor { min: 2.0, max: 8.0 },
+            hung_unapplied: 0.5,
+            hidden_for: Latency::millis(200, 2_000),
+            restart_downtime: Latency::millis(300, 3_000),
+        }
+    }
+}
+
+/// How a request met the daemon.
+pub(super) enum Meeting {
+    /// It hung before it applied: no effect, no answer.
+    Hung,
+    /// It met the daemon with `result`. `hangs`: the answer will never come; `hidden`: the
+    /// container an inspection was told is not there.
+    Met { result: RuntimeResult, hangs: bool, hidden: Option<String> },
+}
+
+pub(super) struct RuntimeLink {
+    knobs: RuntimeLinkKnobs,
+    /// Requests cancelled by their process before they applied.
+    cancelled: BTreeSet<(usize, OpId)>,
+    /// Requests that will never be answered, until cancelled or their process dies.
+    hung: BTreeSet<(usize, OpId)>,
+    /// Containers hidden from inspection until a time.
+    hidden: BTreeMap<String, MonoTime>,
+    /// The daemon is restarting until then: requests fail without being applied.
+    down_until: Option<MonoTime>,
+}
+
+impl RuntimeLink {
+    pub fn new(knobs: &RuntimeLinkKnobs) -> Self {
+        RuntimeLink {
+            knobs: knobs.clone(),
+            cancelled: BTreeSet::new(),
+            hung: BTreeSet::new(),
+            hidden: BTreeMap::new(),
+            down_until: None,
+        }
+    }
+
+    /// `process` sent `request`: it reaches the daemon after its latency.
+    pub fn send(&self, env: &mut Env, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
+        let pull = matches!(request, RuntimeRequest::PullImage { .. });
+        let mut latency = env.draw(if pull { self.knobs.pull_latency } else { self.knobs.latency });
+        if env.fires(FaultKind::SlowRuntime) {
+            let factor = if pull { self.knobs.slow_pull_factor } else { self.knobs.slow_factor };
+            latency = latency.mul_f64(factor.draw(&mut env.rng));
+            env.note(format_args!(" [fault slow-runtime: {id} takes {latency:?}]"));
+        }
+        env.owe(now + latency, Event::RuntimeApply { process, id, request });
+    }
+
+    /// `process` cancelled request `id`: if it has not applied it never will. Returns whether it
+    /// was hung.
+    pub fn cancel(&mut self, process: usize, id: OpId) -> bool {
+        self.cancelled.insert((process, id));
+        self.hung.remove(&(process, id))
+    }
+
+    /// Whether request `id` was cancelled before it could apply (and so never applies).
+    pub fn take_cancelled(&mut self, process: usize, id: OpId) -> bool {
+        self.cancelled.remove(&(process, id))
+    }
+
+    /// The process died: its connections close, so its hung requests are over, and the daemon
+    /// aborts the pulls whose client went away (`pulls`).
+    pub fn close(&mut self, process: usize, requests: &[OpId], pulls: &[OpId]) {
+        for id in pulls {
+            self.cancelled.insert((process, *id));
+        }
+        for id in requests {
+            self.hung.remove(&(process, *id));
+        }
+    }
+
+    /// The daemon restarts: running containers stop and it refuses requests for a moment. Returns
+    /// how many containers stopped and when it is back.
+    pub fn restart_daemon(&mut self, env: &mut Env, runtime: &mut SimRuntime, now: MonoTime) -> (usize, MonoTime) {
+        let stopped = runtime.restart_daemon();
+        let until = now + env.draw(self.knobs.restart_downtime);
+        self.down_until = Some(until);
+        (stopped, until)
+    }
+
+    /// The request reaches the daemon: a fault may keep it from applying; otherwise the runtime
+    /// applies it.
+    pub fn meet(
+        &mut self,
+        env: &mut Env,
+        runtime: &mut SimRuntime,
+        now: MonoTime,
+        process: usize,
+        id: OpId,
+        request: &RuntimeRequest,
+    ) -> Meeting {
+        let daemon_down = self.down_until.is_some_and(|until| now < until);
+        let hangs = !matches!(request, RuntimeRequest::PullImage { .. }) && env.fires(FaultKind::HungRuntime);
+        let mut hidden = None;
+        let result = if daemon_down {
+            env.note(format_args!(" [daemon restarting: not applied]"));
+            Err(RuntimeError::Transient(
+                "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
+                    .into(),
+            ))
+        } else if hangs && unit(&mut env.rng) < self.knobs.hung_unapplied {
+            env.note(format_args!(" [fault hung-runtime: never applied, never answered]"));
+            self.hung.insert((process, id));
+            env.paid();
+            return Meeting::Hung;
+        } else if env.fires(FaultKind::TransientRuntimeError) {
+            env.note(format_args!(" [fault transient-runtime-error: not applied]"));
+            env.stats.other_faults += 1;
+            Err(RuntimeError::Transient("500: Internal Server Error: the daemon is busy".into()))
+        } else if let Some((asked, container)) = self.hidden_from_inspection(runtime, now, request) {
+            env.note(format_args!(" [fault notfound-after-create]"));
+            env.stats.other_faults += 1;
+            hidden = Some(container);
+            Err(RuntimeError::NotFound(format!("No such container: {asked}")))
+        } else {
+            runtime.execute(request)
+        };
+        Meeting::Met { result, hangs, hidden }
+    }
+
+    /// A just-created container the notfound-after-create fault still hides from an inspection:
+    /// the name or id the inspection asked for, and the container's id.
+    fn hidden_from_inspection(
+        &mut self,
+        runtime: &SimRuntime,
+        now: MonoTime,
+        request: &RuntimeRequest,
+    ) -> Option<(String, String)> {
+        let RuntimeRequest::InspectContainer { id } = request else { return None };
+        let container = runtime.container(id)?.id.clone();
+        self.hidden.retain(|_, until| *until > now);
+        self.hidden.contains_key(&container).then(|| (id.clone(), container))
+    }
+
+    /// The faults that strike once a request applied: a fresh container hidden from inspection for
+    /// a moment, a lost reply. Returns what the caller will be told, and whether the reply was lost.
+    pub fn after_apply(
+        &mut self,
+        env: &mut Env,
+        now: MonoTime,
+        request: &RuntimeRequest,
+        result: RuntimeResult,
+    ) -> (RuntimeResult, bool) {
+        let mut told = result;
+        let mut lost = false;
+        if let RuntimeRequest::CreateContainer(_) = request
+            && told.is_ok()
+        {
+            env.stats.runtime_creates += 1;
+            if let Ok(RuntimeReply::Created { id }) = &told
+                && env.fires(FaultKind::NotFoundAfterCreate)
+            {
+                let until = now + env.draw(self.knobs.hidden_for);
+                self.hidden.insert(id.clone(), until);
+            }
+            if env.fires(FaultKind::UncertainCreate) {
+                env.stats.uncertain_creates += 1;
+                env.note(format_args!(" [fault uncertain-create: reply lost]"));
+                told = Err(RuntimeError::Uncertain("connection reset by peer after the request was sent".into()));
+                lost = true;
+            }
+        }
+        if let RuntimeRequest::RemoveContainer { .. } = request
+            && told.is_ok()
+            && env.fires(FaultKind::UncertainRemove)
+        {
+            env.note(format_args!(" [fault uncertain-remove: reply lost]"));
+            env.stats.other_faults += 1;
+            told = Err(RuntimeError::Uncertain("context deadline exceeded after the request was sent".into()));
+            lost = true;
+        }
+        (told, lost)
+    }
+
+    /// The answer to an applied request goes back, unless the request hangs.
+    pub fn reply(
+        &mut self,
+        env: &mut Env,
+        now: MonoTime,
+        process: usize,
+        id: OpId,
+        result: RuntimeResult,
+        hangs: bool,
+    ) {
+        if hangs {
+            env.note(format_args!(" [fault hung-runtime: applied, never answered]"));
+            self.hung.insert((process, id));
+            env.paid();
+            return;
+        }
+        let at = now + env.draw(self.knobs.latency) / self.knobs.reply_divisor;
+        // The request's debt carries over to its reply.
+        env.at(at, Event::RuntimeReply { process, id, result });
+    }
+}

@@ -1,0 +1,236 @@
+//! Watch streams: store events and runtime events on their way to each process, and the stream
+//! faults (`stale-cache` delays a delivery, `watch-gone` breaks a store watch with 410 Gone,
+//! `coalesced-watch` merges two adjacent events of one object).
+//!
+//! *Guarantees*: store events reach a process in resource-version order (a delivery is never
+//! scheduled before the previous one). Nothing queued on an earlier stream (before a crash, a Gone or
+//! a runtime daemon restart) is ever delivered. Only adjacent events are coalesced, so a cache never
+//! sees a later event of another object before an earlier state of this one.
+
+use super::config::Latency;
+use super::env::{Env, Event};
+use super::processes::Processes;
+use drydock_engine::MonoTime;
+use drydock_engine::api::Object;
+use drydock_engine::runtime::RuntimeEvent;
+use drydock_engine::store::{Store, WatchEvent};
+use drydock_faults::FaultKind;
+use std::collections::BTreeSet;
+
+/// Watch streams (store events and runtime events to processes) and the magnitudes of their faults
+/// (`stale-cache`, `watch-gone`; `coalesced-watch` has none).
+#[derive(Clone, Debug)]
+pub struct WatchKnobs {
+    /// Delivery delay of a healthy stream, per process (process i uses entry i mod len).
+    pub delays: Vec<Latency>,
+    /// Delivery delay when the stale-cache fault fires.
+    pub stale: Latency,
+    /// A watch broken with Gone relists after this long.
+    pub relist_after: Latency,
+}
+
+impl Default for WatchKnobs {
+    fn default() -> Self {
+        WatchKnobs {
+            delays: vec![Latency::millis(0, 20)],
+            stale: Latency::millis(500, 5_000),
+            relist_after: Latency::millis(50, 1_500),
+        }
+    }
+}
+
+/// One process's two streams.
+#[derive(Default)]
+struct Streams {
+    /// Store events are delivered in order: never before the previous one.
+    last_delivery: MonoTime,
+    /// The store watch stream: deliveries queued on an older one are lost (crash, Gone).
+    watch_gen: u32,
+    /// The watch broke with Gone and the relist has not happened yet.
+    broken: bool,
+    /// The runtime event stream: events queued on an older one are lost (crash, daemon restart).
+    events_gen: u32,
+    /// The last store event queued (for coalescing).
+    last_queued: Option<WatchEvent>,
+}
+
+/// What happens to a store event as it reaches its process.
+pub(super) enum Delivery {
+    Deliver(WatchEvent),
+    /// Its stream broke after it was queued.
+    Lost(WatchEvent),
+    /// The next event of the same object replaces it.
+    Coalesced(WatchEvent),
+}
+
+pub(super) struct Watches {
+    knobs: WatchKnobs,
+    streams: Vec<Streams>,
+    /// Store events up to this version have been queued for every process.
+    broadcast_rv: u64,
+    /// Runtime events up to this index have been queued.
+    runtime_events_sent: usize,
+    /// Deliveries (process, resource version) merged into the next one.
+    coalesced: BTreeSet<(usize, u64)>,
+}
+
+/// The same kind, namespace and name (compared in place: this runs for every delivery).
+fn same_object(a: &Object, b: &Object) -> bool {
+    a.metadata.name == b.metadata.name && a.kind == b.kind && a.metadata.namespace == b.metadata.namespace
+}
+
+impl Watches {
+    pub fn new(knobs: &WatchKnobs, processes: usize) -> Self {
+        Watches {
+            knobs: knobs.clone(),
+            streams: (0..processes).map(|_| Streams::default()).collect(),
+            broadcast_rv: 0,
+            runtime_events_sent: 0,
+            coalesced: BTreeSet::new(),
+        }
+    }
+
+    /// Queue every store event not yet sent to every watching process, each after its delivery
+    /// delay.
+    pub fn broadcast(&mut self, env: &mut Env, store: &Store, processes: &Processes, now: MonoTime) {
+        let events: Vec<WatchEvent> = match store.events_since(self.broadcast_rv) {
+            Ok(events) => events.cloned().collect(),
+            Err(_) => Vec::new(),
+        };
+        self.broadcast_rv = store.resource_version();
+        for event in events {
+            for process in 0..self.streams.len() {
+                if !self.watching(env, processes, now, process) {
+                    continue;
+                }
+                let delay = if env.fires(FaultKind::StaleCache) {
+                    env.stats.stale_deliveries += 1;
+                    env.draw(self.knobs.stale)
+                } else {
+                    env.draw(self.delay(process))
+                };
+                self.coalesce(env, now, process, &event);
+                let s = &mut self.streams[process];
+                let at = (now + delay).max(s.last_delivery);
+                s.last_delivery = at;
+                env.owe(at, Event::Deliver { process, stream: s.watch_gen, event: event.clone() });
+            }
+        }
+    }
+
+    /// Whether `process` gets store events now. The watch-gone fault strikes here: the stream
+    /// breaks, whatever is queued on it is lost, and a relist follows.
+    fn watching(&mut self, env: &mut Env, processes: &Processes, now: MonoTime, process: usize) -> bool {
+        if processes.is_down(process) || self.streams[process].broken {
+            return false;
+        }
+        if !env.fires(FaultKind::WatchGone) {
+            return true;
+        }
+        let s = &mut self.streams[process];
+        s.broken = true;
+        s.watch_gen += 1;
+        let stream = s.watch_gen;
+        let at = now + env.draw(self.knobs.relist_after);
+        env.owe(at, Event::Relist { process, stream });
+        env.note(format_args!(" [fault watch-gone: p{process}'s watch answered 410 Gone]"));
+        false
+    }
+
+    /// The coalesced-watch fault, as `event` is queued for `process`: if the event queued just
+    /// before it, still undelivered, is about the same object, that one is never delivered (an
+    /// informer handing out the latest state).
+    fn coalesce(&mut self, env: &mut Env, now: MonoTime, process: usize, event: &WatchEvent) {
+        let s = &self.streams[process];
+        let previous = s
+            .last_queued
+            .as_ref()
+            .filter(|last| same_object(&last.object, &event.object) && s.last_delivery > now)
+            .map(WatchEvent::resource_version);
+        if let Some(previous) = previous
+            && env.fires(FaultKind::CoalescedWatch)
+        {
+            self.coalesced.insert((process, previous));
+            env.stats.other_faults += 1;
+        }
+        self.streams[process].last_queued = Some(event.clone());
+    }
+
+    /// A store event queued on `stream` reaches `process`.
+    pub fn arrive(&mut self, process: usize, stream: u32, event: WatchEvent) -> Delivery {
+        if self.streams[process].watch_gen != stream {
+            Delivery::Lost(event)
+        } else if self.coalesced.remove(&(process, event.resource_version())) {
+            Delivery::Coalesced(event)
+        } else {
+            Delivery::Deliver(event)
+        }
+    }
+
+    /// Runtime events reach every live process after a watch delay, like store events (no
+    /// ordering promise between the two streams).
+    pub fn broadcast_runtime(&mut self, env: &mut Env, events: &[RuntimeEvent], processes: &Processes, now: MonoTime) {
+        let fresh = events[self.runtime_events_sent..].to_vec();
+        self.runtime_events_sent = events.len();
+        for event in fresh {
+            for process in 0..self.streams.len() {
+                if processes.is_down(process) {
+                    continue;
+                }
+                let at = now + env.draw(self.delay(process));
+                let stream = self.streams[process].events_gen;
+                env.owe(at, Event::Notify { process, stream, event: event.clone() });
+            }
+        }
+    }
+
+    /// Whether a runtime event queued on `stream` still reaches `process`.
+    pub fn runtime_stream_open(&self, process: usize, stream: u32) -> bool {
+        self.streams[process].events_gen == stream
+    }
+
+    /// The runtime daemon restarted: every runtime event stream drops, with the `events` so far.
+    pub fn drop_runtime_streams(&mut self, events: usize) {
+        self.runtime_events_sent = events;
+        for s in &mut self.streams {
+            s.events_gen += 1;
+        }
+    }
+
+    /// `process` crashed: both its streams end with whatever was queued on them.
+    pub fn close(&mut self, process: usize) {
+        let s = &mut self.streams[process];
+        s.watch_gen += 1;
+        s.events_gen += 1;
+        s.broken = false;
+        s.last_queued = None;
+    }
+
+    /// `process` listed the store at `now` (after a restart): it watches from there.
+    pub fn restarted(&mut self, process: usize, now: MonoTime) {
+        self.streams[process].last_delivery = now;
+    }
+
+    /// A relist after Gone for `stream` is due: whether it still applies (the process may have
+    /// crashed meanwhile); if so, the stream is whole again from `now`.
+    pub fn relisted(&mut self, process: usize, stream: u32, processes: &Processes, now: MonoTime) -> bool {
+        let s = &mut self.streams[process];
+        if processes.is_down(process) || s.watch_gen != stream {
+            return false;
+        }
+        s.broken = false;
+        s.last_delivery = now;
+        s.last_queued = None;
+        true
+    }
+
+    /// A broken watch waiting for its relist.
+    pub fn broken(&self, process: usize) -> bool {
+        self.streams[process].broken
+    }
+
+    fn delay(&self, process: usize) -> Latency {
+        let delays = &self.knobs.delays;
+        delays.get(process % delays.len().max(1)).copied().unwrap_or(Latency::millis(0, 20))
+    }
+}
