@@ -9,7 +9,7 @@
 use drydock_engine::api::{Lease, Object, Resource, names, normalize_image_reference};
 use drydock_engine::runtime::RuntimeRequest;
 use drydock_engine::{OpId, WallTime, lease};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// The identity of the world's engine process `index` (its lease holders and the creator label of
@@ -38,10 +38,15 @@ pub struct SentRequest {
     pub applied: bool,
 }
 
-/// Runtime requests in flight, by (process, op id).
+/// Runtime requests in flight, by (process, op id), with indexes for the questions asked after
+/// every event (pulls in flight per reference, mutations in flight per owner).
 #[derive(Clone, Debug, Default)]
 pub struct InFlight {
     requests: BTreeMap<(usize, OpId), SentRequest>,
+    /// Pulls sent and not yet applied, per normalized reference.
+    pulls: BTreeMap<String, BTreeSet<(usize, OpId)>>,
+    /// Creates, starts, stops and removes in flight, per owner uid.
+    mutations: BTreeMap<String, u32>,
 }
 
 impl InFlight {
@@ -51,19 +56,56 @@ impl InFlight {
             RuntimeRequest::PullImage { reference } => Some(normalize_image_reference(reference)),
             _ => None,
         };
+        if let Some(reference) = &pull {
+            self.pulls.entry(reference.clone()).or_default().insert((process, id));
+        }
+        if let Some(uid) = &owner {
+            *self.mutations.entry(uid.clone()).or_default() += 1;
+        }
         let create = matches!(request, RuntimeRequest::CreateContainer(_));
-        self.requests.insert((process, id), SentRequest { pull, create, owner, applied: false });
+        let sent = SentRequest { pull, create, owner, applied: false };
+        if let Some(replaced) = self.requests.insert((process, id), sent) {
+            self.unindex(process, id, &replaced);
+        }
     }
 
     pub fn applied(&mut self, process: usize, id: OpId) {
-        if let Some(sent) = self.requests.get_mut(&(process, id)) {
-            sent.applied = true;
+        let Some(sent) = self.requests.get_mut(&(process, id)) else { return };
+        if !std::mem::replace(&mut sent.applied, true) {
+            let reference = sent.pull.clone();
+            self.end_pull(process, id, reference.as_deref());
         }
     }
 
     /// The request will never be answered; whether it was in flight.
     pub fn settle(&mut self, process: usize, id: OpId) -> bool {
-        self.requests.remove(&(process, id)).is_some()
+        let Some(sent) = self.requests.remove(&(process, id)) else { return false };
+        self.unindex(process, id, &sent);
+        true
+    }
+
+    fn unindex(&mut self, process: usize, id: OpId, sent: &SentRequest) {
+        if !sent.applied {
+            self.end_pull(process, id, sent.pull.as_deref());
+        }
+        if let Some(uid) = &sent.owner
+            && let Some(n) = self.mutations.get_mut(uid)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.mutations.remove(uid);
+            }
+        }
+    }
+
+    fn end_pull(&mut self, process: usize, id: OpId, reference: Option<&str>) {
+        let Some(reference) = reference else { return };
+        if let Some(pulls) = self.pulls.get_mut(reference) {
+            pulls.remove(&(process, id));
+            if pulls.is_empty() {
+                self.pulls.remove(reference);
+            }
+        }
     }
 
     pub fn get(&self, process: usize, id: OpId) -> Option<&SentRequest> {
@@ -75,24 +117,18 @@ impl InFlight {
         self.requests.keys().filter(|(p, _)| *p == process).map(|(_, id)| *id).collect()
     }
 
-    /// Pulls sent and not yet applied, per normalized reference.
-    pub fn pulls(&self) -> BTreeMap<&str, Vec<(usize, OpId)>> {
-        let mut pulls: BTreeMap<&str, Vec<(usize, OpId)>> = BTreeMap::new();
-        for (op, sent) in &self.requests {
-            if let Some(reference) = sent.pull.as_deref().filter(|_| !sent.applied) {
-                pulls.entry(reference).or_default().push(*op);
-            }
-        }
-        pulls
+    /// Pulls sent and not yet applied, per normalized reference, in (process, op) order.
+    pub fn pulls(&self) -> impl Iterator<Item = (&String, &BTreeSet<(usize, OpId)>)> {
+        self.pulls.iter()
     }
 
     pub fn any_pull(&self) -> bool {
-        self.requests.values().any(|s| s.pull.is_some() && !s.applied)
+        !self.pulls.is_empty()
     }
 
     /// A create, start, stop or remove of a container labelled with owner `uid` is in flight.
     pub fn mutates(&self, uid: &str) -> bool {
-        self.requests.values().any(|s| s.owner.as_deref() == Some(uid))
+        self.mutations.contains_key(uid)
     }
 
     pub fn creating(&self, process: usize) -> bool {
@@ -195,7 +231,8 @@ pub struct Facts {
 
 impl Facts {
     pub const fn new() -> Self {
-        Facts { in_flight: InFlight { requests: BTreeMap::new() }, leases: LeaseClaims { claims: BTreeMap::new() } }
+        let in_flight = InFlight { requests: BTreeMap::new(), pulls: BTreeMap::new(), mutations: BTreeMap::new() };
+        Facts { in_flight, leases: LeaseClaims { claims: BTreeMap::new() } }
     }
 }
 
