@@ -82,3 +82,37 @@ fn the_buggy_example_controller_is_caught_and_the_fixed_one_passes() {
         assert!(report.ok, "fixed variant, seed {seed}: {:?}", report.violations);
     }
 }
+
+/// The world checks a scenario's own invariants beside the built-in ones: one that forbids the
+/// second runtime container fails the run when a second container appears, with its own name.
+#[test]
+fn a_scenarios_own_invariant_is_checked_by_the_world() {
+    use drydock_sim::checker::{Invariant, View};
+    #[derive(Default)]
+    struct AtMostOneContainer;
+    impl Invariant for AtMostOneContainer {
+        fn name(&self) -> &str {
+            "at-most-one-container"
+        }
+        fn description(&self) -> &str {
+            "the runtime never holds two containers"
+        }
+        fn check(&self, view: &View<'_>) -> Result<(), String> {
+            let n = view.runtime.containers().count();
+            if n > 1 { Err(format!("{n} containers")) } else { Ok(()) }
+        }
+    }
+    fn invariants() -> Vec<Box<dyn Invariant>> {
+        let mut all = drydock_sim::checker::builtin();
+        all.push(Box::new(AtMostOneContainer));
+        all
+    }
+    let scenario = drydock_scenarios::find("basic").unwrap();
+    let (workload, faults) = scenario.materialize(1);
+    let mut config = (scenario.world)();
+    assert!(drydock_sim::World::new(&config, &workload, faults.clone(), 1, false).run().ok, "basic seed 1 passes");
+    config.make_invariants = invariants;
+    let report = drydock_sim::World::new(&config, &workload, faults, 1, false).run();
+    assert_eq!(report.violations[0].invariant, "at-most-one-container", "{:?}", report.violations);
+    assert_eq!(report.violations[0].message, "2 containers");
+}

@@ -127,13 +127,9 @@ impl Probes {
         request: &StoreRequest,
         result: &drydock_engine::store::StoreResult,
     ) {
-        let key = match request {
-            StoreRequest::Create { object }
-            | StoreRequest::Update { object }
-            | StoreRequest::UpdateStatus { object } => object.key().to_string(),
-            StoreRequest::Delete { key, .. } | StoreRequest::Get { key } => key.to_string(),
-            StoreRequest::List { .. } => return,
-        };
+        if matches!(request, StoreRequest::List { .. }) {
+            return;
+        }
         match (request, result) {
             (StoreRequest::Get { key }, Ok(StoreReply::Object(lease)))
                 if key.kind == Lease::KIND
@@ -142,10 +138,11 @@ impl Probes {
                 self.hit(Probe::LeaseContended);
             }
             (_, Err(e)) if e.is_conflict() => {
-                self.conflicted.insert((process, key));
+                self.conflicted.insert((process, written_key(request)));
             }
             (_, Ok(StoreReply::Object(object))) => {
-                if self.conflicted.remove(&(process, key)) {
+                // Most writes follow no conflict: name the key only when one is on record.
+                if !self.conflicted.is_empty() && self.conflicted.remove(&(process, written_key(request))) {
                     self.hit(Probe::ConflictRetried);
                 }
                 self.stored(view, request, object);
@@ -188,5 +185,16 @@ impl Probes {
             }
             _ => {}
         }
+    }
+}
+
+/// The key of the object a store request is about.
+fn written_key(request: &StoreRequest) -> String {
+    match request {
+        StoreRequest::Create { object } | StoreRequest::Update { object } | StoreRequest::UpdateStatus { object } => {
+            object.key().to_string()
+        }
+        StoreRequest::Delete { key, .. } | StoreRequest::Get { key } => key.to_string(),
+        StoreRequest::List { .. } => String::new(),
     }
 }

@@ -6,6 +6,7 @@ pub use super::processes::ProcessKnobs;
 pub use super::runtime_link::RuntimeLinkKnobs;
 pub use super::store_link::StoreLinkKnobs;
 pub use super::watches::WatchKnobs;
+use crate::checker::{self, Invariant};
 use drydock_engine::Controller;
 use drydock_engine::controllers::{self, ControllerConfig};
 use drydock_engine::store::{Registry, StoreConfig};
@@ -53,6 +54,8 @@ pub struct WorldConfig {
     pub liveness: LivenessKnobs,
     pub controllers: ControllerConfig,
     pub make_controllers: fn(&ControllerConfig) -> Vec<Box<dyn Controller>>,
+    /// The invariants checked after every event: the built-in ones, plus any a scenario adds.
+    pub make_invariants: fn() -> Vec<Box<dyn Invariant>>,
     pub registry: Registry,
     pub store: StoreConfig,
 }
@@ -67,6 +70,7 @@ impl Default for WorldConfig {
             liveness: LivenessKnobs::default(),
             controllers: ControllerConfig::default(),
             make_controllers: controllers::builtin,
+            make_invariants: checker::builtin,
             registry: Registry::builtin(),
             store: StoreConfig::default(),
         }

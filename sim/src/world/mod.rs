@@ -101,7 +101,7 @@ impl<'w> World<'w> {
             processes,
             runtime_link: RuntimeLink::new(&config.runtime_link),
             store_link: StoreLink::new(&config.store_link),
-            checker: Checker::builtin(),
+            checker: Checker::new((config.make_invariants)()),
             probes: Probes::default(),
             liveness: Liveness::new(&config.liveness),
             trace: Trace::new(keep_trace),
