@@ -1,7 +1,7 @@
 //! What every component of the world draws on: the run's one PRNG and fault plan, the event queue,
 //! the trace line being written for the current event, and the run's counters.
 
-use super::config::Latency;
+use super::latency::Latency;
 use crate::scheduler::Scheduler;
 use drydock_engine::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
 use drydock_engine::store::{StoreRequest, StoreResult, WatchEvent};

@@ -15,6 +15,7 @@
 mod actors;
 mod config;
 mod env;
+mod latency;
 mod liveness;
 mod processes;
 mod report;
@@ -23,21 +24,20 @@ mod runtime_link;
 mod store_link;
 mod watches;
 
-pub use config::{
-    Factor, Latency, LivenessKnobs, ProcessKnobs, RuntimeLinkKnobs, StoreLinkKnobs, WatchKnobs, WorldConfig,
-};
+pub use config::{LivenessKnobs, ProcessKnobs, RuntimeLinkKnobs, StoreLinkKnobs, WatchKnobs, WorldConfig};
 pub use env::RunStats;
+pub use latency::{Factor, Latency};
 pub use report::{RunReport, Violation};
 
 use crate::checker::{Checker, Happening, View};
-use crate::facts::Facts;
+use crate::facts::{Facts, process_identity};
 use crate::probes::{Probe, Probes};
 use crate::runtime::SimRuntime;
 use crate::trace::Trace;
 use crate::workload::Workload;
 use drydock_engine::runtime::short;
 use drydock_engine::store::{Store, StoreConfig};
-use drydock_engine::{Input, MonoTime, WallTime};
+use drydock_engine::{Engine, EngineConfig, Input, MonoTime, WallTime};
 use drydock_faults::{FaultKind, FaultPlan};
 use env::{Env, Event};
 use liveness::{Busy, Liveness, Verdict};
@@ -89,7 +89,8 @@ impl<'w> World<'w> {
             runtime.registry_push(reference);
         }
         let mut env = Env::new(rng, faults);
-        let processes = Processes::boot(config, &mut env);
+        let processes =
+            Processes::boot(&config.processes, &mut env, |index, life, seed| engine(config, index, life, seed));
         World {
             config,
             workload,
@@ -306,6 +307,24 @@ impl<'w> World<'w> {
             probes: self.probes.into_hits(),
         }
     }
+}
+
+/// Operation ids of incarnation `life` start at `life << OP_RANGE_BITS`, so replies to a dead
+/// incarnation's requests are never mistaken for the new one's.
+const OP_RANGE_BITS: u32 = 40;
+
+/// A fresh engine for process `index` in its `life`th incarnation: no memory of earlier ones.
+fn engine(config: &WorldConfig, index: usize, life: u32, seed: u64) -> Engine {
+    Engine::new(
+        EngineConfig {
+            identity: process_identity(index),
+            seed,
+            first_op: u64::from(life) << OP_RANGE_BITS,
+            ..EngineConfig::default()
+        },
+        config.registry.clone(),
+        (config.make_controllers)(&config.controllers),
+    )
 }
 
 /// What keeps the world from being quiet, if anything: something owed, a process down or

@@ -8,10 +8,9 @@
 //! *Caveats*: a skewed clock stays skewed after faults heal: skew is not a failure that ends, and the
 //! engine must tolerate it for good (lease expiry is judged on monotonic clocks).
 
-use super::config::{Latency, WorldConfig};
 use super::env::{Env, Event};
-use crate::facts::process_identity;
-use drydock_engine::{Engine, EngineConfig, MonoTime, Now, WallTime};
+use super::latency::Latency;
+use drydock_engine::{Engine, MonoTime, Now, WallTime};
 use drydock_faults::FaultKind;
 use rand_core::RngCore;
 use std::time::Duration;
@@ -40,10 +39,6 @@ impl Default for ProcessKnobs {
     }
 }
 
-/// Operation ids of incarnation `life` start at `life << OP_RANGE_BITS`, so replies to a dead
-/// incarnation's requests are never mistaken for the new one's.
-const OP_RANGE_BITS: u32 = 40;
-
 /// Wall time at simulated time zero: 2026-01-01T00:00:00Z.
 const EPOCH_MS: u64 = 1_767_225_600_000;
 
@@ -70,17 +65,17 @@ pub(super) struct Processes {
 }
 
 impl Processes {
-    /// Boot every process, drawing each one's engine seed and clock.
-    pub fn boot(config: &WorldConfig, env: &mut Env) -> Self {
-        let knobs = config.processes.clone();
+    /// Boot every process, drawing each one's engine seed and clock. `engine(index, life, seed)`
+    /// makes a fresh engine.
+    pub fn boot(knobs: &ProcessKnobs, env: &mut Env, engine: impl Fn(usize, u32, u64) -> Engine) -> Self {
         let list = (0..knobs.count)
             .map(|index| {
                 let seed = env.rng.next_u64();
-                let skew_ms = if env.fires(FaultKind::ClockSkew) { Self::draw_skew(&knobs, env) } else { 0 };
-                Process { engine: engine(config, index, 0, seed), wake_at: None, life: 0, down: false, skew_ms }
+                let skew_ms = if env.fires(FaultKind::ClockSkew) { Self::draw_skew(knobs, env) } else { 0 };
+                Process { engine: engine(index, 0, seed), wake_at: None, life: 0, down: false, skew_ms }
             })
             .collect();
-        Processes { knobs, list }
+        Processes { knobs: knobs.clone(), list }
     }
 
     fn draw_skew(knobs: &ProcessKnobs, env: &mut Env) -> i64 {
@@ -116,15 +111,21 @@ impl Processes {
         Now::new(mono, WallTime(wall.max(0) as u64))
     }
 
-    /// Kill `process`: a fresh engine waits to boot (nothing of the old one survives) and the
-    /// restart is scheduled. Returns when it restarts.
-    pub fn crash(&mut self, config: &WorldConfig, env: &mut Env, process: usize, now: MonoTime) -> MonoTime {
+    /// Kill `process`: a fresh engine from `engine(index, life, seed)` waits to boot (nothing of
+    /// the old one survives) and the restart is scheduled. Returns when it restarts.
+    pub fn crash(
+        &mut self,
+        env: &mut Env,
+        process: usize,
+        now: MonoTime,
+        engine: impl Fn(usize, u32, u64) -> Engine,
+    ) -> MonoTime {
         let seed = env.rng.next_u64();
         let p = &mut self.list[process];
         p.life += 1;
         p.down = true;
         p.wake_at = None;
-        p.engine = engine(config, process, p.life, seed);
+        p.engine = engine(process, p.life, seed);
         let at = now + env.draw(self.knobs.restart_after);
         env.owe(at, Event::Restart { process });
         at
@@ -159,18 +160,4 @@ impl Processes {
     pub fn reconciles(&self) -> u64 {
         self.list.iter().map(|p| p.engine.stats().reconciles).sum()
     }
-}
-
-/// A fresh engine for process `index` in its `life`th incarnation: no memory of earlier ones.
-fn engine(config: &WorldConfig, index: usize, life: u32, seed: u64) -> Engine {
-    Engine::new(
-        EngineConfig {
-            identity: process_identity(index),
-            seed,
-            first_op: u64::from(life) << OP_RANGE_BITS,
-            ..EngineConfig::default()
-        },
-        config.registry.clone(),
-        (config.make_controllers)(&config.controllers),
-    )
 }

@@ -110,7 +110,10 @@ impl World<'_> {
         }
         self.facts.leases.drop_identity(&process_identity(process));
         self.dirty = true;
-        let at = self.processes.crash(self.config, &mut self.env, process, now);
+        let config = self.config;
+        let at = self
+            .processes
+            .crash(&mut self.env, process, now, |index, life, seed| super::engine(config, index, life, seed));
         self.watches.close(process);
         self.env.note(format_args!(" [fault {kind}: p{process} crashed, restarts at {at}]"));
     }

@@ -11,8 +11,8 @@
 //! *Caveats*: healing stops new faults only: a container hidden just before stays hidden for its
 //! moment, and a daemon restarting comes back at its time.
 
-use super::config::{Factor, Latency};
 use super::env::{Env, Event};
+use super::latency::{Factor, Latency};
 use crate::runtime::SimRuntime;
 use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use drydock_engine::{MonoTime, OpId};

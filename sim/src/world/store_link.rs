@@ -2,8 +2,8 @@
 //! (`store-conflict`: a competing writer's 409, not applied; `uncertain-store-write`: applied, reply
 //! lost).
 
-use super::config::Latency;
 use super::env::{Env, Event};
+use super::latency::Latency;
 use drydock_engine::store::{StoreError, StoreRequest, StoreResult};
 use drydock_engine::{MonoTime, OpId};
 use drydock_faults::FaultKind;

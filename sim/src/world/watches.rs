@@ -7,8 +7,8 @@
 //! a runtime daemon restart) is ever delivered. Only adjacent events are coalesced, so a cache never
 //! sees a later event of another object before an earlier state of this one.
 
-use super::config::Latency;
 use super::env::{Env, Event};
+use super::latency::Latency;
 use super::processes::Processes;
 use drydock_engine::MonoTime;
 use drydock_engine::api::Object;
