@@ -6,7 +6,7 @@ use drydock_faults::FaultKind;
 use drydock_scenarios::{FaultSelection, Scenario};
 use drydock_sim::checker::{EVENTUAL, InvariantId};
 use drydock_sim::probes::Probe;
-use drydock_sim::sweep::{self, SweepConfig};
+use drydock_sim::sweep::SweepConfig;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -187,21 +187,17 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
     progress.set_message(format!("sim {}", scenario.name));
     let started = Instant::now();
     let mut shown = 0;
-    let report = sweep::sweep(
-        &config,
-        |seed| scenario.run_with(seed, false, faults),
-        |run| {
-            if !run.ok {
-                shown += 1;
-                if shown <= 10 {
-                    progress.suspend(|| eprintln!("seed {} failed", run.seed));
-                } else if shown == 11 {
-                    progress.suspend(|| eprintln!("(more failing seeds: see the summary)"));
-                }
+    let report = scenario.sweep(&config, faults, |run| {
+        if !run.ok {
+            shown += 1;
+            if shown <= 10 {
+                progress.suspend(|| eprintln!("seed {} failed", run.seed));
+            } else if shown == 11 {
+                progress.suspend(|| eprintln!("(more failing seeds: see the summary)"));
             }
-            progress.inc(1);
-        },
-    );
+        }
+        progress.inc(1);
+    });
     progress.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
     if let Some(dir) = &args.out

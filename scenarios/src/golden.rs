@@ -9,7 +9,7 @@
 
 use crate::schedule::Schedule;
 use crate::{FaultSelection, all};
-use drydock_sim::sweep::{SweepConfig, sweep};
+use drydock_sim::sweep::SweepConfig;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -60,7 +60,7 @@ impl Golden {
         let mut digests = BTreeMap::new();
         let config = SweepConfig { start: 0, seeds: GOLDEN_SEEDS, jobs, check_every: None };
         for scenario in all() {
-            let report = sweep(&config, |seed| scenario.run_with(seed, false, &FaultSelection::Default), |_| {});
+            let report = scenario.sweep(&config, &FaultSelection::Default, |_| {});
             for outcome in report.outcomes {
                 digests.insert((scenario.name.to_string(), outcome.seed.to_string()), outcome.digest);
             }

@@ -17,6 +17,7 @@ mod teardown;
 
 use drydock_faults::FaultPlan;
 pub use drydock_faults::FaultSelection;
+use drydock_sim::sweep::{SweepConfig, SweepReport};
 use drydock_sim::workload::Workload;
 use drydock_sim::{RunReport, World, WorldConfig};
 use rand_chacha::ChaCha8Rng;
@@ -169,6 +170,17 @@ impl Scenario {
     /// Run one seed. `keep_trace` keeps every trace line in the report.
     pub fn run(&self, seed: u64, keep_trace: bool) -> RunReport {
         self.run_with(seed, keep_trace, &FaultSelection::Default)
+    }
+
+    /// Run seeds `config.start..config.start + config.seeds` across `config.jobs` threads (see
+    /// [`drydock_sim::sweep`]); `on_report` sees each seed's report as it arrives.
+    pub fn sweep(
+        &self,
+        config: &SweepConfig,
+        faults: &FaultSelection,
+        on_report: impl FnMut(&RunReport),
+    ) -> SweepReport {
+        drydock_sim::sweep::sweep(config, |seed| self.run_with(seed, false, faults), on_report)
     }
 
     /// Run one seed with a fault selection other than the scenario's default.
