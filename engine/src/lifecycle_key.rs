@@ -16,7 +16,9 @@
 //! - The encoding is versioned (`v1`); a golden test pins it, because changing it would make every
 //!   persistent container look changed and be replaced.
 
-use crate::api::logical::{LogicalContainerSpec, Protocol};
+use crate::api::container::Protocol;
+use crate::api::logical::LogicalContainerSpec;
+use crate::api::runtime_names::normalize_image_reference;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -43,7 +45,7 @@ pub fn canonical_encoding(spec: &LogicalContainerSpec) -> Vec<u8> {
         }
         (Some(image), _, true) => {
             out.field("image");
-            out.str(&crate::api::normalize_image_reference(image));
+            out.str(&normalize_image_reference(image));
         }
         (None, Some(reference), true) => {
             out.field("image-ref");
@@ -124,7 +126,8 @@ impl Encoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::logical::{CopiedFile, EnvVar, LogicalMode, Mount, NetworkAttachment, PortMapping};
+    use crate::api::container::{CopiedFile, EnvVar, Mount, NetworkAttachment, PortMapping};
+    use crate::api::logical::LogicalMode;
     use proptest::prelude::*;
 
     fn golden_spec() -> LogicalContainerSpec {

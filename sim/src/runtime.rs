@@ -150,9 +150,9 @@ pub struct SimRuntime {
     containers: BTreeMap<String, ContainerInfo>,
     commands: BTreeMap<String, Vec<String>>,
     /// Mounts each container was created with.
-    mounts: BTreeMap<String, Vec<drydock_engine::api::logical::Mount>>,
+    mounts: BTreeMap<String, Vec<drydock_engine::api::container::Mount>>,
     /// Ports each container asked to publish.
-    requested_ports: BTreeMap<String, Vec<drydock_engine::api::logical::PortMapping>>,
+    requested_ports: BTreeMap<String, Vec<drydock_engine::api::container::PortMapping>>,
     /// The next host port handed out for a port published without one (Docker's ephemeral range).
     next_host_port: u16,
     /// container id -> id of the image it was created from.

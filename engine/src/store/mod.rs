@@ -26,9 +26,11 @@ mod backend;
 mod error;
 mod registry;
 
-pub use admission::{AdmissionConfig, is_dns_label};
+/// The API's field error, re-exported because [`StoreError::Invalid`] carries it.
+pub use crate::api::validation::FieldError;
+pub use admission::AdmissionConfig;
 pub use backend::{Backend, MemoryBackend};
-pub use error::{FieldError, StoreError};
+pub use error::StoreError;
 pub use registry::{KindInfo, Registry};
 
 use crate::api::{Object, ObjectKey, Uid};
