@@ -10,8 +10,9 @@
 //! - A pure function of the spec: it reads no files, no environment, no clock.
 //! - Declaration order never matters: every set-like list is sorted by a total order before
 //!   encoding (env by name, the last of duplicate names winning; mounts by target; ports by
-//!   protocol, host port, container port; files by destination; labels by key), so two orderings of
-//!   one spec cannot give two keys, unlike DCP's port comparator, which is not total.
+//!   protocol, host port, container port, host IP; files by destination; labels by key; ties broken
+//!   by the remaining fields), so two orderings of one spec cannot give two keys, unlike DCP's port
+//!   comparator, which is not total.
 //! - Every included field is length-prefixed, so no two different specs encode the same bytes.
 //! - The encoding is versioned (`v1`); a golden test pins it, because changing it would make every
 //!   persistent container look changed and be replaced.

@@ -1,4 +1,5 @@
-//! The kinds a store admits, with their scope, default finalizers and validation.
+//! The kinds a store admits, with their scope, default finalizers and validation. The built-in
+//! kinds' validation functions live with their types, in `api`; this module only wires them up.
 
 use crate::api::logical::{self, LogicalContainer};
 use crate::api::validation::FieldError;
