@@ -10,13 +10,16 @@
 //! - A pure function of the spec: it reads no files, no environment, no clock.
 //! - Declaration order never matters: every set-like list is sorted by a total order before
 //!   encoding (env by name, the last of duplicate names winning; mounts by target; ports by
-//!   protocol, host port, container port; files by destination; labels by key), so two orderings of
-//!   one spec cannot give two keys, unlike DCP's port comparator, which is not total.
+//!   protocol, host port, container port, host IP; files by destination; labels by key; ties broken
+//!   by the remaining fields), so two orderings of one spec cannot give two keys, unlike DCP's port
+//!   comparator, which is not total.
 //! - Every included field is length-prefixed, so no two different specs encode the same bytes.
 //! - The encoding is versioned (`v1`); a golden test pins it, because changing it would make every
 //!   persistent container look changed and be replaced.
 
-use crate::api::logical::{LogicalContainerSpec, Protocol};
+use crate::api::container::Protocol;
+use crate::api::logical::LogicalContainerSpec;
+use crate::api::runtime_names::normalize_image_reference;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -43,7 +46,7 @@ pub fn canonical_encoding(spec: &LogicalContainerSpec) -> Vec<u8> {
         }
         (Some(image), _, true) => {
             out.field("image");
-            out.str(&crate::api::normalize_image_reference(image));
+            out.str(&normalize_image_reference(image));
         }
         (None, Some(reference), true) => {
             out.field("image-ref");
@@ -124,7 +127,8 @@ impl Encoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::logical::{CopiedFile, EnvVar, LogicalMode, Mount, NetworkAttachment, PortMapping};
+    use crate::api::container::{CopiedFile, EnvVar, Mount, NetworkAttachment, PortMapping};
+    use crate::api::logical::LogicalMode;
     use proptest::prelude::*;
 
     fn golden_spec() -> LogicalContainerSpec {

@@ -9,6 +9,7 @@
 //! - `Uncertain` means the request may or may not have been applied (a lost reply): the caller
 //!   must verify, e.g. by listing containers with its own uid label, before retrying.
 
+use crate::api::container::{Mount, PortMapping, Protocol};
 use crate::time::WallTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,17 +27,17 @@ pub struct ContainerCreate {
     pub labels: BTreeMap<String, String>,
     /// Ports to publish; a port without a host port gets one picked by the runtime at start.
     #[serde(default)]
-    pub ports: Vec<crate::api::logical::PortMapping>,
+    pub ports: Vec<PortMapping>,
     /// Bind mounts (host path or volume name -> container path).
     #[serde(default)]
-    pub mounts: Vec<crate::api::logical::Mount>,
+    pub mounts: Vec<Mount>,
 }
 
 /// A port the runtime published for a running container.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PublishedPort {
     pub container_port: u16,
-    pub protocol: crate::api::logical::Protocol,
+    pub protocol: Protocol,
     pub host_port: u16,
 }
 

@@ -21,7 +21,7 @@ use bollard::query_parameters::{
     RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, StopContainerOptionsBuilder,
 };
 use drydock_engine::WallTime;
-use drydock_engine::api::logical::{PortMapping, Protocol};
+use drydock_engine::api::container::{PortMapping, Protocol};
 use drydock_engine::api::{names, normalize_image_reference};
 use drydock_engine::runtime::{
     ContainerCreate, ContainerInfo, ContainerState, EventAction, ImageInfo, PublishedPort, RuntimeError, RuntimeEvent,

@@ -1,15 +1,22 @@
 //! drydock-adapters: what the sans-IO engine needs to run for real.
 //!
-//! - [`docker::DockerRuntime`]: the runtime contract over Docker's API, through bollard.
+//! - [`runtime::Runtime`]: the runtime contract as an async trait; [`docker::DockerRuntime`]
+//!   carries it out over Docker's API, through bollard.
 //! - [`store::SharedStore`]: the API store behind a lock, with change notification.
+//! - [`clock::SystemClock`]: the system clock, read only here, at the edge.
 //! - [`driver::Driver`]: a tokio loop that feeds the engine watch events and replies and performs
 //!   its requests against the store, the runtime and the system clock.
+//!
+//! The `testing` feature adds `testing`: helpers for tests against a real Docker daemon (an
+//! offline test image, a local registry). Only tests enable it (as a dev-dependency), so
+//! production builds do not compile it.
 
 pub mod clock;
 pub mod docker;
 pub mod driver;
 pub mod runtime;
 pub mod store;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use docker::{DockerError, DockerRuntime};

@@ -9,6 +9,8 @@
 //! package `docker-registry`) on [`TEST_REGISTRY`], loopback only, and pushes the test image
 //! there; [`registry_push`] publishes fresh content under a tag. Docker allows plain HTTP to
 //! registries on 127.0.0.0/8 without any daemon configuration.
+//!
+//! Compiled only with the crate's `testing` feature, which only tests enable.
 
 use crate::docker::DockerRuntime;
 use std::io::{Read, Write};

@@ -2,7 +2,8 @@
 
 use crate::draw::{Ops, between, chance, pick};
 use drydock_engine::api::PullPolicy;
-use drydock_engine::api::logical::{EnvVar, LogicalContainerSpec, LogicalMode, NetworkAttachment};
+use drydock_engine::api::container::{EnvVar, NetworkAttachment};
+use drydock_engine::api::logical::{LogicalContainerSpec, LogicalMode};
 use drydock_sim::workload::{ClientOp, ExternalOp, Workload};
 use drydock_sim::{Latency, ProcessKnobs, WatchKnobs, WorldConfig};
 use rand_chacha::ChaCha8Rng;

@@ -1,6 +1,11 @@
 //! Logical containers: the lifecycle policy (session, persistent, existing) above physical
 //! containers and images.
 
+use super::container::{CopiedFile, EnvVar, Mount, NetworkAttachment, PortMapping};
+use super::meta::{Condition, Uid};
+use super::object::Resource;
+use super::runtime_names::{is_runtime_name, validate_image_reference};
+use super::validation::FieldError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -15,67 +20,6 @@ pub enum LogicalMode {
     Persistent,
     /// Never created: adopted once a container of that name exists.
     Existing,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EnvVar {
-    pub name: String,
-    #[serde(default)]
-    pub value: String,
-}
-
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    #[default]
-    Tcp,
-    Udp,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PortMapping {
-    #[serde(default)]
-    pub protocol: Protocol,
-    /// `None`: the runtime picks a host port.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_port: Option<u16>,
-    pub container_port: u16,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_ip: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Mount {
-    /// A host path or a volume name.
-    pub source: String,
-    pub target: String,
-    #[serde(default)]
-    pub read_only: bool,
-}
-
-/// A file copied into the container before it starts.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CopiedFile {
-    pub destination: String,
-    pub contents: String,
-    #[serde(default = "default_mode")]
-    pub mode: u32,
-}
-
-fn default_mode() -> u32 {
-    0o644
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NetworkAttachment {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub aliases: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,12 +86,12 @@ pub struct LogicalContainerStatus {
     #[serde(default)]
     pub phase: LogicalPhase,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<super::Condition>,
+    pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle_key: Option<String>,
     /// The backing PhysicalContainer, once created or adopted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backing_uid: Option<super::Uid>,
+    pub backing_uid: Option<Uid>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_id: Option<String>,
     /// Persistent: the workload that owns the runtime container, once recorded.
@@ -160,7 +104,7 @@ pub struct LogicalContainerStatus {
     pub message: Option<String>,
 }
 
-impl super::Resource for LogicalContainer {
+impl Resource for LogicalContainer {
     const KIND: &'static str = "LogicalContainer";
     const NAMESPACED: bool = true;
     type Spec = LogicalContainerSpec;
@@ -178,8 +122,7 @@ impl LogicalContainerSpec {
 pub const MAX_NAME: usize = 55;
 
 /// The spec may change only by setting `stop` (one-way), as for physical containers.
-pub(crate) fn validate_update(old: &LogicalContainerSpec, new: &LogicalContainerSpec) -> Vec<crate::store::FieldError> {
-    use crate::store::FieldError;
+pub(crate) fn validate_update(old: &LogicalContainerSpec, new: &LogicalContainerSpec) -> Vec<FieldError> {
     if old.stop && !new.stop {
         return vec![FieldError::new("spec.stop", "stop is one-way: a stopped container cannot be restarted")];
     }
@@ -189,8 +132,7 @@ pub(crate) fn validate_update(old: &LogicalContainerSpec, new: &LogicalContainer
     if a != b { vec![FieldError::new("spec", "the spec is immutable except for spec.stop")] } else { Vec::new() }
 }
 
-pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<crate::store::FieldError> {
-    use crate::store::FieldError;
+pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let sources = usize::from(spec.image.is_some()) + usize::from(spec.image_ref.is_some());
     match (spec.mode, sources) {
@@ -205,12 +147,12 @@ pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<crate::store::FieldEr
         errors.push(FieldError::new("spec.containerName", "mode existing needs the name of the container to adopt"));
     }
     if let Some(image) = &spec.image
-        && let Err(message) = super::resources::validate_image_reference(image)
+        && let Err(message) = validate_image_reference(image)
     {
         errors.push(FieldError::new("spec.image", message));
     }
     if let Some(name) = &spec.container_name
-        && !super::is_runtime_name(name)
+        && !is_runtime_name(name)
     {
         errors.push(FieldError::new("spec.containerName", format!("{name:?} is not a valid container name")));
     }

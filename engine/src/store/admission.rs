@@ -1,6 +1,7 @@
 //! Admission: what a write must satisfy before the store applies it.
 
-use super::{Backend, FieldError, Registry, StoreError};
+use super::{Backend, Registry, StoreError};
+use crate::api::validation::{FieldError, is_dns_label};
 use crate::api::{Namespace, Object, Resource};
 
 /// Admission switches. The defaults are the safe ones.
@@ -118,14 +119,4 @@ pub(super) fn check_namespace_active(backend: &impl Backend, object: &Object) ->
         namespace: namespace.clone(),
         reason: reason.into(),
     })
-}
-
-/// RFC 1123 label.
-pub fn is_dns_label(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
 }

@@ -1,24 +1,7 @@
+//! Why the store refuses a request.
+
+use crate::api::validation::FieldError;
 use serde::{Deserialize, Serialize};
-use std::fmt;
-
-/// One rejected field: where it is (`spec.image`, `metadata.ownerReferences[0]`) and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FieldError {
-    pub path: String,
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError { path: path.into(), message: message.into() }
-    }
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
 
 /// Why the store refused a request. Every variant names the object it is about.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]

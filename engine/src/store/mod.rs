@@ -1,9 +1,15 @@
 //! The API store: Kubernetes-like object semantics over a persistence [`Backend`].
 //!
 //! The store is sans-IO like the rest of the engine: every call is synchronous and takes the
-//! wall time it should stamp. The simulator and the daemon run this same code.
+//! wall time it should stamp. The simulator and the production driver (drydock-adapters'
+//! `SharedStore`) run this same code.
 //!
 //! *Guarantees*
+//! - Creates and updates are admitted first (`admission`): the kind is registered ([`Registry`]),
+//!   the name is an RFC 1123 label, the spec passes its kind's validation (kept with the kind's
+//!   type in `api`), and owner references name a registered kind and a uid, never an owner in
+//!   another namespace nor the object itself (unless [`AdmissionConfig`] allows that, for the
+//!   simulator). A namespaced create also needs its namespace to exist and not be terminating.
 //! - Every successful mutation gets a fresh, strictly increasing resource version and appends
 //!   exactly one [`WatchEvent`] to the log; a no-op update changes nothing and appends nothing.
 //! - Updates carry their resource version as a precondition: a stale one is a `Conflict`.
@@ -26,9 +32,11 @@ mod backend;
 mod error;
 mod registry;
 
-pub use admission::{AdmissionConfig, is_dns_label};
+/// The API's field error, re-exported because [`StoreError::Invalid`] carries it.
+pub use crate::api::validation::FieldError;
+pub use admission::AdmissionConfig;
 pub use backend::{Backend, MemoryBackend};
-pub use error::{FieldError, StoreError};
+pub use error::StoreError;
 pub use registry::{KindInfo, Registry};
 
 use crate::api::{Object, ObjectKey, Uid};

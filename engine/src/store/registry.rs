@@ -1,11 +1,9 @@
-//! The kinds a store admits, with their scope, default finalizers and validation.
+//! The kinds a store admits, with their scope, default finalizers and validation. The built-in
+//! kinds' validation functions live with their types, in `api`; this module only wires them up.
 
-use super::FieldError;
-use crate::api::logical::LogicalContainer;
-use crate::api::resources::{
-    validate_container_image, validate_physical_container, validate_physical_container_update,
-};
-use crate::api::{ContainerImage, Lease, Namespace, Object, PhysicalContainer, Resource, names};
+use crate::api::logical::{self, LogicalContainer};
+use crate::api::validation::FieldError;
+use crate::api::{ContainerImage, Lease, Namespace, Object, PhysicalContainer, Resource, image, names, physical};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -97,30 +95,24 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// `Namespace`, `PhysicalContainer`, `ContainerImage` and `Lease`.
+    /// `Namespace`, `PhysicalContainer`, `ContainerImage`, `Lease` and `LogicalContainer`.
     pub fn builtin() -> Self {
         let mut registry = Registry::default();
         registry.register(KindInfo::typed::<Namespace>(|_| Vec::new()).with_finalizer(names::FINALIZER_NAMESPACE));
         registry.register(
-            KindInfo::typed::<PhysicalContainer>(validate_physical_container)
-                .with_update_check::<PhysicalContainer>(validate_physical_container_update)
+            KindInfo::typed::<PhysicalContainer>(physical::validate)
+                .with_update_check::<PhysicalContainer>(physical::validate_update)
                 .with_cleanup_rank(20),
         );
         registry.register(
-            KindInfo::typed::<ContainerImage>(validate_container_image)
-                .with_update_check::<ContainerImage>(|old, new| {
-                    if old == new {
-                        Vec::new()
-                    } else {
-                        vec![FieldError::new("spec", "the spec of a ContainerImage is immutable")]
-                    }
-                })
+            KindInfo::typed::<ContainerImage>(image::validate)
+                .with_update_check::<ContainerImage>(image::validate_update)
                 .with_cleanup_rank(40),
         );
         registry.register(KindInfo::typed::<Lease>(|_| Vec::new()));
         registry.register(
-            KindInfo::typed::<LogicalContainer>(crate::api::logical::validate)
-                .with_update_check::<LogicalContainer>(crate::api::logical::validate_update)
+            KindInfo::typed::<LogicalContainer>(logical::validate)
+                .with_update_check::<LogicalContainer>(logical::validate_update)
                 .with_finalizer(names::FINALIZER_LOGICAL)
                 .with_cleanup_rank(10),
         );

@@ -594,7 +594,7 @@ pub async fn image_a_container_pins_the_image_id_not_the_tag<R: Runtime>(fx: &Fx
 }
 
 pub async fn ports_are_published_while_running<R: Runtime>(fx: &Fx<R>) {
-    use drydock_engine::api::logical::{PortMapping, Protocol};
+    use drydock_engine::api::container::{PortMapping, Protocol};
     let mut spec = fx.spec("a", &[]);
     spec.ports = vec![
         PortMapping { protocol: Protocol::Tcp, host_port: None, container_port: 8080, host_ip: None },
@@ -612,7 +612,7 @@ pub async fn ports_are_published_while_running<R: Runtime>(fx: &Fx<R>) {
 }
 
 pub async fn a_bind_mount_is_visible_inside<R: Runtime>(fx: &Fx<R>) {
-    use drydock_engine::api::logical::Mount;
+    use drydock_engine::api::container::Mount;
     let mut spec = fx.spec("a", &["sh", "-c", "test -d /data/mounted"]);
     spec.mounts = vec![Mount { source: "/".into(), target: "/data/mounted".into(), read_only: true }];
     let id = fx.create_with(spec).await;

@@ -1,0 +1,40 @@
+//! `Namespace`: the unit of cleanup.
+
+use super::meta::Condition;
+use super::object::Resource;
+use serde::{Deserialize, Serialize};
+
+/// A namespace: the unit of cleanup. Deleting it deletes its children, and only then itself.
+pub struct Namespace;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NamespaceSpec {}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NamespacePhase {
+    #[default]
+    Active,
+    Terminating,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NamespaceStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<NamespacePhase>,
+    /// Children still waiting to be deleted while Terminating.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// While Terminating: `CleanupComplete` (False with reason `Pending` and the pending counts per
+    /// kind, then True with reason `Complete` before the namespace finalizer is released).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+impl Resource for Namespace {
+    const KIND: &'static str = "Namespace";
+    const NAMESPACED: bool = false;
+    type Spec = NamespaceSpec;
+    type Status = NamespaceStatus;
+}

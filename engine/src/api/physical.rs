@@ -1,0 +1,154 @@
+//! `PhysicalContainer`: one runtime container, created from an image or tracked by id.
+
+use super::container::{Mount, PortMapping};
+use super::object::Resource;
+use super::runtime_names::{is_runtime_name, validate_image_reference};
+use super::validation::{FieldError, is_dns_label};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One runtime container, created from an image present in the runtime.
+pub struct PhysicalContainer;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PhysicalContainerSpec {
+    /// Image reference; the image must be present in the runtime. One of `image`, `imageRef` and
+    /// `containerId` is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Name of a `ContainerImage` in the same namespace: the container is created from its
+    /// pinned image id once it is Ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_ref: Option<String>,
+    /// Track an existing runtime container instead of creating one. It is never removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+    /// If a container of our name exists that we did not create, remove exactly that one and
+    /// create ours. Without it, such a name collision is terminal.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replace_existing: bool,
+    /// Keep the runtime container when this object is deleted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retain: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<PortMapping>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<Mount>,
+    /// Runtime container name; defaults to `<namespace>-<name>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Caller labels; system labels (`drydock.dev/*`) are applied after them and win.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// One-way: once true the container is stopped and stays stopped.
+    #[serde(default)]
+    pub stop: bool,
+}
+
+impl PhysicalContainerSpec {
+    pub fn runtime_name(&self, namespace: &str, name: &str) -> String {
+        self.container_name.clone().unwrap_or_else(|| format!("{namespace}-{name}"))
+    }
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ContainerPhase {
+    /// Not created yet, or being created.
+    #[default]
+    Pending,
+    Running,
+    Exited,
+    /// The runtime container was removed by someone else; it is never recreated.
+    Missing,
+    /// Terminal: the container cannot be created (missing image, name taken by a stranger).
+    Failed,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PhysicalContainerStatus {
+    #[serde(default)]
+    pub phase: ContainerPhase,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Resource for PhysicalContainer {
+    const KIND: &'static str = "PhysicalContainer";
+    const NAMESPACED: bool = true;
+    type Spec = PhysicalContainerSpec;
+    type Status = PhysicalContainerStatus;
+}
+
+/// Validation of a physical container spec beyond its shape.
+pub(crate) fn validate(spec: &PhysicalContainerSpec) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let sources = [spec.image.is_some(), spec.image_ref.is_some(), spec.container_id.is_some()];
+    if sources.iter().filter(|s| **s).count() != 1 {
+        errors
+            .push(FieldError::new("spec", "exactly one of spec.image, spec.imageRef and spec.containerId is required"));
+    }
+    if let Some(image) = &spec.image
+        && let Err(message) = validate_image_reference(image)
+    {
+        errors.push(FieldError::new("spec.image", message));
+    }
+    if let Some(name) = &spec.image_ref
+        && !is_dns_label(name)
+    {
+        errors.push(FieldError::new("spec.imageRef", format!("{name:?} is not a valid object name")));
+    }
+    if let Some(id) = &spec.container_id
+        && (id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b)))
+    {
+        errors.push(FieldError::new("spec.containerId", format!("{id:?} is not a container id or name")));
+    }
+    if let Some(name) = &spec.container_name
+        && !is_runtime_name(name)
+    {
+        errors.push(FieldError::new(
+            "spec.containerName",
+            format!("{name:?} is not a valid container name: use [a-zA-Z0-9][a-zA-Z0-9_.-]*"),
+        ));
+    }
+    errors
+}
+
+/// The spec may change only by setting `stop` (one-way).
+pub(crate) fn validate_update(old: &PhysicalContainerSpec, new: &PhysicalContainerSpec) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if old.stop && !new.stop {
+        errors.push(FieldError::new("spec.stop", "stop is one-way: a stopped container cannot be restarted"));
+    }
+    let (mut old_rest, mut new_rest) = (old.clone(), new.clone());
+    old_rest.stop = false;
+    new_rest.stop = false;
+    if old_rest != new_rest {
+        errors.push(FieldError::new("spec", "the spec is immutable except for spec.stop"));
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_is_one_way_and_the_rest_immutable() {
+        let old = PhysicalContainerSpec { image: Some("a".into()), ..Default::default() };
+        let stopped = PhysicalContainerSpec { stop: true, ..old.clone() };
+        assert!(validate_update(&old, &stopped).is_empty());
+        assert_eq!(validate_update(&stopped, &old)[0].path, "spec.stop");
+        let other = PhysicalContainerSpec { image: Some("b".into()), ..old.clone() };
+        assert_eq!(validate_update(&old, &other)[0].path, "spec");
+    }
+}

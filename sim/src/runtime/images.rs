@@ -1,0 +1,439 @@
+//! The local image store, following Docker 20.10 (`daemon/images`).
+//!
+//! - The store keys images by id; references (`name:tag` tags and `name@digest` repo digests,
+//!   normalized) point to ids. Pulling a tag that moved re-points the local tag and leaves the old
+//!   image reachable by id and by its repo digest.
+//! - A container records the id of the image it was created from.
+//! - Removal follows `ImageService.ImageDelete` (checked against the daemon by the conformance
+//!   suite). By tag (or repo digest) it *untags*, and deletes the image only with its last
+//!   reference: without force that is refused while any container uses the image and the tag is
+//!   its only one; with force the tag always goes, and the image too unless a *running* container
+//!   uses it, in which case it stays, untagged, and the removal still succeeds. By id it deletes
+//!   the image with all its references: refused while a running container uses it (even forced),
+//!   and without force also while a stopped one does or it has tags in several repositories.
+
+use super::registry::split_reference;
+use super::{SimRuntime, sha256_of};
+use drydock_engine::api::{familiar_image_reference, normalize_image_reference};
+use drydock_engine::runtime::{ContainerState, ImageInfo, RuntimeError, RuntimeReply, RuntimeResult};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The command images get when none is given (`docker import -c 'CMD ...'`).
+pub const DEFAULT_IMAGE_COMMAND: [&str; 2] = ["sleep", "3600"];
+
+/// A local image: its id, default command and every reference (normalized `name:tag` or
+/// `name@sha256:...`) that points to it.
+#[derive(Clone, Debug)]
+pub(super) struct SimImage {
+    pub(super) id: String,
+    pub(super) command: Vec<String>,
+    refs: BTreeSet<String>,
+}
+
+/// Images by id, and the references that point to them.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ImageStore {
+    /// Image id -> image.
+    images: BTreeMap<String, SimImage>,
+    /// Normalized reference -> image id.
+    refs: BTreeMap<String, String>,
+}
+
+impl ImageStore {
+    /// Store an image unless one with that id is here already. Whether it was new.
+    pub(super) fn add(&mut self, id: &str, command: impl FnOnce() -> Vec<String>) -> bool {
+        if self.images.contains_key(id) {
+            return false;
+        }
+        self.images.insert(id.to_string(), SimImage { id: id.to_string(), command: command(), refs: BTreeSet::new() });
+        true
+    }
+
+    /// Point `reference` (normalized) at image `id`, taking it from any image it pointed to.
+    /// Whether anything changed.
+    pub(super) fn set_ref(&mut self, reference: &str, id: &str) -> bool {
+        if self.refs.get(reference).is_some_and(|old| old == id) {
+            return false;
+        }
+        self.unset_ref(reference);
+        self.refs.insert(reference.to_string(), id.to_string());
+        if let Some(image) = self.images.get_mut(id) {
+            image.refs.insert(reference.to_string());
+        }
+        true
+    }
+
+    fn unset_ref(&mut self, reference: &str) {
+        if let Some(old) = self.refs.remove(reference)
+            && let Some(image) = self.images.get_mut(&old)
+        {
+            image.refs.remove(reference);
+        }
+    }
+
+    fn remove(&mut self, id: &str) {
+        self.images.remove(id);
+    }
+
+    fn refs_of(&self, id: &str) -> Vec<String> {
+        self.images.get(id).map(|i| i.refs.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Docker's `isSingleReference`: at least one reference, at most one of them a tag, all in
+    /// one repository.
+    fn is_single_reference(&self, id: &str) -> bool {
+        let refs = self.refs_of(id);
+        if refs.len() <= 1 {
+            return refs.len() == 1;
+        }
+        let tags: Vec<&String> = refs.iter().filter(|r| is_tag_ref(r)).collect();
+        if tags.len() > 1 {
+            return false;
+        }
+        let names: BTreeSet<String> = refs.iter().map(|r| ref_name(r)).collect();
+        names.len() == 1
+    }
+
+    /// Docker's `GetImage`: a full id is only an id; otherwise a reference (tag or repo digest),
+    /// else a unique id prefix (here of at least 12 hex characters, with or without `sha256:`).
+    pub(super) fn resolve(&self, reference: &str) -> Option<&SimImage> {
+        if let Some(id) = full_id(reference) {
+            return self.images.get(&id);
+        }
+        if let Some(image) = self.refs.get(&normalize_image_reference(reference)).and_then(|id| self.images.get(id)) {
+            return Some(image);
+        }
+        let prefix = reference.strip_prefix("sha256:").unwrap_or(reference);
+        if prefix.len() < 12 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let mut matches = self.images.values().filter(|i| i.id["sha256:".len()..].starts_with(prefix));
+        match (matches.next(), matches.next()) {
+            (Some(image), None) => Some(image),
+            _ => None,
+        }
+    }
+}
+
+impl SimRuntime {
+    /// Make an image present under `reference` (as `docker load` or `docker import` would), with
+    /// the default command; no registry involved. Its id is derived from the reference alone.
+    pub fn add_image(&mut self, reference: &str) {
+        let normalized = normalize_image_reference(reference);
+        let id = sha256_of(&[normalized.as_bytes()]);
+        self.images.add(&id, || DEFAULT_IMAGE_COMMAND.iter().map(|s| s.to_string()).collect());
+        self.images.set_ref(&normalized, &id);
+    }
+
+    pub fn has_image(&self, reference: &str) -> bool {
+        self.images.resolve(reference).is_some()
+    }
+
+    pub(super) fn inspect_image(&self, reference: &str) -> RuntimeResult {
+        self.images
+            .resolve(reference)
+            .map(|i| RuntimeReply::Image(image_info(i)))
+            .ok_or_else(|| RuntimeError::NotFound(format!("No such image: {reference}")))
+    }
+
+    /// Docker 20.10's `ImageService.ImageDelete`, step by step.
+    pub(super) fn remove_image(&mut self, reference: &str, force: bool) -> RuntimeResult {
+        let Some(image) = self.images.resolve(reference) else {
+            let shown =
+                if full_id(reference).is_some() { reference.to_string() } else { familiar_image_reference(reference) };
+            return Err(RuntimeError::NotFound(format!("No such image: {shown}")));
+        };
+        let id = image.id.clone();
+        // Docker's `isImageIDPrefix`.
+        let is_id = id.starts_with(reference) || id["sha256:".len()..].starts_with(reference);
+        let mut quiet = false;
+        if !is_id {
+            // A repository reference: untag it. Refused while a container uses the image and this
+            // is its only tag, unless forced (the image would be left dangling).
+            if !force
+                && self.images.is_single_reference(&id)
+                && let Some(container) = self.first_container_using(&id, |_| true)
+            {
+                return Err(RuntimeError::Conflict(format!(
+                    "conflict: unable to remove repository reference \"{reference}\" (must force) - container {} is using its referenced image {}",
+                    truncate_id(&container),
+                    truncate_id(&id)
+                )));
+            }
+            let removed = normalize_image_reference(reference);
+            self.images.unset_ref(&removed);
+            if is_tag_ref(&removed) {
+                // With no tag of that repository left, its repo digests go too.
+                let name = ref_name(&removed);
+                let refs = self.images.refs_of(&id);
+                if !refs.iter().any(|r| is_tag_ref(r) && ref_name(r) == name) {
+                    for r in refs.iter().filter(|r| !is_tag_ref(r) && ref_name(r) == name) {
+                        self.images.unset_ref(r);
+                    }
+                }
+            }
+            if !self.images.refs_of(&id).is_empty() {
+                return Ok(RuntimeReply::Done);
+            }
+            quiet = true;
+        } else if self.images.is_single_reference(&id) {
+            // An id, and at most one tag: the references go first, if nothing stops the deletion.
+            let conflicts = if force { Conflicts::Hard } else { Conflicts::AllButReferences };
+            if let Some(conflict) = self.delete_conflict(&id, conflicts) {
+                return Err(conflict.into_error(&id));
+            }
+            for r in self.images.refs_of(&id) {
+                self.images.unset_ref(&r);
+            }
+        }
+        let conflicts = if force { Conflicts::Hard } else { Conflicts::All };
+        if let Some(conflict) = self.delete_conflict(&id, conflicts) {
+            // Having untagged, a conflict over a container leaves the image, untagged, in place.
+            if quiet && conflict.used {
+                return Ok(RuntimeReply::Done);
+            }
+            return Err(conflict.into_error(&id));
+        }
+        for r in self.images.refs_of(&id) {
+            self.images.unset_ref(&r);
+        }
+        self.images.remove(&id);
+        Ok(RuntimeReply::Done)
+    }
+
+    /// `checkImageDeleteConflict`, in Docker's order: running containers, other references,
+    /// stopped containers.
+    fn delete_conflict(&self, id: &str, conflicts: Conflicts) -> Option<DeleteConflict> {
+        if let Some(c) = self.first_container_using(id, |c| c.state == ContainerState::Running) {
+            return Some(DeleteConflict {
+                hard: true,
+                used: true,
+                message: format!("image is being used by running container {}", truncate_id(&c)),
+            });
+        }
+        if conflicts == Conflicts::All && !self.images.refs_of(id).is_empty() {
+            return Some(DeleteConflict {
+                hard: false,
+                used: false,
+                message: "image is referenced in multiple repositories".into(),
+            });
+        }
+        if conflicts != Conflicts::Hard
+            && let Some(c) = self.first_container_using(id, |c| c.state != ContainerState::Running)
+        {
+            return Some(DeleteConflict {
+                hard: false,
+                used: true,
+                message: format!("image is being used by stopped container {}", truncate_id(&c)),
+            });
+        }
+        None
+    }
+}
+
+/// Which containers stop an image's deletion (`checkImageDeleteConflict`).
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Conflicts {
+    /// A running container (cannot be forced).
+    Hard,
+    /// A running or stopped container, or other references (must be forced).
+    All,
+    /// Hard and stopped containers, but not references.
+    AllButReferences,
+}
+
+/// Why an image cannot be deleted (Docker's `imageDeleteConflict`).
+struct DeleteConflict {
+    /// Cannot be forced.
+    hard: bool,
+    /// A container uses the image.
+    used: bool,
+    message: String,
+}
+
+impl DeleteConflict {
+    fn into_error(self, id: &str) -> RuntimeError {
+        let force = if self.hard { "cannot be forced" } else { "must be forced" };
+        RuntimeError::Conflict(format!("conflict: unable to delete {} ({force}) - {}", truncate_id(id), self.message))
+    }
+}
+
+fn image_info(image: &SimImage) -> ImageInfo {
+    ImageInfo {
+        id: image.id.clone(),
+        tags: image.refs.iter().filter(|r| is_tag_ref(r)).map(|r| familiar_image_reference(r)).collect(),
+    }
+}
+
+fn is_tag_ref(normalized: &str) -> bool {
+    !normalized.contains('@')
+}
+
+fn ref_name(normalized: &str) -> String {
+    split_reference(normalized).0
+}
+
+/// `sha256:<64 hex>` or `<64 hex>`: what Docker parses as an id rather than a name.
+fn full_id(reference: &str) -> Option<String> {
+    let hex = reference.strip_prefix("sha256:").unwrap_or(reference);
+    (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+        .then(|| format!("sha256:{hex}"))
+}
+
+/// Docker's `stringid.TruncateID`: 12 hex characters, without the algorithm.
+pub(super) fn truncate_id(id: &str) -> &str {
+    let hex = id.strip_prefix("sha256:").unwrap_or(id);
+    hex.get(..12).unwrap_or(hex)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{create, id_of, image, is_sha256, pull};
+    use super::*;
+    use drydock_engine::runtime::RuntimeRequest;
+
+    fn rmi(rt: &mut SimRuntime, reference: &str, force: bool) -> RuntimeResult {
+        rt.execute(&RuntimeRequest::RemoveImage { reference: reference.into(), force })
+    }
+
+    const REG: &str = "127.0.0.1:5000/team/app";
+
+    #[test]
+    fn add_image_keeps_working() {
+        let mut rt = SimRuntime::new(1);
+        rt.add_image("drydock-test/busybox:latest");
+        let info = image(&mut rt, "docker.io/drydock-test/busybox").expect("present");
+        assert!(is_sha256(&info.id));
+        assert_eq!(info.tags, vec!["drydock-test/busybox:latest".to_string()]);
+        assert_eq!(image(&mut rt, &info.id).expect("by id").id, info.id);
+        assert_eq!(image(&mut rt, &info.id[7..19]).expect("by 12-char prefix").id, info.id);
+        assert!(image(&mut rt, &info.id[7..15]).is_err(), "shorter prefixes are not resolved");
+        rt.add_image("drydock-test/busybox:latest");
+        assert_eq!(image(&mut rt, "drydock-test/busybox").expect("again").id, info.id, "adding again is a no-op");
+        assert_eq!(SimRuntime::new(2).tap_add("drydock-test/busybox").id, info.id, "the id depends on the name only");
+    }
+
+    impl SimRuntime {
+        fn tap_add(mut self, reference: &str) -> ImageInfo {
+            self.add_image(reference);
+            image(&mut self, reference).expect("just added")
+        }
+    }
+
+    /// A container (created, or started) from a freshly pulled `REG:1`.
+    fn used(running: bool) -> (SimRuntime, String, String) {
+        let mut rt = SimRuntime::new(1);
+        let tag = format!("{REG}:1");
+        rt.registry_push(&tag);
+        pull(&mut rt, &tag).expect("pull");
+        let container = id_of(rt.execute(&create("c", &tag)));
+        if running {
+            rt.execute(&RuntimeRequest::StartContainer { id: container.clone() }).expect("start");
+        }
+        let id = image(&mut rt, &tag).expect("pulled").id;
+        (rt, id, container)
+    }
+
+    fn conflict(r: RuntimeResult) -> String {
+        match r {
+            Err(RuntimeError::Conflict(m)) => m,
+            other => panic!("expected Conflict, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn remove_image_while_a_container_uses_it() {
+        // What Docker 20.10 answers (checked with the daemon; see the conformance suite).
+        let tag = format!("{REG}:1");
+        for running in [false, true] {
+            let (mut rt, id, container) = used(running);
+            let m = conflict(rmi(&mut rt, &tag, false));
+            assert!(m.contains("(must force)") && m.contains(&container[..12]), "{m}");
+            let m = conflict(rmi(&mut rt, &id, false));
+            let how = if running {
+                "(cannot be forced) - image is being used by running container"
+            } else {
+                "(must be forced) - image is being used by stopped container"
+            };
+            assert!(m.contains(how), "{m}");
+            assert_eq!(image(&mut rt, &tag).expect("untouched").id, id);
+        }
+        // By id with force: refused while running, done when stopped (the container stays).
+        let (mut rt, id, container) = used(true);
+        let m = conflict(rmi(&mut rt, &id, true));
+        assert!(m.contains("cannot be forced"), "{m}");
+        let (mut rt2, id2, container2) = used(false);
+        rmi(&mut rt2, &id2, true).expect("forced");
+        assert!(image(&mut rt2, &id2).is_err(), "deleted");
+        assert!(rt2.container(&container2).is_some(), "the container stays");
+        // By tag with force while running: only untagged; the image stays, by id.
+        rmi(&mut rt, &tag, true).expect("untagged");
+        assert!(matches!(image(&mut rt, &tag), Err(RuntimeError::NotFound(_))));
+        assert!(image(&mut rt, &id).expect("kept").tags.is_empty());
+        assert_eq!(rt.container(&container).map(|c| c.state), Some(ContainerState::Running));
+        // By tag with force while stopped: deleted.
+        let (mut rt, id, _) = used(false);
+        rmi(&mut rt, &tag, true).expect("removed");
+        assert!(image(&mut rt, &id).is_err(), "deleted");
+    }
+
+    #[test]
+    fn remove_unused_and_missing_images() {
+        let mut rt = SimRuntime::new(1);
+        let tag = format!("{REG}:1");
+        let digest = rt.registry_push(&tag);
+        pull(&mut rt, &tag).expect("pull");
+        let id = image(&mut rt, &tag).expect("pulled").id;
+        rmi(&mut rt, "127.0.0.1:5000/team/app:1", false).expect("removed");
+        for reference in [tag.clone(), id.clone(), format!("{REG}@{digest}")] {
+            assert!(matches!(image(&mut rt, &reference), Err(RuntimeError::NotFound(_))), "{reference}");
+        }
+        match rmi(&mut rt, &tag, true) {
+            Err(RuntimeError::NotFound(m)) => assert_eq!(m, format!("No such image: {tag}")),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            matches!(rmi(&mut rt, "busybox", false), Err(RuntimeError::NotFound(m)) if m == "No such image: busybox:latest")
+        );
+        // By id prefix.
+        pull(&mut rt, &tag).expect("pull again");
+        rmi(&mut rt, &id[7..19], false).expect("by id prefix");
+        assert!(!rt.has_image(&id));
+    }
+
+    #[test]
+    fn remove_one_of_two_tags_only_untags() {
+        let mut rt = SimRuntime::new(1);
+        let (a, b) = (format!("{REG}:a"), format!("{REG}:b"));
+        rt.registry_push(&a);
+        rt.registry_tag(&a, &b).expect("tagged");
+        pull(&mut rt, &a).expect("a");
+        pull(&mut rt, &b).expect("b");
+        let id = image(&mut rt, &a).expect("a").id;
+        assert_eq!(image(&mut rt, &b).expect("b").id, id);
+        let running = id_of(rt.execute(&create("c", &a)));
+        rt.execute(&RuntimeRequest::StartContainer { id: running.clone() }).expect("start");
+        rmi(&mut rt, &a, false).expect("untagged although a running container uses the image");
+        assert_eq!(image(&mut rt, &id).expect("kept").tags, vec![b.clone()]);
+        let m = conflict(rmi(&mut rt, &b, false));
+        assert!(m.contains("must force"), "the last tag: {m}");
+        rt.execute(&RuntimeRequest::RemoveContainer { id: running, force: true }).expect("rm");
+        rt.execute(&RuntimeRequest::PullImage { reference: a.clone() }).expect("tag a again");
+        let m = conflict(rmi(&mut rt, &id, false));
+        assert!(m.contains("(must be forced) - image is referenced in multiple repositories"), "{m}");
+        rmi(&mut rt, &id, true).expect("by id with force: every tag goes");
+        assert!(!rt.has_image(&a) && !rt.has_image(&b) && !rt.has_image(&id));
+    }
+
+    #[test]
+    fn a_container_pins_the_image_id_not_the_tag() {
+        let (mut rt, old, container) = used(false);
+        let tag = format!("{REG}:1");
+        rt.registry_push(&tag);
+        pull(&mut rt, &tag).expect("moved");
+        rmi(&mut rt, &tag, false).expect("the new image is unused");
+        let m = conflict(rmi(&mut rt, &old, false));
+        assert!(m.contains(&format!("stopped container {}", &container[..12])), "{m}");
+        assert_eq!(rt.container(&container).map(|c| c.image.clone()), Some(tag), "the image as given at create");
+    }
+}

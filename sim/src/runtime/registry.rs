@@ -1,0 +1,330 @@
+//! The simulated registry, and the transfers between it and the local image store: what
+//! `docker push` writes and `docker pull` reads.
+//!
+//! As in Docker 20.10, a repository maps `name:tag` to a manifest digest;
+//! pushing a tag again moves it to new content. Content has an image id (the digest of its
+//! config), distinct from its manifest digest, and one manifest per content, so pushing one image
+//! under two tags gives one digest.
+
+use super::images::{DEFAULT_IMAGE_COMMAND, truncate_id};
+use super::{SimRuntime, sha256_of};
+use drydock_engine::api::{familiar_image_reference, normalize_image_reference};
+use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The size of the one layer each pulled image has, for the progress lines.
+const SIM_LAYER_SIZE: u64 = 1_064_476;
+
+/// What a manifest in the registry describes.
+#[derive(Clone, Debug)]
+struct Content {
+    image_id: String,
+    command: Vec<String>,
+}
+
+/// One repository of the registry: its tags and the manifests it holds.
+#[derive(Clone, Debug, Default)]
+struct Repository {
+    tags: BTreeMap<String, String>,
+    manifests: BTreeSet<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(super) struct Registry {
+    /// Normalized repository name (`127.0.0.1:5000/a/b`, `docker.io/library/busybox`) -> repository.
+    repositories: BTreeMap<String, Repository>,
+    /// Manifest digest -> content.
+    contents: BTreeMap<String, Content>,
+    /// Content pushed so far, for fresh digests.
+    pushes: u64,
+}
+
+impl Registry {
+    /// Store `content` and point `reference` at it: a tag moves, a digest reference only adds the
+    /// manifest to the repository. Returns the manifest digest.
+    fn publish(&mut self, reference: &str, content: Content) -> String {
+        let digest = manifest_digest(&content.image_id);
+        let (name, selector) = split_reference(reference);
+        self.contents.insert(digest.clone(), content);
+        let repository = self.repositories.entry(name).or_default();
+        repository.manifests.insert(digest.clone());
+        if let Selector::Tag(tag) = selector {
+            repository.tags.insert(tag, digest.clone());
+        }
+        digest
+    }
+
+    /// What `reference` names: its manifest digest and content.
+    fn lookup(&self, reference: &str) -> Option<(&String, &Content)> {
+        let (name, selector) = split_reference(reference);
+        let repository = self.repositories.get(&name)?;
+        let digest = match selector {
+            Selector::Tag(tag) => repository.tags.get(&tag)?,
+            Selector::Digest(digest) => repository.manifests.get(&digest)?,
+        };
+        Some((digest, self.contents.get(digest)?))
+    }
+
+    /// Whether anything was ever pushed to the repository `name` (normalized, without tag).
+    fn has_repository(&self, name: &str) -> bool {
+        self.repositories.contains_key(name)
+    }
+}
+
+impl SimRuntime {
+    /// Publish new content under `reference` in the registry (a `name:tag`; the tag moves if it was
+    /// there) and return its manifest digest. A `name@digest` reference publishes untagged content,
+    /// reachable only by the returned digest. The local store is untouched.
+    pub fn registry_push(&mut self, reference: &str) -> String {
+        self.registry.pushes += 1;
+        let n = self.registry.pushes.to_le_bytes();
+        let image_id = sha256_of(&[b"config", &self.seed.to_le_bytes(), &n]);
+        let command = DEFAULT_IMAGE_COMMAND.iter().map(|s| s.to_string()).collect();
+        self.registry.publish(reference, Content { image_id, command })
+    }
+
+    /// `docker tag <image> <reference> && docker push <reference>`: publish a local image's content
+    /// under `reference`, tag it locally and record its repo digest. `None` if `image` is absent.
+    pub fn registry_push_image(&mut self, image: &str, reference: &str) -> Option<String> {
+        let local = self.images.resolve(image)?;
+        let content = Content { image_id: local.id.clone(), command: local.command.clone() };
+        let id = content.image_id.clone();
+        let digest = self.registry.publish(reference, content);
+        let (name, selector) = split_reference(reference);
+        if let Selector::Tag(tag) = selector {
+            self.images.set_ref(&format!("{name}:{tag}"), &id);
+        }
+        self.images.set_ref(&format!("{name}@{digest}"), &id);
+        Some(digest)
+    }
+
+    /// Publish the content `existing` refers to in the registry under `reference` as well (a tag
+    /// moving to content the registry already has, as `crane tag` does). `None` if `existing` is
+    /// not in the registry.
+    pub fn registry_tag(&mut self, existing: &str, reference: &str) -> Option<String> {
+        let (_, content) = self.registry.lookup(existing)?;
+        let content = content.clone();
+        Some(self.registry.publish(reference, content))
+    }
+
+    /// What `reference` names in the registry: its manifest digest and the id its image has once
+    /// pulled.
+    pub fn registry_lookup(&self, reference: &str) -> Option<(String, String)> {
+        let (digest, content) = self.registry.lookup(reference)?;
+        Some((digest.clone(), content.image_id.clone()))
+    }
+
+    /// Docker's `pullImage`: fetch the manifest the reference names, store its image if new, point
+    /// the tag (for a tag reference) and the repo digest at it.
+    pub(super) fn pull(&mut self, reference: &str) -> RuntimeResult {
+        let (name, selector) = split_reference(reference);
+        let familiar = familiar_image_reference(reference);
+        let Some((digest, content)) = self.registry.lookup(reference) else {
+            let known = self.registry.has_repository(&name);
+            return Err(RuntimeError::NotFound(match name.strip_prefix("docker.io/") {
+                Some(_) if !known => format!(
+                    "pull access denied for {}, repository does not exist or may require 'docker login': denied: requested access to the resource is denied",
+                    familiar_name(&name)
+                ),
+                _ => format!("manifest for {familiar} not found: manifest unknown: manifest unknown"),
+            }));
+        };
+        let (digest, image_id) = (digest.clone(), content.image_id.clone());
+        let path = name.split_once('/').map_or(name.as_str(), |(_, path)| path);
+        let shown = match &selector {
+            Selector::Tag(tag) => tag.clone(),
+            Selector::Digest(_) => normalize_image_reference(reference),
+        };
+        let mut progress = vec![format!("{shown}: Pulling from {path}")];
+        if self.images.add(&image_id, || content.command.clone()) {
+            let layer = sha256_of(&[b"layer", image_id.as_bytes()]);
+            let layer = truncate_id(&layer).to_string();
+            let size = format!("{SIM_LAYER_SIZE}/{SIM_LAYER_SIZE}");
+            for status in [
+                "Pulling fs layer",
+                &format!("Downloading {size}"),
+                "Verifying Checksum",
+                "Download complete",
+                &format!("Extracting {size}"),
+                "Pull complete",
+            ] {
+                progress.push(format!("{layer}: {status}"));
+            }
+        }
+        // "Downloaded newer image" when the reference asked for moved; the repo digest is recorded
+        // either way.
+        let by_digest = self.images.set_ref(&format!("{name}@{digest}"), &image_id);
+        let updated = match &selector {
+            Selector::Tag(tag) => self.images.set_ref(&format!("{name}:{tag}"), &image_id),
+            Selector::Digest(_) => by_digest,
+        };
+        self.pulls += 1;
+        progress.push(format!("Digest: {digest}"));
+        progress.push(if updated {
+            format!("Status: Downloaded newer image for {familiar}")
+        } else {
+            format!("Status: Image is up to date for {familiar}")
+        });
+        Ok(RuntimeReply::Pulled { progress })
+    }
+}
+
+/// A normalized reference split into its repository name and its tag or digest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Selector {
+    Tag(String),
+    Digest(String),
+}
+
+pub(super) fn split_reference(reference: &str) -> (String, Selector) {
+    let normalized = normalize_image_reference(reference);
+    if let Some((name, digest)) = normalized.split_once('@') {
+        return (name.to_string(), Selector::Digest(digest.to_string()));
+    }
+    let slash = normalized.rfind('/').map_or(0, |i| i + 1);
+    match normalized[slash..].rfind(':') {
+        Some(colon) => {
+            let at = slash + colon;
+            (normalized[..at].to_string(), Selector::Tag(normalized[at + 1..].to_string()))
+        }
+        None => (normalized, Selector::Tag("latest".into())),
+    }
+}
+
+/// The manifest digest of content with image id `id`: one manifest per content, so pushing the
+/// same image under two tags gives one digest, as in Docker.
+fn manifest_digest(id: &str) -> String {
+    sha256_of(&[b"manifest", id.as_bytes()])
+}
+
+/// A normalized repository name in Docker's short form: `busybox`, `drydock-test/busybox`.
+fn familiar_name(name: &str) -> String {
+    name.strip_prefix("docker.io/library/").or_else(|| name.strip_prefix("docker.io/")).unwrap_or(name).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{image, is_sha256, pull};
+    use super::*;
+
+    #[test]
+    fn registry_digests_are_deterministic_and_distinct_from_ids() {
+        let digests = |seed| {
+            let mut rt = SimRuntime::new(seed);
+            let a = rt.registry_push("busybox");
+            let b = rt.registry_push("busybox");
+            let (_, id) = rt.registry_lookup("busybox").expect("pushed");
+            (a, b, id)
+        };
+        let (a, b, id) = digests(1);
+        assert!(is_sha256(&a) && is_sha256(&b) && is_sha256(&id));
+        assert_ne!(a, b, "pushing a tag again publishes new content");
+        assert_ne!(b, id, "the manifest digest is not the image id");
+        assert_eq!(digests(1), (a.clone(), b, id), "same seed, same digests");
+        assert_ne!(digests(2).0, a, "another seed, other digests");
+    }
+
+    const REG: &str = "127.0.0.1:5000/team/app";
+
+    #[test]
+    fn pull_stores_the_registry_content_under_its_tag_and_digest() {
+        let mut rt = SimRuntime::new(1);
+        let digest = rt.registry_push("busybox");
+        let (_, id) = rt.registry_lookup("docker.io/library/busybox:latest").expect("normalized lookup");
+        assert!(!rt.has_image("busybox"), "pushing does not make it local");
+        let progress = pull(&mut rt, "busybox").expect("pull");
+        assert_eq!(progress.first().map(String::as_str), Some("latest: Pulling from library/busybox"));
+        assert!(progress.contains(&format!("Digest: {digest}")), "{progress:?}");
+        assert_eq!(progress.last().map(String::as_str), Some("Status: Downloaded newer image for busybox:latest"));
+        assert_eq!(rt.pulls, 1);
+        for reference in ["busybox", "busybox:latest", "docker.io/library/busybox:latest", &format!("busybox@{digest}")]
+        {
+            let info = image(&mut rt, reference).unwrap_or_else(|e| panic!("{reference}: {e}"));
+            assert_eq!(info.id, id, "{reference}");
+            assert_eq!(info.tags, vec!["busybox:latest".to_string()]);
+        }
+        let again = pull(&mut rt, "docker.io/library/busybox").expect("pull again");
+        assert_eq!(again.last().map(String::as_str), Some("Status: Image is up to date for busybox:latest"));
+        assert!(!again.iter().any(|l| l.contains("Pull complete")), "nothing downloaded: {again:?}");
+        assert_eq!(rt.pulls, 2);
+    }
+
+    #[test]
+    fn pull_of_an_unknown_reference_is_not_found() {
+        let mut rt = SimRuntime::new(1);
+        rt.registry_push(&format!("{REG}:1"));
+        let cases = [
+            (format!("{REG}:2"), "manifest unknown"),
+            ("127.0.0.1:5000/team/other:1".to_string(), "manifest unknown"),
+            (format!("{REG}@sha256:{}", "1".repeat(64)), "manifest unknown"),
+            ("nosuchimage".to_string(), "pull access denied for nosuchimage"),
+        ];
+        for (reference, message) in cases {
+            match pull(&mut rt, &reference) {
+                Err(RuntimeError::NotFound(m)) => assert!(m.contains(message), "{reference}: {m}"),
+                other => panic!("{reference}: {other:?}"),
+            }
+        }
+        rt.add_image("imported");
+        assert!(
+            matches!(pull(&mut rt, "imported"), Err(RuntimeError::NotFound(_))),
+            "imported images have no registry"
+        );
+        assert_eq!(rt.pulls, 0);
+    }
+
+    #[test]
+    fn pull_by_digest_records_the_digest_and_no_tag() {
+        let mut rt = SimRuntime::new(1);
+        let digest = rt.registry_push(&format!("{REG}:1"));
+        let by_digest = format!("{REG}@{digest}");
+        let progress = pull(&mut rt, &by_digest).expect("pull");
+        assert_eq!(progress[0], format!("{by_digest}: Pulling from team/app"));
+        assert_eq!(progress.last(), Some(&format!("Status: Downloaded newer image for {by_digest}")));
+        let info = image(&mut rt, &by_digest).expect("by digest");
+        assert!(info.tags.is_empty(), "{:?}", info.tags);
+        assert!(matches!(image(&mut rt, &format!("{REG}:1")), Err(RuntimeError::NotFound(_))), "not tagged");
+        let again = pull(&mut rt, &by_digest).expect("again");
+        assert_eq!(again.last(), Some(&format!("Status: Image is up to date for {by_digest}")));
+        pull(&mut rt, &format!("{REG}:1")).expect("by tag");
+        assert_eq!(image(&mut rt, &format!("{REG}:1")).expect("tagged now").id, info.id);
+    }
+
+    #[test]
+    fn a_moved_tag_repoints_the_local_tag_and_leaves_the_old_image() {
+        let mut rt = SimRuntime::new(1);
+        let tag = format!("{REG}:1");
+        let first = rt.registry_push(&tag);
+        pull(&mut rt, &tag).expect("first pull");
+        let old = image(&mut rt, &tag).expect("old").id;
+        let second = rt.registry_push(&tag);
+        assert_ne!(first, second);
+        assert_eq!(image(&mut rt, &tag).expect("still old locally").id, old, "the local tag moves only on pull");
+        let progress = pull(&mut rt, &tag).expect("second pull");
+        assert_eq!(progress.last(), Some(&format!("Status: Downloaded newer image for {tag}")));
+        let new = image(&mut rt, &tag).expect("new");
+        assert_ne!(new.id, old);
+        assert_eq!(new.tags, vec![tag.clone()]);
+        let old_info = image(&mut rt, &old).expect("old by id");
+        assert!(old_info.tags.is_empty(), "{:?}", old_info.tags);
+        assert_eq!(image(&mut rt, &format!("{REG}@{first}")).expect("old by digest").id, old);
+        assert_eq!(image(&mut rt, &format!("{REG}@{second}")).expect("new by digest").id, new.id);
+    }
+
+    #[test]
+    fn pushing_a_local_image_keeps_its_id_and_tags_it() {
+        let mut rt = SimRuntime::new(1);
+        rt.add_image("drydock-test/busybox");
+        let id = image(&mut rt, "drydock-test/busybox").expect("local").id;
+        let remote = "127.0.0.1:5000/drydock-test/busybox:latest";
+        let digest = rt.registry_push_image("drydock-test/busybox", remote).expect("pushed");
+        assert_eq!(rt.registry_lookup(remote), Some((digest.clone(), id.clone())));
+        let info = image(&mut rt, remote).expect("tagged locally");
+        assert_eq!((info.id.as_str(), info.tags.len()), (id.as_str(), 2));
+        let progress = pull(&mut rt, remote).expect("pull");
+        assert_eq!(progress.last(), Some(&format!("Status: Image is up to date for {remote}")));
+        assert_eq!(rt.registry_push_image("absent", remote), None);
+        let other = "127.0.0.1:5000/drydock-test/copy:1";
+        assert_eq!(rt.registry_tag(remote, other), Some(digest), "same content, same manifest");
+    }
+}
