@@ -12,7 +12,6 @@
 //!   after a successful inspection) without pulling again.
 //! - Deleting the resource cancels an in-flight pull; the runtime image is never removed.
 
-use super::{without_finalizer, write_status};
 use crate::api::{
     ContainerImage, ContainerImageSpec, ContainerImageStatus, ImagePhase, Object, ObjectKey, PullPolicy, Resource, Uid,
     names, normalize_image_reference,
@@ -22,6 +21,7 @@ use crate::lease::{Acquire, LeaseClient, lease_name};
 use crate::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use crate::store::{StoreRequest, StoreResult};
 use crate::time::{MonoTime, Now};
+use crate::toolkit::{without_finalizer, write_status};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -16,7 +16,6 @@
 //! - A backing create whose outcome is unknown is verified with an uncached read of owner and hold
 //!   before anything else happens.
 
-use super::write_status;
 use crate::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalContainerStatus, LogicalMode, LogicalPhase};
 use crate::api::{
     Condition, ConditionStatus, ContainerImage, ContainerImageSpec, ContainerPhase, Namespace, Object, ObjectKey,
@@ -28,6 +27,7 @@ use crate::lifecycle_key::lifecycle_key;
 use crate::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use crate::store::{DeleteOptions, StoreReply, StoreRequest, StoreResult};
 use crate::time::{MonoTime, Now};
+use crate::toolkit::write_status;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -14,7 +14,6 @@
 //! succeed. In-memory state (what is in flight, what was observed) is a cache of the runtime:
 //! after a crash it is rebuilt from `status.runtimeId`, inspection and the uid label.
 
-use super::{without_finalizer, write_status};
 use crate::api::{
     ContainerImage, ContainerPhase, ImagePhase, Namespace, Object, ObjectKey, PhysicalContainer, PhysicalContainerSpec,
     PhysicalContainerStatus, Resource, Uid, names,
@@ -26,6 +25,7 @@ use crate::runtime::{
 };
 use crate::store::StoreRequest;
 use crate::time::{MonoTime, Now};
+use crate::toolkit::{without_finalizer, write_status};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
