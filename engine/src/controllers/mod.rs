@@ -1,6 +1,7 @@
 //! The built-in controllers: the garbage collector ([`gc`]), namespaces ([`namespace`]), and the
 //! runtime-facing ones, physical containers ([`physical`]), container images ([`image`]) and
-//! logical containers ([`logical`]).
+//! logical containers ([`logical`]). The runtime-facing ones are written with the public
+//! [`toolkit`](crate::toolkit), as a user's controller would be.
 
 pub mod gc;
 pub mod image;
