@@ -38,13 +38,13 @@
 //!   it holds `orphan` its dependents count it as live; afterwards nothing blocks its
 //!   `foregroundDeletion`.
 
-use super::without_finalizer;
 use crate::api::{Object, ObjectKey, Uid};
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::store::{
     DeleteOptions, FINALIZER_FOREGROUND_DELETION, FINALIZER_ORPHAN, Propagation, StoreReply, StoreRequest, StoreResult,
 };
 use crate::time::Now;
+use crate::toolkit::without_finalizer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;

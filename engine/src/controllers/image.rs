@@ -12,7 +12,6 @@
 //!   after a successful inspection) without pulling again.
 //! - Deleting the resource cancels an in-flight pull; the runtime image is never removed.
 
-use super::{without_finalizer, write_status};
 use crate::api::{
     ContainerImage, ContainerImageSpec, ContainerImageStatus, ImagePhase, Object, ObjectKey, PullPolicy, Resource, Uid,
     names, normalize_image_reference,
@@ -20,9 +19,9 @@ use crate::api::{
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::lease::{Acquire, LeaseClient, lease_name};
 use crate::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
-use crate::store::{StoreRequest, StoreResult};
+use crate::store::StoreResult;
 use crate::time::{MonoTime, Now};
-use std::collections::BTreeMap;
+use crate::toolkit::{self, Cleanup, Finalizer, OpTracker, RetryPolicy, write_status};
 use std::time::Duration;
 
 /// How long a pull lease lasts without renewal.
@@ -31,6 +30,12 @@ pub const PULL_LEASE_DURATION: Duration = Duration::from_secs(15);
 pub const VERIFY_BUDGET: u32 = 5;
 /// Progress lines kept in status.
 const PROGRESS_LINES: usize = 20;
+/// Held until an in-flight pull is cancelled and the pull lease released. Cleanup also runs once
+/// it is gone: another engine may have removed it while this one still pulls or holds the lease.
+const IMAGE_FINALIZER: Finalizer<'static> = Finalizer::new(names::FINALIZER_IMAGE).always_clean_up();
+/// After failed pull attempt `n`: 2 s, 4 s, then 5 s.
+const PULL_RETRY: RetryPolicy =
+    RetryPolicy::exponential(Duration::from_secs(1), Duration::from_secs(5)).with_max_doublings(3);
 
 /// The name of the lease that serializes pulls of `reference`: one per *normalized* reference, so
 /// `busybox`, `busybox:latest` and `docker.io/library/busybox:latest` share it.
@@ -65,11 +70,10 @@ enum Step {
     Verify { budget: u32 },
 }
 
+/// What this engine knows about one image resource.
 #[derive(Debug)]
-struct Tracked {
-    key: ObjectKey,
+struct Image {
     policy: PullPolicy,
-    in_flight: Option<(OpId, Op)>,
     step: Step,
     /// A verified id not yet written to status.
     verified: Option<String>,
@@ -79,15 +83,14 @@ struct Tracked {
     waiting: Option<String>,
     missing: bool,
     inspected_at: Option<MonoTime>,
-    not_before: Option<MonoTime>,
 }
 
-impl Tracked {
-    fn new(key: ObjectKey, policy: PullPolicy, status: &ContainerImageStatus) -> Self {
-        Tracked {
-            key,
+type Tracked = toolkit::Tracked<Op, Image>;
+
+impl Image {
+    fn new(policy: PullPolicy, status: &ContainerImageStatus) -> Self {
+        Image {
             policy,
-            in_flight: None,
             step: Step::Start,
             verified: None,
             pull_attempts: status.pull_attempts,
@@ -96,7 +99,6 @@ impl Tracked {
             waiting: None,
             missing: false,
             inspected_at: None,
-            not_before: None,
         }
     }
 }
@@ -104,27 +106,18 @@ impl Tracked {
 #[derive(Debug)]
 pub struct ContainerImageController {
     monitor_interval: Duration,
-    tracked: BTreeMap<Uid, Tracked>,
-    ops: BTreeMap<OpId, Uid>,
+    ops: OpTracker<Op, Image>,
     leases: LeaseClient,
 }
 
 impl ContainerImageController {
     pub fn new(monitor_interval: Duration) -> Self {
-        ContainerImageController {
-            monitor_interval,
-            tracked: BTreeMap::new(),
-            ops: BTreeMap::new(),
-            leases: LeaseClient::default(),
-        }
+        ContainerImageController { monitor_interval, ops: OpTracker::new(), leases: LeaseClient::default() }
     }
 
+    /// Start `op`; its reply reconciles the object again.
     fn runtime(&mut self, ctx: &mut Context<'_>, uid: &Uid, op: Op, request: RuntimeRequest) -> ReconcileResult {
-        let id = ctx.runtime(request);
-        self.ops.insert(id, uid.clone());
-        if let Some(t) = self.tracked.get_mut(uid) {
-            t.in_flight = Some((id, op));
-        }
+        self.ops.start_runtime(ctx, uid, op, request);
         Ok(Action::done())
     }
 
@@ -140,13 +133,14 @@ impl ContainerImageController {
         self.leases.release(ctx, &pull_lease_name(reference), &holder);
     }
 
-    fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+    /// One step of making the image present: check, pull under the lease, verify, monitor.
+    fn advance(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
         let uid = obj.metadata.uid.clone();
         let spec = obj.spec::<ContainerImage>().map_err(|e| ReconcileError(e.to_string()))?;
         let status = obj.status::<ContainerImage>().map_err(|e| ReconcileError(e.to_string()))?;
         let now = ctx.now();
         let monitor = self.monitor_interval;
-        let t = self.tracked.entry(uid.clone()).or_insert_with(|| Tracked::new(obj.key(), spec.pull_policy, &status));
+        let t = &mut self.ops.entry_with(obj, || Image::new(spec.pull_policy, &status)).state;
         // Pinned: only watch that it stays.
         if let Some(pinned) = status.image_id.clone().or_else(|| t.verified.clone()) {
             let stale = t.inspected_at.is_none_or(|at| now.mono.since(at) >= monitor);
@@ -176,7 +170,7 @@ impl ContainerImageController {
             Step::Start => match spec.pull_policy {
                 PullPolicy::Always => {
                     t.step = Step::NeedPull;
-                    self.apply(ctx, obj)
+                    self.advance(ctx, obj)
                 }
                 PullPolicy::Missing | PullPolicy::Never => {
                     self.runtime(ctx, &uid, Op::Check, RuntimeRequest::InspectImage { reference })
@@ -208,8 +202,8 @@ impl ContainerImageController {
                 );
                 // What we wait for now is the lease: the message of an earlier failed attempt must
                 // not be written back over this one on the next reconcile (the two would alternate).
-                if let Some(t) = self.tracked.get_mut(&uid) {
-                    t.waiting = Some(message.clone());
+                if let Some(t) = self.ops.get_mut(&uid) {
+                    t.state.waiting = Some(message.clone());
                 }
                 let next =
                     ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..status.clone() };
@@ -217,7 +211,7 @@ impl ContainerImageController {
                 Ok(Action::requeue(Duration::from_millis(500)))
             }
             Acquire::Held => {
-                let Some(t) = self.tracked.get_mut(&uid) else { return Ok(Action::done()) };
+                let Some(t) = self.ops.get_mut(&uid).map(|t| &mut t.state) else { return Ok(Action::done()) };
                 match t.step.clone() {
                     // The image may have arrived while we waited for the lease.
                     Step::NeedPull if spec.pull_policy == PullPolicy::Missing => {
@@ -271,24 +265,17 @@ impl ContainerImageController {
         }
     }
 
-    fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+    /// Cancel an in-flight pull and let the lease go; the runtime image stays.
+    fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> Result<Cleanup, ReconcileError> {
         let uid = obj.metadata.uid.clone();
         let reference = obj.spec::<ContainerImage>().map(|s| s.image).unwrap_or_default();
-        if let Some(t) = self.tracked.get_mut(&uid)
-            && let Some((op, _)) = t.in_flight.take()
-        {
-            ctx.cancel(op);
-            self.ops.remove(&op);
-        }
+        self.ops.cancel(ctx, &uid);
         self.release(ctx, &uid, &reference);
-        if obj.metadata.has_finalizer(names::FINALIZER_IMAGE) {
-            ctx.store(StoreRequest::Update { object: without_finalizer(obj, names::FINALIZER_IMAGE) });
-        }
-        Ok(Action::done())
+        Ok(Cleanup::Done)
     }
 
-    fn handle(&mut self, now: Now, uid: &Uid, op: Op, result: &RuntimeResult) {
-        let Some(t) = self.tracked.get_mut(uid) else { return };
+    fn handle(tracked: &mut Tracked, now: Now, op: Op, result: &RuntimeResult) {
+        let (t, retry) = (&mut tracked.state, &mut tracked.retry);
         match (op, result) {
             (Op::Check, Ok(RuntimeReply::Image(image))) => {
                 t.verified = Some(image.id.clone());
@@ -297,7 +284,7 @@ impl ContainerImageController {
             }
             (Op::Check, Err(RuntimeError::NotFound(_))) if t.policy == PullPolicy::Never => {
                 t.waiting = Some("the image is not present and pullPolicy is never: waiting for it to appear".into());
-                t.not_before = Some(now.mono + Duration::from_secs(5));
+                retry.wait_until(now.mono + Duration::from_secs(5));
             }
             (Op::Check, Err(RuntimeError::NotFound(_))) => match t.step {
                 Step::Recheck => t.step = Step::PullNow,
@@ -312,7 +299,8 @@ impl ContainerImageController {
             (Op::Pull, Err(error)) => {
                 t.step = Step::NeedPull;
                 t.waiting = Some(format!("pull attempt {} failed: {error}", t.pull_attempts));
-                t.not_before = Some(now.mono + backoff(t.pull_attempts));
+                // Counted by attempts (kept in status), not by failures in a row.
+                retry.wait_until(now.mono + PULL_RETRY.delay(t.pull_attempts));
             }
             (Op::Verify, Ok(RuntimeReply::Image(image))) => {
                 t.verified = Some(image.id.clone());
@@ -325,7 +313,7 @@ impl ContainerImageController {
                         t.failure = Some("the image was pulled but inspecting it kept answering NotFound".into());
                     } else {
                         t.step = Step::Verify { budget: left };
-                        t.not_before = Some(now.mono + Duration::from_millis(200) * (VERIFY_BUDGET - left));
+                        retry.wait_until(now.mono + Duration::from_millis(200) * (VERIFY_BUDGET - left));
                     }
                 }
             }
@@ -337,42 +325,15 @@ impl ContainerImageController {
                 t.missing = true;
                 t.inspected_at = Some(now.mono);
             }
-            (_, _) => t.not_before = Some(now.mono + Duration::from_secs(1)),
+            (_, _) => retry.wait_until(now.mono + Duration::from_secs(1)),
         }
     }
-}
 
-fn backoff(attempts: u32) -> Duration {
-    Duration::from_secs(1).saturating_mul(1 << attempts.min(3)).min(Duration::from_secs(5))
-}
-
-impl Controller for ContainerImageController {
-    fn name(&self) -> &str {
-        "container-image"
-    }
-
-    fn watches(&self) -> Vec<Watch> {
-        vec![Watch::own(ContainerImage::KIND)]
-    }
-
-    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
-        let Some(obj) = ctx.get(key) else {
-            self.tracked.retain(|_, t| &t.key != key);
-            return Ok(Action::done());
-        };
-        if obj.metadata.is_deleting() {
-            return self.cleanup(ctx, obj);
-        }
-        if !obj.metadata.has_finalizer(names::FINALIZER_IMAGE) {
-            let mut next = (**obj).clone();
-            next.metadata.finalizers.push(names::FINALIZER_IMAGE.to_string());
-            ctx.store(StoreRequest::Update { object: next });
-            return Ok(Action::done());
-        }
-        if let Some(t) = self.tracked.get(&obj.metadata.uid)
-            && let Some((_, op)) = t.in_flight
-        {
-            if op == Op::Pull {
+    /// The finalizer is in place: keep the lease of a running pull alive, wait out a retry,
+    /// give up past the pull limit, or take the next step.
+    fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+        if let Some(in_flight) = self.ops.get(&obj.metadata.uid).and_then(|t| t.in_flight()) {
+            if in_flight.op == Op::Pull {
                 // Keep the lease alive for as long as the pull takes.
                 let (uid, reference) =
                     (obj.metadata.uid.clone(), obj.spec::<ContainerImage>().map(|s| s.image).unwrap_or_default());
@@ -381,9 +342,9 @@ impl Controller for ContainerImageController {
             }
             return Ok(Action::done());
         }
-        if let Some(t) = self.tracked.get_mut(&obj.metadata.uid) {
-            if let Some(at) = t.not_before.take_if(|at| *at > ctx.now().mono) {
-                t.not_before = Some(at);
+        if let Some(tracked) = self.ops.get_mut(&obj.metadata.uid) {
+            let t = &mut tracked.state;
+            if let Some(delay) = tracked.retry.remaining(ctx.now().mono) {
                 let waiting = t.waiting.clone();
                 if let (Some(message), Ok(status)) = (waiting, obj.status::<ContainerImage>())
                     && status.image_id.is_none()
@@ -393,7 +354,6 @@ impl Controller for ContainerImageController {
                         ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..status.clone() };
                     write_status::<ContainerImage>(ctx, obj, &status, next);
                 }
-                let delay = at - ctx.now().mono;
                 // Policy `never` waits for the image to appear, which is a steady state; anything
                 // else waiting here is a failed step about to be retried.
                 let steady = t.policy == PullPolicy::Never;
@@ -408,10 +368,10 @@ impl Controller for ContainerImageController {
             }
         }
         let uid = obj.metadata.uid.clone();
-        let result = self.apply(ctx, obj);
-        if let (Some(t), Ok(spec)) = (self.tracked.get(&uid), obj.spec::<ContainerImage>())
-            && (t.verified.is_some() || t.failure.is_some())
-            && t.in_flight.is_none()
+        let result = self.advance(ctx, obj);
+        if let (Some(t), Ok(spec)) = (self.ops.get(&uid), obj.spec::<ContainerImage>())
+            && (t.state.verified.is_some() || t.state.failure.is_some())
+            && !t.is_busy()
         {
             // Done with pulling either way: let others have the lease.
             let holder = crate::lease::holder(ctx.identity(), &uid);
@@ -422,15 +382,31 @@ impl Controller for ContainerImageController {
         }
         result
     }
+}
+
+impl Controller for ContainerImageController {
+    fn name(&self) -> &str {
+        "container-image"
+    }
+
+    fn watches(&self) -> Vec<Watch> {
+        vec![Watch::own(ContainerImage::KIND)]
+    }
+
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
+        let Some(obj) = ctx.get(key) else {
+            self.ops.forget(key);
+            return Ok(Action::done());
+        };
+        IMAGE_FINALIZER.reconcile(ctx, obj, self, Self::apply, Self::cleanup)
+    }
 
     fn on_store_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &StoreResult) {
         self.leases.on_store_result(now, op, result);
     }
 
     fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
-        let Some(uid) = self.ops.remove(&op) else { return };
-        let Some(t) = self.tracked.get_mut(&uid) else { return };
-        let Some((_, kind)) = t.in_flight.take_if(|(id, _)| *id == op) else { return };
-        self.handle(now, &uid, kind, result);
+        let Some((done, tracked)) = self.ops.claim(op) else { return };
+        Self::handle(tracked, now, done.op, result);
     }
 }

@@ -16,7 +16,6 @@
 //! - A backing create whose outcome is unknown is verified with an uncached read of owner and hold
 //!   before anything else happens.
 
-use super::write_status;
 use crate::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalContainerStatus, LogicalMode, LogicalPhase};
 use crate::api::{
     Condition, ConditionStatus, ContainerImage, ContainerImageSpec, ContainerPhase, Namespace, Object, ObjectKey,
@@ -27,12 +26,19 @@ use crate::lease::{Acquire, LeaseClient, lease_name};
 use crate::lifecycle_key::lifecycle_key;
 use crate::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use crate::store::{DeleteOptions, StoreReply, StoreRequest, StoreResult};
-use crate::time::{MonoTime, Now};
-use std::collections::BTreeMap;
+use crate::time::Now;
+use crate::toolkit::{Cleanup, Finalizer, OpTracker, RetryPolicy, write_status};
 use std::time::Duration;
 
 /// How long a persistent startup lease lasts without renewal.
 pub const STARTUP_LEASE_DURATION: Duration = Duration::from_secs(30);
+
+/// The store puts it on every new logical container; it goes once the owned children are gone.
+/// Cleanup also runs without it, to let this engine's startup lease go.
+const LOGICAL_FINALIZER: Finalizer<'static> =
+    Finalizer::new(names::FINALIZER_LOGICAL).added_by_store().always_clean_up();
+/// After a failed inspection or verification: look again in a second.
+const RETRY: RetryPolicy = RetryPolicy::fixed(Duration::from_secs(1));
 
 /// What an inspection of the runtime container name found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,15 +63,13 @@ enum Op {
     CleanupCheck,
 }
 
+/// What this engine knows about one logical container.
 #[derive(Debug, Default)]
-struct Tracked {
-    key: Option<ObjectKey>,
-    in_flight: Option<(OpId, Op)>,
+struct Logical {
     found: Option<Found>,
     /// The backing's uid, learned from its create or its verification.
     backing: Option<Uid>,
     failure: Option<String>,
-    not_before: Option<MonoTime>,
     cleanup_clear: bool,
     /// A backing create failed or its outcome is unknown: read the store before anything else.
     verify: bool,
@@ -76,8 +80,7 @@ struct Tracked {
 #[derive(Debug)]
 pub struct LogicalContainerController {
     default_workload: Option<String>,
-    tracked: BTreeMap<Uid, Tracked>,
-    ops: BTreeMap<OpId, Uid>,
+    ops: OpTracker<Op, Logical>,
     leases: LeaseClient,
 }
 
@@ -103,24 +106,12 @@ impl LogicalContainerController {
     /// `default_workload`: the workload recorded for persistent containers when the namespace has
     /// no `drydock.dev/workload` annotation.
     pub fn new(default_workload: Option<String>) -> Self {
-        LogicalContainerController {
-            default_workload,
-            tracked: BTreeMap::new(),
-            ops: BTreeMap::new(),
-            leases: LeaseClient::default(),
-        }
+        LogicalContainerController { default_workload, ops: OpTracker::new(), leases: LeaseClient::default() }
     }
 
     fn lease_for(spec: &LogicalContainerSpec, obj: &Object) -> (String, String) {
         let runtime_name = spec.runtime_name(obj.metadata.namespace.as_deref().unwrap_or_default(), &obj.metadata.name);
         (lease_name("container", &runtime_name), runtime_name)
-    }
-
-    fn track_op(&mut self, uid: &Uid, id: OpId, op: Op) {
-        self.ops.insert(id, uid.clone());
-        if let Some(t) = self.tracked.get_mut(uid) {
-            t.in_flight = Some((id, op));
-        }
     }
 
     /// The backing spec for the mode and what the runtime has.
@@ -196,11 +187,10 @@ impl LogicalContainerController {
         let mut meta = ObjectMeta::named(Some(namespace), &backing_name(&obj.metadata.name));
         hold(&mut meta, names::FINALIZER_RUNTIME);
         let object = Object::from_spec::<PhysicalContainer>(meta, &backing);
-        if let Some(t) = self.tracked.get_mut(&obj.metadata.uid) {
-            t.expected_spec = Some(object.spec.clone());
+        if let Some(t) = self.ops.get_mut(&obj.metadata.uid) {
+            t.state.expected_spec = Some(object.spec.clone());
         }
-        let id = ctx.store(StoreRequest::Create { object });
-        self.track_op(&obj.metadata.uid, id, Op::CreateBacking);
+        self.ops.start_store(ctx, &obj.metadata.uid, Op::CreateBacking, StoreRequest::Create { object });
     }
 
     fn workload(&self, ctx: &Context<'_>, obj: &Object) -> String {
@@ -224,7 +214,7 @@ impl LogicalContainerController {
         let key = lifecycle_key(&spec);
         let backing_key = ObjectKey::namespaced(PhysicalContainer::KIND, &namespace, &backing_name(&obj.metadata.name));
         let backing = ctx.get(&backing_key).cloned();
-        let t = self.tracked.entry(uid.clone()).or_default();
+        let t = &mut self.ops.entry(obj).state;
         if t.backing.is_none() {
             t.backing.clone_from(&status.backing_uid);
         }
@@ -252,8 +242,7 @@ impl LogicalContainerController {
         }
         // No backing yet.
         if t.verify {
-            let id = ctx.store(StoreRequest::Get { key: backing_key });
-            self.track_op(&uid, id, Op::VerifyBacking);
+            self.ops.start_store(ctx, &uid, Op::VerifyBacking, StoreRequest::Get { key: backing_key });
             return Ok(Action::done());
         }
         if let Some(b) = &backing {
@@ -292,12 +281,16 @@ impl LogicalContainerController {
                 }
             }
         }
-        let t = self.tracked.entry(uid.clone()).or_default();
+        let t = &mut self.ops.entry(obj).state;
         match t.found.clone() {
             None => {
                 let runtime_name = spec.runtime_name(&namespace, &obj.metadata.name);
-                let id = ctx.runtime(RuntimeRequest::InspectContainer { id: runtime_name });
-                self.track_op(&uid, id, Op::InspectName);
+                self.ops.start_runtime(
+                    ctx,
+                    &uid,
+                    Op::InspectName,
+                    RuntimeRequest::InspectContainer { id: runtime_name },
+                );
                 Ok(Action::done())
             }
             Some(Found::Absent) if spec.mode == LogicalMode::Existing => {
@@ -383,7 +376,9 @@ impl LogicalContainerController {
         Ok(Action::done())
     }
 
-    fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+    /// Delete the owned children and release their holds; done once an uncached list confirms
+    /// that none is left.
+    fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> Result<Cleanup, ReconcileError> {
         let uid = obj.metadata.uid.clone();
         let namespace = obj.metadata.namespace.clone().unwrap_or_default();
         if let Ok(spec) = obj.spec::<LogicalContainer>() {
@@ -413,23 +408,18 @@ impl LogicalContainerController {
                 ctx.store(StoreRequest::Update { object: next });
             }
         }
-        let t = self.tracked.entry(uid.clone()).or_default();
+        let t = &mut self.ops.entry(obj).state;
         if waiting {
             t.cleanup_clear = false;
-            return Ok(Action::done());
+            return Ok(Cleanup::Waiting(Action::done()));
         }
         if !t.cleanup_clear {
             // The cache shows nothing: confirm with the store before letting go.
-            let id = ctx.store(StoreRequest::List { kind: None, namespace: Some(namespace) });
-            self.track_op(&uid, id, Op::CleanupCheck);
-            return Ok(Action::done());
+            let list = StoreRequest::List { kind: None, namespace: Some(namespace) };
+            self.ops.start_store(ctx, &uid, Op::CleanupCheck, list);
+            return Ok(Cleanup::Waiting(Action::done()));
         }
-        if obj.metadata.has_finalizer(names::FINALIZER_LOGICAL) {
-            let mut next = obj.clone();
-            next.metadata.finalizers.retain(|f| f != names::FINALIZER_LOGICAL);
-            ctx.store(StoreRequest::Update { object: next });
-        }
-        Ok(Action::done())
+        Ok(Cleanup::Done)
     }
 }
 
@@ -455,30 +445,23 @@ impl Controller for LogicalContainerController {
     }
 
     fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
-        let Some(obj) = ctx.get(key).cloned() else {
-            self.tracked.retain(|_, t| t.in_flight.is_some() || t.key.as_ref() != Some(key));
+        let Some(obj) = ctx.get(key) else {
+            self.ops.forget(key);
             return Ok(Action::done());
         };
-        let t = self.tracked.entry(obj.metadata.uid.clone()).or_default();
-        t.key = Some(key.clone());
-        if t.in_flight.is_some() {
-            return Ok(Action::done());
+        if let Some(wait) = self.ops.entry(obj).blocked(ctx.now().mono) {
+            return Ok(wait);
         }
-        if let Some(at) = t.not_before.take_if(|at| *at > ctx.now().mono) {
-            t.not_before = Some(at);
-            return Ok(Action::retry_after(at - ctx.now().mono));
-        }
-        if obj.metadata.is_deleting() { self.cleanup(ctx, &obj) } else { self.apply(ctx, &obj) }
+        LOGICAL_FINALIZER.reconcile(ctx, obj, self, Self::apply, Self::cleanup)
     }
 
     fn on_store_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &StoreResult) {
         if self.leases.on_store_result(now, op, result) {
             return;
         }
-        let Some(uid) = self.ops.remove(&op) else { return };
-        let Some(t) = self.tracked.get_mut(&uid) else { return };
-        let Some((_, kind)) = t.in_flight.take_if(|(id, _)| *id == op) else { return };
-        match (kind, result) {
+        let Some((done, tracked)) = self.ops.claim(op) else { return };
+        let (uid, t) = (tracked.uid().clone(), &mut tracked.state);
+        match (done.op, result) {
             (Op::CreateBacking, Ok(StoreReply::Object(created))) => t.backing = Some(created.metadata.uid.clone()),
             // Unknown outcome or a name collision: an uncached read decides, next reconcile.
             (Op::CreateBacking, Err(_)) => t.verify = true,
@@ -498,23 +481,26 @@ impl Controller for LogicalContainerController {
             (Op::CleanupCheck, Ok(StoreReply::Objects(objects))) => {
                 t.cleanup_clear = !objects.iter().any(|o| owned_by(o, &uid));
             }
-            (Op::VerifyBacking, _) => t.not_before = Some(now.mono + Duration::from_secs(1)),
+            (Op::VerifyBacking, _) => {
+                tracked.retry.fail(now.mono, &RETRY);
+            }
             (Op::CleanupCheck, _) | (Op::InspectName, _) | (Op::CreateBacking, Ok(_)) => {}
         }
     }
 
     fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
-        let Some(uid) = self.ops.remove(&op) else { return };
-        let Some(t) = self.tracked.get_mut(&uid) else { return };
-        let Some((_, Op::InspectName)) = t.in_flight.take_if(|(id, _)| *id == op) else { return };
-        t.found = match result {
+        let Some((done, tracked)) = self.ops.claim(op) else { return };
+        if done.op != Op::InspectName {
+            return;
+        }
+        tracked.state.found = match result {
             Ok(RuntimeReply::Container(c)) if c.labels.contains_key(names::LABEL_CREATOR) => {
                 Some(Found::Ours { id: c.id.clone(), key: c.labels.get(names::LABEL_LIFECYCLE_KEY).cloned() })
             }
             Ok(RuntimeReply::Container(c)) => Some(Found::Stranger { id: c.id.clone() }),
             Err(RuntimeError::NotFound(_)) => Some(Found::Absent),
             _ => {
-                t.not_before = Some(now.mono + Duration::from_secs(1));
+                tracked.retry.fail(now.mono, &RETRY);
                 None
             }
         };

@@ -1,4 +1,7 @@
-//! The built-in controllers.
+//! The built-in controllers: the garbage collector ([`gc`]), namespaces ([`namespace`]), and the
+//! runtime-facing ones, physical containers ([`physical`]), container images ([`image`]) and
+//! logical containers ([`logical`]). The runtime-facing ones are written with the public
+//! [`toolkit`](crate::toolkit), as a user's controller would be.
 
 pub mod gc;
 pub mod image;
@@ -31,7 +34,8 @@ impl Default for ControllerConfig {
     }
 }
 
-/// The controllers every engine runs: garbage collector, namespaces, physical containers.
+/// The controllers every engine runs: garbage collector, namespaces, physical containers,
+/// container images and logical containers.
 pub fn builtin(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
     vec![
         Box::new(gc::GarbageCollector::default()),
@@ -40,28 +44,4 @@ pub fn builtin(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
         Box::new(image::ContainerImageController::new(config.monitor_interval)),
         Box::new(logical::LogicalContainerController::new(config.default_workload.clone())),
     ]
-}
-
-/// A copy of `object` with `finalizer` removed.
-pub(crate) fn without_finalizer(object: &crate::api::Object, finalizer: &str) -> crate::api::Object {
-    let mut next = object.clone();
-    next.metadata.finalizers.retain(|f| f != finalizer);
-    next
-}
-
-/// Write `next` as the status of `obj` unless it equals `current` (a write triggers another
-/// reconcile, so writing an unchanged status would loop). Returns whether a write was issued.
-pub(crate) fn write_status<R: crate::api::Resource>(
-    ctx: &mut crate::controller::Context<'_>,
-    obj: &crate::api::Object,
-    current: &R::Status,
-    next: R::Status,
-) -> bool {
-    if *current == next {
-        return false;
-    }
-    let mut object = obj.clone();
-    object.set_status::<R>(&next);
-    ctx.store(crate::store::StoreRequest::UpdateStatus { object });
-    true
 }

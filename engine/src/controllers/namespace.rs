@@ -26,7 +26,6 @@
 //! cache that knows the namespace is terminating has seen every child created before, which is
 //! every child there is. The uncached list is the defence against a cache that breaks this.
 
-use super::without_finalizer;
 use crate::api::{
     Condition, ConditionStatus, Namespace, NamespacePhase, NamespaceStatus, Object, ObjectKey, Resource, Uid, names,
 };
@@ -34,6 +33,7 @@ use crate::cache::is_removed;
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::store::{DeleteOptions, StoreReply, StoreRequest, StoreResult};
 use crate::time::{MonoTime, Now};
+use crate::toolkit::without_finalizer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,7 +96,7 @@ impl NamespaceController {
 
     fn write_status(ctx: &mut Context<'_>, ns: &Object, status: &NamespaceStatus) -> bool {
         let Ok(current) = ns.status::<Namespace>() else { return false };
-        super::write_status::<Namespace>(ctx, ns, &current, status.clone())
+        crate::toolkit::write_status::<Namespace>(ctx, ns, &current, status.clone())
     }
 
     fn terminate(&mut self, ctx: &mut Context<'_>, key: &ObjectKey, ns: &Object) -> ReconcileResult {

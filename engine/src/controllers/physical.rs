@@ -14,7 +14,6 @@
 //! succeed. In-memory state (what is in flight, what was observed) is a cache of the runtime:
 //! after a crash it is rebuilt from `status.runtimeId`, inspection and the uid label.
 
-use super::{without_finalizer, write_status};
 use crate::api::{
     ContainerImage, ContainerPhase, ImagePhase, Namespace, Object, ObjectKey, PhysicalContainer, PhysicalContainerSpec,
     PhysicalContainerStatus, Resource, Uid, names,
@@ -24,8 +23,8 @@ use crate::runtime::{
     ContainerCreate, ContainerInfo, ContainerState, RuntimeError, RuntimeEvent, RuntimeReply, RuntimeRequest,
     RuntimeResult,
 };
-use crate::store::StoreRequest;
 use crate::time::{MonoTime, Now};
+use crate::toolkit::{self, Cleanup, Finalizer, OpTracker, RetryPolicy, write_status};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -36,6 +35,12 @@ pub const INSPECT_BUDGET: u32 = 5;
 pub const NOTFOUND_SETTLE: Duration = Duration::from_secs(10);
 /// NotFound answers in a row, within that window, before the container counts as Missing.
 pub const NOTFOUND_BUDGET: u32 = 4;
+
+/// Held until the runtime container is removed (or kept: `retain`, or not ours: tracked by id).
+const RUNTIME_FINALIZER: Finalizer<'static> = Finalizer::new(names::FINALIZER_RUNTIME);
+/// After failed runtime operations: 200 ms, 400 ms, ... up to 10 s.
+const RETRY: RetryPolicy =
+    RetryPolicy::exponential(Duration::from_millis(100), Duration::from_secs(10)).with_max_doublings(8);
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Op {
@@ -72,9 +77,7 @@ enum Verify {
 
 /// What this engine knows about one object's runtime container.
 #[derive(Debug, Default)]
-struct Tracked {
-    key: Option<ObjectKey>,
-    in_flight: Option<(OpId, Op)>,
+struct Container {
     runtime_id: Option<String>,
     observed: Option<Observed>,
     inspected_at: Option<MonoTime>,
@@ -82,8 +85,6 @@ struct Tracked {
     failure: Option<String>,
     removed: bool,
     cleanup_verified: bool,
-    errors: u32,
-    not_before: Option<MonoTime>,
     /// replaceExisting: the stranger holding our name, once resolved.
     stranger: Option<String>,
     /// Inspection failures in a row, and the last one.
@@ -104,17 +105,13 @@ struct Tracked {
 
 /// Whether nothing an earlier life of this engine did can concern the object: this life saw it
 /// created, or saw it before its runtime finalizer (which precedes any create) was added.
-fn unknown_to_earlier_lives(t: &Tracked, ctx: &Context<'_>, uid: &Uid) -> bool {
+fn unknown_to_earlier_lives(t: &Container, ctx: &Context<'_>, uid: &Uid) -> bool {
     t.seen_unstarted || ctx.saw_created(uid)
 }
 
-impl Tracked {
-    fn backoff(&mut self, now: Now) {
-        self.errors += 1;
-        let delay = Duration::from_millis(100).saturating_mul(1 << self.errors.min(8)).min(Duration::from_secs(10));
-        self.not_before = Some(now.mono + delay);
-    }
+type Tracked = toolkit::Tracked<Op, Container>;
 
+impl Container {
     fn observe(&mut self, now: Now, info: &ContainerInfo) {
         self.runtime_id = Some(info.id.clone());
         self.observed = Some(Observed::State(info.state, info.exit_code));
@@ -125,21 +122,17 @@ impl Tracked {
 #[derive(Debug)]
 pub struct PhysicalContainerController {
     monitor_interval: Duration,
-    tracked: BTreeMap<Uid, Tracked>,
-    ops: BTreeMap<OpId, Uid>,
+    ops: OpTracker<Op, Container>,
 }
 
 impl PhysicalContainerController {
     pub fn new(monitor_interval: Duration) -> Self {
-        PhysicalContainerController { monitor_interval, tracked: BTreeMap::new(), ops: BTreeMap::new() }
+        PhysicalContainerController { monitor_interval, ops: OpTracker::new() }
     }
 
+    /// Start `op`; its reply reconciles the object again.
     fn start_op(&mut self, ctx: &mut Context<'_>, uid: &Uid, op: Op, request: RuntimeRequest) -> ReconcileResult {
-        let id = ctx.runtime(request);
-        self.ops.insert(id, uid.clone());
-        if let Some(t) = self.tracked.get_mut(uid) {
-            t.in_flight = Some((id, op));
-        }
+        self.ops.start_runtime(ctx, uid, op, request);
         Ok(Action::done())
     }
 
@@ -179,13 +172,6 @@ impl PhysicalContainerController {
 
     fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
         let uid = &obj.metadata.uid;
-        if !obj.metadata.has_finalizer(names::FINALIZER_RUNTIME) {
-            self.tracked.entry(uid.clone()).or_default().seen_unstarted = true;
-            let mut next = obj.clone();
-            next.metadata.finalizers.push(names::FINALIZER_RUNTIME.to_string());
-            ctx.store(StoreRequest::Update { object: next });
-            return Ok(Action::done());
-        }
         let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
         let Some(ns) = ctx.get(&ObjectKey::cluster(Namespace::KIND, namespace)) else {
             // Not seen yet (stale cache): no side effects outside a known, active namespace.
@@ -198,7 +184,7 @@ impl PhysicalContainerController {
         let status = obj.status::<PhysicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
         let now = ctx.now();
         let monitor = self.monitor_interval;
-        let t = self.tracked.entry(uid.clone()).or_default();
+        let t = &mut self.ops.entry(obj).state;
         if t.runtime_id.is_none() {
             t.runtime_id = spec.container_id.clone().or_else(|| status.runtime_id.clone());
         }
@@ -309,23 +295,21 @@ impl PhysicalContainerController {
         Ok(if missing { Action::done() } else { Action::requeue(monitor) })
     }
 
-    fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
-        if !obj.metadata.has_finalizer(names::FINALIZER_RUNTIME) {
-            return Ok(Action::done());
-        }
+    /// Remove the runtime container, then make sure nothing carries our label any more.
+    fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> Result<Cleanup, ReconcileError> {
         let uid = &obj.metadata.uid;
         let status = obj.status::<PhysicalContainer>().unwrap_or_default();
         let spec = obj.spec::<PhysicalContainer>().unwrap_or_default();
         if spec.retain || spec.container_id.is_some() {
             // Kept (retain) or never ours (tracked by id): nothing to remove.
-            ctx.store(StoreRequest::Update { object: without_finalizer(obj, names::FINALIZER_RUNTIME) });
-            return Ok(Action::done());
+            return Ok(Cleanup::Done);
         }
-        let t = self.tracked.entry(uid.clone()).or_default();
+        let t = &mut self.ops.entry(obj).state;
         if !t.removed
             && let Some(id) = t.runtime_id.clone().or(status.runtime_id)
         {
-            return self.start_op(ctx, uid, Op::Remove, RuntimeRequest::RemoveContainer { id, force: true });
+            let remove = RuntimeRequest::RemoveContainer { id, force: true };
+            return self.start_op(ctx, uid, Op::Remove, remove).map(Cleanup::Waiting);
         }
         if !t.cleanup_verified {
             // A create sent by an earlier life of this engine (before a crash) may still land:
@@ -333,26 +317,18 @@ impl PhysicalContainerController {
             if !unknown_to_earlier_lives(t, ctx, uid)
                 && let Some(settled) = ctx.earlier_lives_pending()
             {
-                return Ok(Action::requeue(settled - ctx.now().mono));
+                return Ok(Cleanup::Waiting(Action::requeue(settled - ctx.now().mono)));
             }
-            return self.start_op(
-                ctx,
-                uid,
-                Op::CleanupCheck,
-                RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) },
-            );
+            let check = RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) };
+            return self.start_op(ctx, uid, Op::CleanupCheck, check).map(Cleanup::Waiting);
         }
-        ctx.store(StoreRequest::Update { object: without_finalizer(obj, names::FINALIZER_RUNTIME) });
-        Ok(Action::done())
+        Ok(Cleanup::Done)
     }
 
-    fn forget(&mut self, key: &ObjectKey) {
-        self.tracked.retain(|_, t| t.in_flight.is_some() || t.key.as_ref() != Some(key));
-    }
-
-    fn handle_result(t: &mut Tracked, now: Now, op: Op, result: &RuntimeResult) {
+    fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &RuntimeResult) {
         use RuntimeError as E;
         use RuntimeReply as R;
+        let (t, retry) = (&mut tracked.state, &mut tracked.retry);
         match (op, result) {
             (Op::Create, Ok(R::Created { id })) => {
                 t.runtime_id = Some(id.clone());
@@ -364,7 +340,7 @@ impl PhysicalContainerController {
             (Op::Create, Err(E::Conflict(_))) => t.verify = Some(Verify::AfterConflict),
             (Op::Create, _) => {
                 t.verify = Some(Verify::AfterUncertain);
-                t.backoff(now);
+                retry.fail(now.mono, &RETRY);
             }
             (Op::Verify, Ok(R::Containers(found))) => match (found.first(), t.verify) {
                 (Some(ours), _) => {
@@ -401,7 +377,7 @@ impl PhysicalContainerController {
                     t.inspect_message =
                         Some(format!("cannot inspect the runtime container ({} attempts): {e}", t.inspect_errors));
                 }
-                t.backoff(now);
+                retry.fail(now.mono, &RETRY);
             }
             // Right after a create, or after a restart of the daemon or of this engine (which
             // then cannot know the container is fresh), the runtime may not show the container
@@ -412,7 +388,7 @@ impl PhysicalContainerController {
             {
                 t.notfound_retries += 1;
                 t.inspected_at = None;
-                t.not_before = Some(now.mono + Duration::from_millis(200) * (1 << t.notfound_retries));
+                retry.wait_until(now.mono + Duration::from_millis(200) * (1 << t.notfound_retries));
             }
             (Op::Start | Op::Stop | Op::Inspect, Err(E::NotFound(_))) => t.observed = Some(Observed::Missing),
             (Op::Remove, Ok(_) | Err(E::NotFound(_))) => {
@@ -431,11 +407,11 @@ impl PhysicalContainerController {
                 if op == Op::Start || op == Op::Stop {
                     t.inspected_at = None;
                 }
-                t.backoff(now);
+                retry.fail(now.mono, &RETRY);
             }
         }
         if result.is_ok() {
-            t.errors = 0;
+            retry.succeed();
         }
     }
 }
@@ -482,21 +458,19 @@ impl Controller for PhysicalContainerController {
 
     fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
         let Some(obj) = ctx.get(key) else {
-            self.forget(key);
+            self.ops.forget(key);
             return Ok(Action::done());
         };
-        let t = self.tracked.entry(obj.metadata.uid.clone()).or_default();
-        t.key = Some(key.clone());
-        t.replace_existing = obj.spec::<PhysicalContainer>().is_ok_and(|s| s.replace_existing);
-        if t.in_flight.is_some() {
-            return Ok(Action::done());
+        let tracked = self.ops.entry(obj);
+        tracked.state.replace_existing = obj.spec::<PhysicalContainer>().is_ok_and(|s| s.replace_existing);
+        // One runtime operation at a time; a delete waits for it too.
+        if let Some(wait) = tracked.blocked(ctx.now().mono) {
+            return Ok(wait);
         }
-        if let Some(at) = t.not_before
-            && at > ctx.now().mono
-        {
-            return Ok(Action::retry_after(at - ctx.now().mono));
-        }
-        if obj.metadata.is_deleting() { self.cleanup(ctx, obj) } else { self.apply(ctx, obj) }
+        // Seen live before its finalizer, which precedes any create: no earlier life of this
+        // engine can have a create in flight for it.
+        tracked.state.seen_unstarted |= RUNTIME_FINALIZER.needs_adding(obj);
+        RUNTIME_FINALIZER.reconcile(ctx, obj, self, Self::apply, Self::cleanup)
     }
 
     fn on_runtime_event(&mut self, _now: Now, key: &ObjectKey, _event: &RuntimeEvent) -> bool {
@@ -504,16 +478,14 @@ impl Controller for PhysicalContainerController {
             return false;
         }
         // Something changed: look again instead of waiting for the monitoring pass.
-        for t in self.tracked.values_mut().filter(|t| t.key.as_ref() == Some(key)) {
-            t.inspected_at = None;
+        for t in self.ops.for_key_mut(key) {
+            t.state.inspected_at = None;
         }
         true
     }
 
     fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
-        let Some(uid) = self.ops.remove(&op) else { return };
-        let Some(t) = self.tracked.get_mut(&uid) else { return };
-        let Some((_, kind)) = t.in_flight.take_if(|(id, _)| *id == op) else { return };
-        Self::handle_result(t, now, kind, result);
+        let Some((done, tracked)) = self.ops.claim(op) else { return };
+        Self::handle_result(tracked, now, done.op, result);
     }
 }

@@ -9,10 +9,14 @@
 //!
 //! Nothing in the simulator knows about this bug: the generic invariants (`no-owner-cycles`,
 //! `ownership-stable`) and the oscillation detector find it from a seed.
+//!
+//! It is written with the engine's toolkit where one fits: it starts no runtime operation and
+//! holds no finalizer, so what it uses is [`update_if_changed`], which writes the owner only when
+//! it differs (a write of an unchanged object would trigger the next reconcile for nothing).
 
 use drydock_engine::api::{Namespace, ObjectKey, Resource};
 use drydock_engine::controller::{Action, Context, Controller, ReconcileResult, Watch};
-use drydock_engine::store::StoreRequest;
+use drydock_engine::toolkit::update_if_changed;
 
 pub const OWNER: &str = "rdd-mocks";
 pub const OWNED: &str = "rancher-desktop";
@@ -62,10 +66,6 @@ impl Controller for RddNamespaces {
         if owner.metadata.is_deleting() || owned.metadata.is_deleting() {
             return Ok(Action::done());
         }
-        let wanted = vec![owner.owner_reference(true)];
-        if owned.metadata.owner_references == wanted {
-            return Ok(Action::done());
-        }
         // The fixed version adopts only orphans, as Kubernetes controllers do: an owner reference
         // to an earlier `rdd-mocks` (deleted, then created again) is the garbage collector's to
         // act on. (Adding the new owner beside the dangling one raced the collector, which a
@@ -73,9 +73,9 @@ impl Controller for RddNamespaces {
         if !self.buggy && !owned.metadata.owner_references.is_empty() {
             return Ok(Action::done());
         }
-        let mut next = (*owned).clone();
-        next.metadata.owner_references = wanted; // like a forced server-side apply
-        ctx.store(StoreRequest::Update { object: next });
+        // Like a forced server-side apply: the owner references become exactly these.
+        let wanted = vec![owner.owner_reference(true)];
+        update_if_changed(ctx, &owned, |next| next.metadata.owner_references = wanted);
         Ok(Action::done())
     }
 }
