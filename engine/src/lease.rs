@@ -73,6 +73,11 @@ pub fn holder_identity(holder: &str) -> &str {
     holder.rsplit_once('/').map_or(holder, |(identity, _)| identity)
 }
 
+/// The uid of the resource a holder name (see [`holder`]) contends for, if it has one.
+pub fn holder_uid(holder: &str) -> Option<&str> {
+    holder.rsplit_once('/').map(|(_, uid)| uid)
+}
+
 #[derive(Debug, Default)]
 pub struct LeaseClient {
     /// (lease name, holder) -> state. Keyed by holder too: several resources of one controller

@@ -84,6 +84,12 @@ pub struct LogicalContainerController {
     leases: LeaseClient,
 }
 
+/// The name of the lease that serializes the startup of persistent containers named
+/// `runtime_name` (its holder records the workload before letting go).
+pub fn startup_lease_name(runtime_name: &str) -> String {
+    lease_name("container", runtime_name)
+}
+
 /// The name of the `PhysicalContainer` a logical container named `name` owns.
 pub fn backing_name(name: &str) -> String {
     format!("{name}-backing")
@@ -111,7 +117,7 @@ impl LogicalContainerController {
 
     fn lease_for(spec: &LogicalContainerSpec, obj: &Object) -> (String, String) {
         let runtime_name = spec.runtime_name(obj.metadata.namespace.as_deref().unwrap_or_default(), &obj.metadata.name);
-        (lease_name("container", &runtime_name), runtime_name)
+        (startup_lease_name(&runtime_name), runtime_name)
     }
 
     /// The backing spec for the mode and what the runtime has.

@@ -3,11 +3,12 @@
 use super::containers::recorded_owner;
 use super::named;
 use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
-use drydock_engine::OpId;
 use drydock_engine::api::logical::{LogicalContainer, LogicalMode};
-use drydock_engine::api::{ContainerImage, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::api::{ContainerImage, Lease, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::controllers::logical::startup_lease_name;
 use drydock_engine::runtime::{ContainerCreate, ContainerInfo, RuntimeRequest};
 use drydock_engine::store::StoreRequest;
+use drydock_engine::{OpId, lease};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -316,16 +317,14 @@ impl Invariant for WorkloadRecordedBeforeLeaseRelease {
     /// recorded its workload. The claims are the world's as they were before this write.
     fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
         let Some(lease) = happening.written_object() else { return };
-        let released = lease.kind == drydock_engine::api::Lease::KIND
-            && lease.spec::<drydock_engine::api::Lease>().is_ok_and(|s| s.holder.is_none());
-        // Startup leases are named `container-<hash>` (see the logical controller).
-        if !released || !lease.metadata.name.starts_with("container-") {
+        let Some(spec) = (lease.kind == Lease::KIND).then(|| lease.spec::<Lease>().ok()).flatten() else { return };
+        let startup = lease.metadata.name == startup_lease_name(&spec.key);
+        if spec.holder.is_some() || !startup {
             return;
         }
         let Some(claims) = view.facts.leases.of(&lease.metadata.name) else { return };
         for holder in claims.keys() {
-            let Some((_, uid)) = holder.rsplit_once('/') else { continue };
-            let Some(lc) = logical(view, uid) else { continue };
+            let Some(lc) = lease::holder_uid(holder).and_then(|uid| logical(view, uid)) else { continue };
             let persistent = lc.spec::<LogicalContainer>().is_ok_and(|s| s.mode == LogicalMode::Persistent);
             let recorded = lc.status::<LogicalContainer>().is_ok_and(|s| s.workload.is_some());
             if persistent && !lc.metadata.is_deleting() && !recorded {

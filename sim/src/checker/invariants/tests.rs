@@ -436,10 +436,10 @@ fn releasing_a_startup_lease_before_recording_the_workload_is_caught() {
             w.store.update_status(next).unwrap();
         }
         let holder = format!("engine-0/{}", lc.metadata.uid);
-        w.facts.leases.insert("container-abc", &holder, WallTime(60_000));
+        let name = drydock_engine::controllers::logical::startup_lease_name("ns-db");
+        w.facts.leases.insert(&name, &holder, WallTime(60_000));
         let spec = LeaseSpec { key: "ns-db".into(), ..Default::default() };
-        let lease =
-            w.store.create(WallTime(1), Object::from_spec::<Lease>(ObjectMeta::named(None, "container-abc"), &spec));
+        let lease = w.store.create(WallTime(1), Object::from_spec::<Lease>(ObjectMeta::named(None, &name), &spec));
         let lease = lease.unwrap();
         let result = Ok(StoreReply::Object(lease.clone()));
         let request = StoreRequest::Update { object: (*lease).clone() };
