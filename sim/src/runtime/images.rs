@@ -12,7 +12,7 @@
 //!   the image with all its references: refused while a running container uses it (even forced),
 //!   and without force also while a stopped one does or it has tags in several repositories.
 
-use super::registry::split_reference;
+use super::references::{full_id, is_tag_ref, ref_name, truncate_id};
 use super::{SimRuntime, sha256_of};
 use drydock_engine::api::{familiar_image_reference, normalize_image_reference};
 use drydock_engine::runtime::{ContainerState, ImageInfo, RuntimeError, RuntimeReply, RuntimeResult};
@@ -263,27 +263,6 @@ fn image_info(image: &SimImage) -> ImageInfo {
         id: image.id.clone(),
         tags: image.refs.iter().filter(|r| is_tag_ref(r)).map(|r| familiar_image_reference(r)).collect(),
     }
-}
-
-fn is_tag_ref(normalized: &str) -> bool {
-    !normalized.contains('@')
-}
-
-fn ref_name(normalized: &str) -> String {
-    split_reference(normalized).0
-}
-
-/// `sha256:<64 hex>` or `<64 hex>`: what Docker parses as an id rather than a name.
-fn full_id(reference: &str) -> Option<String> {
-    let hex = reference.strip_prefix("sha256:").unwrap_or(reference);
-    (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
-        .then(|| format!("sha256:{hex}"))
-}
-
-/// Docker's `stringid.TruncateID`: 12 hex characters, without the algorithm.
-pub(super) fn truncate_id(id: &str) -> &str {
-    let hex = id.strip_prefix("sha256:").unwrap_or(id);
-    hex.get(..12).unwrap_or(hex)
 }
 
 #[cfg(test)]

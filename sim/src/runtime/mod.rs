@@ -18,6 +18,7 @@
 
 mod containers;
 mod images;
+mod references;
 mod registry;
 #[cfg(test)]
 mod test_support;

@@ -6,7 +6,8 @@
 //! config), distinct from its manifest digest, and one manifest per content, so pushing one image
 //! under two tags gives one digest.
 
-use super::images::{DEFAULT_IMAGE_COMMAND, truncate_id};
+use super::images::DEFAULT_IMAGE_COMMAND;
+use super::references::{Selector, split_reference, truncate_id};
 use super::{SimRuntime, sha256_of};
 use drydock_engine::api::{familiar_image_reference, normalize_image_reference};
 use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult};
@@ -166,28 +167,6 @@ impl SimRuntime {
             format!("Status: Image is up to date for {familiar}")
         });
         Ok(RuntimeReply::Pulled { progress })
-    }
-}
-
-/// A normalized reference split into its repository name and its tag or digest.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Selector {
-    Tag(String),
-    Digest(String),
-}
-
-pub(super) fn split_reference(reference: &str) -> (String, Selector) {
-    let normalized = normalize_image_reference(reference);
-    if let Some((name, digest)) = normalized.split_once('@') {
-        return (name.to_string(), Selector::Digest(digest.to_string()));
-    }
-    let slash = normalized.rfind('/').map_or(0, |i| i + 1);
-    match normalized[slash..].rfind(':') {
-        Some(colon) => {
-            let at = slash + colon;
-            (normalized[..at].to_string(), Selector::Tag(normalized[at + 1..].to_string()))
-        }
-        None => (normalized, Selector::Tag("latest".into())),
     }
 }
 
