@@ -1,6 +1,5 @@
 //! The public toolkit from a user's side: a controller written with `OpTracker`, `Finalizer` and
 //! `write_status`, run by the real engine against the in-memory store and a scripted runtime.
-#![allow(clippy::unwrap_used)]
 
 use drydock_engine::api::{Object, ObjectKey, ObjectMeta, Resource};
 use drydock_engine::runtime::{ContainerCreate, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};

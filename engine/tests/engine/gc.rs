@@ -3,7 +3,6 @@
 //!
 //! The driver can hide an object's watch events from the engine (a stale cache) and checks
 //! safety properties against the store right before each of the engine's store requests runs.
-#![allow(clippy::unwrap_used)]
 
 use drydock_engine::api::{
     Condition, ConditionStatus, Namespace, NamespacePhase, NamespaceSpec, Object, ObjectKey, ObjectMeta,

@@ -1,6 +1,5 @@
 //! The engine's contract, driven by hand: work-queue serialization, backoff, requeue-after,
 //! runtime results and owner mapping.
-#![allow(clippy::unwrap_used)]
 
 use drydock_engine::api::{Object, ObjectKey, ObjectMeta, Uid};
 use drydock_engine::runtime::{RuntimeReply, RuntimeRequest, RuntimeResult};

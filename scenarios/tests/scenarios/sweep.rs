@@ -1,5 +1,4 @@
 //! A few hundred seeds of `basic`: no failures, stable digests, distinct runs, faults really fired.
-#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
 

@@ -1,5 +1,4 @@
 //! Every schedule in `scenarios/regressions/` replays without a violation.
-#![allow(clippy::unwrap_used)]
 
 use drydock_scenarios::schedule::Schedule;
 

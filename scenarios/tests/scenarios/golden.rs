@@ -1,6 +1,5 @@
 //! The golden digests: every pinned seed and regression schedule still gives its committed digest,
 //! on this machine as on the one that wrote the file.
-#![allow(clippy::unwrap_used)]
 
 use drydock_scenarios::golden::{self, Golden};
 
