@@ -107,7 +107,13 @@ pub enum Output {
 pub struct Origin {
     /// The controller's [`Controller::name`].
     pub controller: Arc<str>,
-    pub key: ObjectKey,
+    pub key: Arc<ObjectKey>,
+}
+
+impl Origin {
+    fn new(controller: &Arc<str>, key: &ObjectKey) -> Self {
+        Origin { controller: controller.clone(), key: Arc::new(key.clone()) }
+    }
 }
 
 type WorkKey = (usize, ObjectKey);
@@ -362,7 +368,7 @@ impl Engine {
         };
         let result = controller.reconcile(&mut ctx, key);
         let issued = std::mem::take(&mut ctx.issued);
-        let origin = Origin { controller: self.names[*index].clone(), key: key.clone() };
+        let origin = Origin::new(&self.names[*index], key);
         let first_output = self.outbox.len();
         let mut outstanding = 0;
         let mut made_reads = false;

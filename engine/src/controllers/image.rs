@@ -125,7 +125,7 @@ impl ContainerImageController {
     fn lease(&mut self, ctx: &mut Context<'_>, uid: &Uid, reference: &str) -> Acquire {
         let normalized = normalize_image_reference(reference);
         let holder = crate::lease::holder(ctx.identity(), uid);
-        self.leases.acquire(ctx, &pull_lease_name(reference), &normalized, &holder, PULL_LEASE_DURATION)
+        self.leases.acquire(ctx, &lease_name("pull", &normalized), &normalized, &holder, PULL_LEASE_DURATION)
     }
 
     fn release(&mut self, ctx: &mut Context<'_>, uid: &Uid, reference: &str) {
