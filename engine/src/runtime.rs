@@ -6,8 +6,14 @@
 //! - anything missing (container, image) is `NotFound`;
 //! - removing a running container without `force` is `Conflict`;
 //! - starting a running container and stopping a stopped one succeed (Docker's 304);
+//! - `Invalid` means the request can never succeed as written (Docker's 400): retrying it is
+//!   pointless, the object must be fixed;
+//! - `Transient` means the runtime failed this time (a 5xx) and may not the next;
 //! - `Uncertain` means the request may or may not have been applied (a lost reply): the caller
 //!   must verify, e.g. by listing containers with its own uid label, before retrying.
+//!
+//! A container that exists but failed to start reports Docker's error text and exit code in
+//! [`ContainerInfo`].
 
 use crate::api::container::{Mount, PortMapping, Protocol};
 use crate::time::WallTime;
@@ -117,6 +123,8 @@ pub enum ContainerState {
     Created,
     Running,
     Exited,
+    /// Being removed: it is about to be gone (Docker's `removing`).
+    Removing,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,8 +134,11 @@ pub struct ContainerInfo {
     pub image: String,
     pub labels: BTreeMap<String, String>,
     pub state: ContainerState,
-    /// Set once the container has exited.
+    /// Set once the container has exited, or failed to start (Docker's 127 for a missing command).
     pub exit_code: Option<i64>,
+    /// Why the container failed to start, as the runtime said it (Docker's `State.Error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// Published ports, while running.
     #[serde(default)]
     pub ports: Vec<PublishedPort>,
@@ -187,6 +198,9 @@ pub enum RuntimeError {
     /// The request may have been applied; verify before retrying.
     #[error("outcome unknown: {0}")]
     Uncertain(String),
+    /// The request can never succeed as written (Docker's 400): nothing was applied.
+    #[error("invalid request: {0}")]
+    Invalid(String),
     #[error("runtime error: {0}")]
     Transient(String),
 }
@@ -197,6 +211,7 @@ impl RuntimeError {
             RuntimeError::NotFound(_) => "NotFound",
             RuntimeError::Conflict(_) => "Conflict",
             RuntimeError::Uncertain(_) => "Uncertain",
+            RuntimeError::Invalid(_) => "Invalid",
             RuntimeError::Transient(_) => "Transient",
         }
     }
@@ -210,6 +225,7 @@ impl fmt::Display for ContainerState {
             ContainerState::Created => "created",
             ContainerState::Running => "running",
             ContainerState::Exited => "exited",
+            ContainerState::Removing => "removing",
         })
     }
 }

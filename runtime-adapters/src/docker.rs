@@ -305,6 +305,7 @@ fn container_info(response: ContainerInspectResponse) -> Result<ContainerInfo, R
         labels: config.labels.unwrap_or_default().into_iter().collect(),
         state,
         exit_code,
+        error: None,
     })
 }
 

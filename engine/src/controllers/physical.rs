@@ -284,6 +284,7 @@ impl PhysicalContainerController {
                     ContainerState::Running => ContainerPhase::Running,
                     ContainerState::Exited => ContainerPhase::Exited,
                     ContainerState::Created => ContainerPhase::Exited, // stopped before it ever ran
+                    ContainerState::Removing => ContainerPhase::Exited,
                 },
                 exit_code,
                 message: inspect_message,

@@ -125,6 +125,7 @@ fn container(id: &str, name: &str, labels: BTreeMap<String, String>, state: Cont
         labels,
         state,
         exit_code,
+        error: None,
     }
 }
 

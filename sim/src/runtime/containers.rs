@@ -117,6 +117,7 @@ impl SimRuntime {
             labels: create.labels.clone(),
             state: ContainerState::Created,
             exit_code: None,
+            error: None,
         };
         let record = SimContainer {
             info,
@@ -344,6 +345,7 @@ mod tests {
             labels: BTreeMap::new(),
             state,
             exit_code: None,
+            error: None,
             ports: Vec::new(),
         };
         rt.insert(info("a", ContainerState::Running));

@@ -94,6 +94,7 @@ impl Fixture {
             labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             state: ContainerState::Running,
             exit_code: None,
+            error: None,
         };
         self.runtime.insert(info.clone());
         info
