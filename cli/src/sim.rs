@@ -255,6 +255,12 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
         probes.len(),
         if unreached.is_empty() { String::new() } else { format!("; never reached: {}", unreached.join(", ")) }
     )?;
+    let work = &report.work_after_heal;
+    writeln!(
+        out,
+        "work after faults healed, the most in one minute: {} runtime requests and {} store writes by one object, {} reconciles per object by one process",
+        work.runtime_requests, work.store_writes, work.reconciles_per_object
+    )?;
     let (events, sim_seconds) = (report.events(), report.sim_seconds());
     let seeds_per_sec = report.seeds() as f64 / wall.max(1e-9);
     let acceleration = sim_seconds / wall.max(1e-9);
@@ -300,6 +306,7 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             "nondeterministic": report.nondeterministic,
             "probes": probes,
             "probes_unreached": unreached,
+            "work_after_heal": report.work_after_heal,
         });
         writeln!(out, "{summary}")?;
     }

@@ -26,6 +26,13 @@ fn docker_names_with(prefix: &str) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
 }
 
+/// `docker rm -f` every container whose name starts with `prefix` (cleaning up after a failed test).
+fn remove_containers_with(prefix: &str) {
+    for name in docker_names_with(prefix) {
+        let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+    }
+}
+
 fn up_fails(path: &PathBuf) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_drydock")).arg("up").arg("-f").arg(path).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "stdout: {}", String::from_utf8_lossy(&out.stdout));
@@ -190,4 +197,147 @@ async fn logical_containers_session_goes_persistent_stays_and_is_reused_then_rep
     let third = container_id(&persistent_name).expect("a persistent container");
     assert_ne!(third, first, "replaced after the key changed");
     let _ = Command::new("docker").args(["rm", "-f", &persistent_name]).output();
+}
+
+/// A proxy on a Unix socket in front of the Docker daemon that records the request line of every
+/// HTTP request passing through (`POST /v1.41/containers/<id>/start`): a start Docker refuses
+/// leaves no event, so counting requests is the only way to count attempts.
+struct DockerProxy {
+    socket: PathBuf,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl DockerProxy {
+    async fn start() -> DockerProxy {
+        let socket = std::env::temp_dir().join(format!("drydock-docker-proxy-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&socket);
+        let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = requests.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let Ok(daemon) = tokio::net::UnixStream::connect("/var/run/docker.sock").await else { return };
+                    let (mut client_read, mut client_write) = client.into_split();
+                    let (mut daemon_read, mut daemon_write) = daemon.into_split();
+                    let upstream = async move {
+                        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                        let mut buffer = vec![0u8; 64 * 1024];
+                        while let Ok(n) = client_read.read(&mut buffer).await {
+                            if n == 0 {
+                                break;
+                            }
+                            for line in String::from_utf8_lossy(&buffer[..n]).lines() {
+                                let methods = ["GET ", "POST ", "DELETE ", "PUT ", "HEAD "];
+                                if methods.iter().any(|m| line.starts_with(m)) && line.ends_with("HTTP/1.1") {
+                                    log.lock().unwrap().push(line.to_string());
+                                }
+                            }
+                            if daemon_write.write_all(&buffer[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    };
+                    let downstream = tokio::io::copy(&mut daemon_read, &mut client_write);
+                    let _ = tokio::join!(upstream, downstream);
+                });
+            }
+        });
+        DockerProxy { socket, requests }
+    }
+
+    /// How many start requests reached Docker for container `id`.
+    fn starts_of(&self, id: &str) -> usize {
+        let requests = self.requests.lock().unwrap();
+        requests.iter().filter(|r| r.starts_with("POST ") && r.contains(&format!("/containers/{id}/start"))).count()
+    }
+}
+
+/// Issue 11's must-hold on real Docker: a container whose command is not in the image and one
+/// whose host port is taken each end `Failed` with Docker's own message within 10 s, after a
+/// handful of start attempts at most (counted as requests reaching Docker), and teardown leaves
+/// nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_that_can_never_succeed_end_failed_with_dockers_message() {
+    if docker_or_skip("up_start_failures").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let proxy = DockerProxy::start().await;
+    // A host process holds a port: Docker cannot publish on it.
+    let held = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    let ns = unique("fail");
+    let path = manifest(
+        "failing.yaml",
+        &format!(
+            "kind: Namespace\nmetadata: {{name: {ns}}}\n---\n\
+             kind: PhysicalContainer\nmetadata: {{name: missing, namespace: {ns}}}\n\
+             spec: {{image: '{TEST_IMAGE}', command: [/no/such/program]}}\n---\n\
+             kind: PhysicalContainer\nmetadata: {{name: porty, namespace: {ns}}}\n\
+             spec: {{image: '{TEST_IMAGE}', command: [sleep, '3600'], ports: [{{containerPort: 80, hostPort: {port}}}]}}\n"
+        ),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_drydock"))
+        .arg("up")
+        .arg("-f")
+        .arg(&path)
+        .env("DOCKER_HOST", format!("unix://{}", proxy.socket.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let keys = [format!("PhysicalContainer/{ns}/missing "), format!("PhysicalContainer/{ns}/porty ")];
+    let failed = |lines: &[String], key: &str| lines.iter().find(|l| l.contains(key) && l.contains("Failed")).cloned();
+    let started = Instant::now();
+    let mut lines: Vec<String> = Vec::new();
+    while !keys.iter().all(|k| failed(&lines, k).is_some()) {
+        match rx.recv_timeout(Duration::from_secs(10).saturating_sub(started.elapsed())) {
+            Ok(line) => lines.push(line),
+            Err(_) => {
+                let _ = child.kill();
+                let starts: Vec<String> = ["missing", "porty"]
+                    .iter()
+                    .map(|name| {
+                        let id = container_id(&format!("{ns}-{name}")).unwrap_or_default();
+                        format!("{name}: {} start requests", proxy.starts_of(&id))
+                    })
+                    .collect();
+                remove_containers_with(&ns);
+                panic!("not both Failed within 10 s ({}); output so far:\n{}", starts.join(", "), lines.join("\n"));
+            }
+        }
+    }
+    let missing = failed(&lines, &keys[0]).unwrap_or_default();
+    let porty = failed(&lines, &keys[1]).unwrap_or_default();
+    assert!(missing.contains("executable file not found"), "Docker's message for the missing command: {missing}");
+    assert!(
+        porty.contains("address already in use") || porty.contains("port is already allocated"),
+        "Docker's message for the taken port: {porty}"
+    );
+    for name in ["missing", "porty"] {
+        let id = container_id(&format!("{ns}-{name}")).expect("the container exists until teardown");
+        let starts = proxy.starts_of(&id);
+        assert!((1..=5).contains(&starts), "{name}: {starts} start requests reached Docker");
+    }
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
+        lines.push(line);
+    }
+    let output = lines.join("\n");
+    assert!(status.success(), "exit {status}:\n{output}");
+    assert!(output.contains("nothing left"), "{output}");
+    assert!(docker_names_with(&ns).is_empty(), "runtime containers left behind:\n{output}");
+    drop(held);
+    let _ = std::fs::remove_file(&proxy.socket);
 }

@@ -65,6 +65,7 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             retain: chance(rng, 0.2),
             replace_existing: chance(rng, 0.5),
             labels,
+            ..ContainerOp::default()
         };
         ops.at(created, ClientOp::CreateContainer(container));
         if chance(rng, 0.2) {

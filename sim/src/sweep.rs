@@ -15,6 +15,7 @@
 //! clock).
 
 use crate::RunReport;
+use crate::checker::efficiency::WorkPeaks;
 use crate::probes::Probe;
 use drydock_faults::FaultKind;
 use std::collections::BTreeMap;
@@ -66,6 +67,8 @@ pub struct SweepReport {
     pub faults_fired: BTreeMap<FaultKind, u64>,
     /// Hits per probe over all seeds (every probe present, maybe zero).
     pub probes: BTreeMap<Probe, u64>,
+    /// The most work any object of any seed did in one window after the heal.
+    pub work_after_heal: WorkPeaks,
 }
 
 impl SweepReport {
@@ -104,6 +107,10 @@ impl SweepReport {
         for (probe, hits) in &report.probes {
             *self.probes.entry(*probe).or_default() += hits;
         }
+        let (peaks, work) = (&mut self.work_after_heal, &report.stats.work_after_heal);
+        peaks.runtime_requests = peaks.runtime_requests.max(work.runtime_requests);
+        peaks.store_writes = peaks.store_writes.max(work.store_writes);
+        peaks.reconciles_per_object = peaks.reconciles_per_object.max(work.reconciles_per_object);
         self.outcomes.push(SeedOutcome {
             seed: report.seed,
             ok: report.ok,

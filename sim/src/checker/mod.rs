@@ -12,6 +12,7 @@
 //! what happened, never by asking the engine.
 
 mod convergence;
+pub mod efficiency;
 mod happening;
 mod invariants;
 
@@ -138,6 +139,10 @@ pub const EVENTUAL: &[(&str, &str)] = &[
     ("convergence", "after faults heal, desired state equals actual state within a bounded simulated time"),
     ("quiescence", "once converged, no object is rewritten while nothing changes (no oscillation at rest)"),
     ("no-oscillation", "after faults heal, no object is written more than 30 times with no client acting"),
+    (
+        "efficiency",
+        "after faults heal, no object causes more than 60 runtime requests or 40 store writes a simulated minute, and no process runs more than 60 reconciles a minute per object (no hot loops)",
+    ),
 ];
 
 #[cfg(test)]

@@ -145,6 +145,11 @@ impl World<'_> {
             retain: c.retain,
             replace_existing: c.replace_existing,
             labels: c.labels.clone(),
+            command: c.command.clone(),
+            ports: c.ports.clone(),
+            mounts: c.mounts.clone(),
+            env: c.env.clone(),
+            container_name: c.container_name.clone(),
             ..Default::default()
         };
         Object::from_spec::<PhysicalContainer>(meta, &spec)

@@ -88,6 +88,8 @@ pub struct RunStats {
     pub reconciles: u64,
     /// Simulated seconds from heal to convergence.
     pub convergence_secs: f64,
+    /// The most work one object (or process, per object) did in a minute after the heal.
+    pub work_after_heal: crate::checker::efficiency::WorkPeaks,
 }
 
 pub(super) struct Env {

@@ -3,8 +3,10 @@
 //! actual within the convergence bound (`convergence`), with no object rewritten over and over on
 //! the way (`no-oscillation`), and then stay quiet for the settle time (`quiescence`).
 
+use crate::checker::efficiency::{WorkCounter, WorkLimits, WorkPeaks};
 use crate::checker::{View, desired_equals_actual};
 use drydock_engine::MonoTime;
+use drydock_engine::api::ObjectKey;
 use drydock_engine::store::{Store, StoreReply, StoreRequest, StoreResult};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,6 +22,8 @@ pub struct LivenessKnobs {
     pub oscillation_bound: u32,
     /// A run that takes more events than this fails (a livelock guard).
     pub max_events: u64,
+    /// The work objects and processes may do after the heal (the efficiency checker).
+    pub work: WorkLimits,
 }
 
 impl Default for LivenessKnobs {
@@ -29,6 +33,7 @@ impl Default for LivenessKnobs {
             settle: Duration::from_secs(65),
             oscillation_bound: 30,
             max_events: 2_000_000,
+            work: WorkLimits::default(),
         }
     }
 }
@@ -74,20 +79,50 @@ pub(super) enum Verdict {
 pub(super) struct Liveness {
     knobs: LivenessKnobs,
     phase: Phase,
+    /// When faults healed.
+    healed_at: Option<MonoTime>,
     /// Store writes per object since faults healed (the oscillation detector).
     heal_writes: BTreeMap<String, u32>,
+    /// Work since faults healed (the efficiency checker), and its first excess.
+    work: WorkCounter,
+    wasted: Option<String>,
     /// Simulated seconds from heal to convergence.
     pub convergence_secs: f64,
 }
 
 impl Liveness {
     pub fn new(knobs: &LivenessKnobs) -> Self {
-        Liveness { knobs: knobs.clone(), phase: Phase::Safety, heal_writes: BTreeMap::new(), convergence_secs: 0.0 }
+        Liveness {
+            knobs: knobs.clone(),
+            phase: Phase::Safety,
+            healed_at: None,
+            heal_writes: BTreeMap::new(),
+            work: WorkCounter::new(knobs.work.clone()),
+            wasted: None,
+            convergence_secs: 0.0,
+        }
     }
 
     /// Faults healed at `now`: the liveness phase begins.
     pub fn heal(&mut self, now: MonoTime) {
         self.phase = Phase::Liveness { healed_at: now };
+        self.healed_at = Some(now);
+    }
+
+    /// A reconcile of `key` sent a request at `now` (`runtime`: to the runtime, else a store
+    /// write): after the heal, it counts against the object's work budget.
+    pub fn sent(&mut self, now: MonoTime, key: &ObjectKey, runtime: bool, what: impl FnOnce() -> String) {
+        let Some(healed_at) = self.healed_at else { return };
+        if self.wasted.is_none()
+            && let Err(message) = self.work.sent(now.since(healed_at), key, runtime, what)
+        {
+            self.wasted = Some(message);
+        }
+    }
+
+    /// The most work any object did in one window after the heal.
+    pub fn work_peaks(&self) -> WorkPeaks {
+        self.work.peaks.clone()
     }
 
     /// A store request of an engine applied: after the heal, count the rewrites it made.
@@ -99,8 +134,29 @@ impl Liveness {
         }
     }
 
-    /// Judge the run after an event at `now`. `busy` says what keeps the world from being quiet.
-    pub fn judge(&mut self, now: MonoTime, events: u64, view: &View<'_>, busy: impl Fn() -> Option<Busy>) -> Verdict {
+    /// Judge the run after an event at `now`. `busy` says what keeps the world from being quiet;
+    /// `reconciles` is each process's reconcile count so far.
+    pub fn judge(
+        &mut self,
+        now: MonoTime,
+        events: u64,
+        view: &View<'_>,
+        reconciles: impl Iterator<Item = u64>,
+        busy: impl Fn() -> Option<Busy>,
+    ) -> Verdict {
+        if let Some(healed_at) = self.healed_at {
+            let objects = view.store.len();
+            for (process, total) in reconciles.enumerate() {
+                if self.wasted.is_none()
+                    && let Err(message) = self.work.reconciled(now.since(healed_at), process, total, objects)
+                {
+                    self.wasted = Some(message);
+                }
+            }
+        }
+        if let Some(message) = self.wasted.take() {
+            return Verdict::Failed("efficiency", message);
+        }
         if events >= self.knobs.max_events {
             let message = format!("the run did not finish within {} events", self.knobs.max_events);
             return Verdict::Failed("event-budget", message);

@@ -277,7 +277,8 @@ impl<'w> World<'w> {
         let view = View { store: &self.store, runtime: &self.runtime, facts: &self.facts, now: wall };
         let (processes, watches, outstanding) = (&self.processes, &self.watches, self.env.outstanding);
         let busy = || busy(processes, watches, outstanding, now);
-        match self.liveness.judge(now, self.trace.events(), &view, busy) {
+        let reconciles = processes.iter().map(|p| p.engine.stats().reconciles);
+        match self.liveness.judge(now, self.trace.events(), &view, reconciles, busy) {
             Verdict::Running => false,
             Verdict::Done => true,
             Verdict::Failed(property, message) => self.fail(now, property.to_string(), message),
@@ -292,6 +293,7 @@ impl<'w> World<'w> {
     fn report(mut self) -> RunReport {
         self.env.stats.reconciles = self.processes.reconciles();
         self.env.stats.convergence_secs = self.liveness.convergence_secs;
+        self.env.stats.work_after_heal = self.liveness.work_peaks();
         RunReport {
             seed: self.seed,
             ok: self.violations.is_empty(),

@@ -37,8 +37,11 @@ impl World<'_> {
                     self.cancel(process, id);
                     continue;
                 }
-                Output::Store { id, request, write_follows, .. } => {
+                Output::Store { id, request, write_follows, origin } => {
                     self.env.stats.store_requests += 1;
+                    if !request.is_read() {
+                        self.liveness.sent(now, &origin.key, false, || request.describe());
+                    }
                     let between_writes = !request.is_read() && write_follows;
                     self.store_link.send(&mut self.env, now, process, id, request);
                     (between_writes && self.env.fires(FaultKind::CrashBetweenWrites))
@@ -46,6 +49,7 @@ impl World<'_> {
                 }
                 Output::Runtime { id, request, origin } => {
                     self.env.stats.runtime_requests += 1;
+                    self.liveness.sent(now, &origin.key, true, || request.describe());
                     self.send_runtime(now, process, id, request, &origin.key);
                     None
                 }

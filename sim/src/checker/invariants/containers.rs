@@ -4,7 +4,7 @@ use super::named;
 use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
 use crate::facts::is_process_identity;
 use drydock_engine::api::{Namespace, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
-use drydock_engine::runtime::{ContainerInfo, RuntimeRequest};
+use drydock_engine::runtime::{ContainerInfo, RuntimeError, RuntimeRequest};
 use drydock_engine::store::StoreRequest;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -329,6 +329,36 @@ impl Invariant for NamespaceCleanupOrder {
             self.seen.flag(format!(
                 "p{process} deleted {key} while {} remained in terminating namespace {namespace}",
                 earlier.key()
+            ));
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
+/// What Docker would refuse as invalid never reaches the runtime: admission refuses it first, with
+/// a field path the user can act on, instead of an object failing later with a runtime message.
+#[derive(Default)]
+pub(super) struct AdmissionBeforeRuntime {
+    seen: Seen,
+}
+
+impl Invariant for AdmissionBeforeRuntime {
+    named!(AdmissionBeforeRuntime);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeApplied]
+    }
+
+    fn observe(&mut self, _view: &View<'_>, happening: &Happening<'_>) {
+        if let Happening::RuntimeApplied { process, request, result: Err(RuntimeError::Invalid(message)), .. } =
+            happening
+        {
+            self.seen.flag(format!(
+                "p{process} sent `{}`, which the runtime refused as invalid ({message}): admission let it through",
+                request.describe()
             ));
         }
     }

@@ -486,3 +486,22 @@ fn a_users_invariant_observes_and_checks_like_a_built_in_one() {
     assert_eq!(w.violated().as_deref(), Some("no-pulls"));
     assert_eq!(w.message(), "1 pulls");
 }
+
+#[test]
+fn a_request_the_runtime_refuses_as_invalid_is_caught() {
+    let mut w = Fixture::new();
+    let request = create("x", &[]);
+    let ok = Ok(RuntimeReply::Created { id: "c1".into() });
+    w.observe(Happening::RuntimeApplied { process: 0, id: OpId(1), request: &request, result: &ok, removed: None });
+    assert_eq!(w.violated(), None);
+    let refused = Err(drydock_engine::runtime::RuntimeError::Invalid("Invalid container name (x)".into()));
+    w.observe(Happening::RuntimeApplied {
+        process: 1,
+        id: OpId(2),
+        request: &request,
+        result: &refused,
+        removed: None,
+    });
+    assert_eq!(w.violated().as_deref(), Some("admission-before-runtime"));
+    assert!(w.message().contains("p1 sent `create x from busybox`"), "{}", w.message());
+}
