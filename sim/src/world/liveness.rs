@@ -110,9 +110,22 @@ impl Liveness {
     }
 
     /// A reconcile of `key` sent a request at `now` (`runtime`: to the runtime, else a store
-    /// write): after the heal, it counts against the object's work budget.
-    pub fn sent(&mut self, now: MonoTime, key: &ObjectKey, runtime: bool, what: impl FnOnce() -> String) {
+    /// write; `changes`: it would change something, as a create, start, stop, remove or pull
+    /// does): after the heal, it counts against the object's work budget, and once the world has
+    /// converged a change is work a quiet world must not do.
+    pub fn sent(
+        &mut self,
+        now: MonoTime,
+        key: &ObjectKey,
+        runtime: bool,
+        changes: bool,
+        what: impl FnOnce() -> String,
+    ) {
         let Some(healed_at) = self.healed_at else { return };
+        if changes && matches!(self.phase, Phase::Settling { .. }) && self.wasted.is_none() {
+            self.wasted = Some(format!("{key} sent `{}` after the world converged with nothing changing", what()));
+            return;
+        }
         if self.wasted.is_none()
             && let Err(message) = self.work.sent(now.since(healed_at), key, runtime, what)
         {

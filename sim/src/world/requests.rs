@@ -40,7 +40,7 @@ impl World<'_> {
                 Output::Store { id, request, write_follows, origin } => {
                     self.env.stats.store_requests += 1;
                     if !request.is_read() {
-                        self.liveness.sent(now, &origin.key, false, || request.describe());
+                        self.liveness.sent(now, &origin.key, false, false, || request.describe());
                     }
                     let between_writes = !request.is_read() && write_follows;
                     self.store_link.send(&mut self.env, now, process, id, request);
@@ -49,7 +49,14 @@ impl World<'_> {
                 }
                 Output::Runtime { id, request, origin } => {
                     self.env.stats.runtime_requests += 1;
-                    self.liveness.sent(now, &origin.key, true, || request.describe());
+                    let changes = !matches!(
+                        request,
+                        RuntimeRequest::InspectContainer { .. }
+                            | RuntimeRequest::ListContainers { .. }
+                            | RuntimeRequest::InspectImage { .. }
+                            | RuntimeRequest::ContainerEvents { .. }
+                    );
+                    self.liveness.sent(now, &origin.key, true, changes, || request.describe());
                     self.send_runtime(now, process, id, request, &origin.key);
                     None
                 }
