@@ -154,6 +154,7 @@ impl WorkCounter {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn key(name: &str) -> ObjectKey {
