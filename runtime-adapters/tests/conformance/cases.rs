@@ -73,11 +73,15 @@ pub async fn a_name_is_free_again_after_remove<R: Runtime>(fx: &Fx<R>) {
     assert_ne!(first, second);
 }
 
+/// Docker: 400 `Invalid container name (NAME), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed`, and
+/// nothing is created.
 pub async fn create_with_an_invalid_name_fails<R: Runtime>(fx: &Fx<R>) {
     let mut spec = fx.spec("a", &[]);
     spec.name = format!("{} bad name!", fx.case);
-    let result = fx.try_create(spec).await;
-    assert!(matches!(result, Err(RuntimeError::Transient(_))), "{result:?}");
+    let result = fx.try_create(spec.clone()).await;
+    let expected = format!("Invalid container name ({}), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed", spec.name);
+    assert_eq!(result, Err(RuntimeError::Invalid(expected)));
+    assert!(fx.list(&[(RUN_LABEL, &fx.case)]).await.is_empty(), "nothing was created");
 }
 
 pub async fn create_without_command_uses_the_image_default<R: Runtime>(fx: &Fx<R>) {
