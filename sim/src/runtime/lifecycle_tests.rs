@@ -205,6 +205,7 @@ fn a_daemon_restart_stops_with_the_default_grace_period() {
     let plain = created(&mut rt, "plain", &[]);
     start(&mut rt, &trapping).expect("start");
     start(&mut rt, &plain).expect("start");
+    rt.set_now(WallTime(1_000_500)); // the trap is set by then
     assert_eq!(rt.restart_daemon(), 2);
     assert_eq!((info(&rt, &trapping).exit_code, info(&rt, &plain).exit_code), (Some(0), Some(137)));
 }

@@ -2,10 +2,12 @@
 //!
 //! Only `sleep` takes time; every other command ends at once, and commands have no effect but
 //! their status. Signals follow Docker and busybox: `docker stop` sends TERM to PID 1 only, and
-//! KILL after the grace period. PID 1 ignores a signal it has no handler for (the kernel's rule
-//! for a namespace's init), so only a shell that ran `trap ACTION TERM` reacts to TERM, and it
+//! KILL after the grace period. PID 1 ignores a signal it has no handler for when it arrives
+//! (the kernel's rule for a namespace's init: the signal is lost, a handler installed later never
+//! sees it), so only a shell that ran `trap ACTION TERM` before TERM came reacts to it, and it
 //! runs the action once its foreground command has ended (POSIX: a trap waits for the foreground
-//! command), never during a `sleep`. A child (`sh -c` inside a script, `sleep`) never sees TERM.
+//! command), never during a `sleep`. A TERM at the instant of some commands comes before them. A
+//! child (`sh -c` inside a script, `sleep`) never sees TERM.
 //!
 //! Loops are what make a script run for ever: a loop whose state at its head (status, trap, TERM
 //! delivered or not) repeats is periodic, so the run skips whole periods up to the next signal,
@@ -72,25 +74,43 @@ enum Trap {
     Run(String),
 }
 
+/// Where TERM is, for one shell.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Term {
+    /// Not arrived (or never coming).
+    Coming,
+    /// Arrived while a handler was set: it runs when the foreground command ends.
+    Armed,
+    /// Handled, or lost on arrival (no handler then).
+    Done,
+}
+
 /// One shell process.
 struct Shell {
     status: i64,
     trap: Trap,
     /// When TERM reaches this shell (PID 1 only).
     term_at: Option<u64>,
-    term_delivered: bool,
-    /// Loop head states seen, and when: (loop id, status, trap, TERM delivered) -> clock.
-    seen: BTreeMap<(usize, i64, Trap, bool), u64>,
+    term: Term,
+    /// Loop head states seen, and when: (loop id, status, trap, TERM) -> clock.
+    seen: BTreeMap<(usize, i64, Trap, Term), u64>,
 }
 
 impl Shell {
     fn new(term_at: Option<u64>) -> Self {
-        Shell { status: 0, trap: Trap::Default, term_at, term_delivered: false, seen: BTreeMap::new() }
+        Shell { status: 0, trap: Trap::Default, term_at, term: Term::Coming, seen: BTreeMap::new() }
     }
 
-    /// TERM has been sent and not handled yet.
-    fn term_pending(&self) -> Option<u64> {
-        self.term_at.filter(|_| !self.term_delivered)
+    /// When TERM will arrive, if it has not yet.
+    fn term_coming(&self) -> Option<u64> {
+        self.term_at.filter(|_| self.term == Term::Coming)
+    }
+
+    /// TERM arrives if its time has come by `clock`: armed if a handler is set, else lost.
+    fn arrive_by(&mut self, clock: u64) {
+        if self.term_coming().is_some_and(|at| at <= clock) {
+            self.term = if matches!(self.trap, Trap::Run(_)) { Term::Armed } else { Term::Done };
+        }
     }
 }
 
@@ -203,7 +223,7 @@ impl Machine<'_> {
     fn repeat(&mut self, shell: &mut Shell, id: usize, until: bool, condition: &List, body: &List) -> Flow {
         let mut status = 0;
         loop {
-            let key = (id, shell.status, shell.trap.clone(), shell.term_delivered);
+            let key = (id, shell.status, shell.trap.clone(), shell.term);
             if let Some(&before) = shell.seen.get(&key)
                 && let Some(flow) = self.skip_periods(shell, self.clock - before)
             {
@@ -230,7 +250,7 @@ impl Machine<'_> {
     /// A loop repeats its state every `period`: jump ahead by whole periods to the next signal.
     /// `Some` when the loop ends here (killed, or nothing will ever come).
     fn skip_periods(&mut self, shell: &mut Shell, period: u64) -> Option<Flow> {
-        let next = [shell.term_pending().map(|at| at.max(self.clock)), self.kill_at].into_iter().flatten().min();
+        let next = [shell.term_coming().map(|at| at.max(self.clock)), self.kill_at].into_iter().flatten().min();
         let Some(next) = next else { return Some(Flow::Forever) };
         if period == 0 {
             self.clock = self.clock.max(next);
@@ -258,6 +278,7 @@ impl Machine<'_> {
                 None => Flow::Forever,
             };
         }
+        shell.arrive_by(self.clock);
         let argv: Vec<String> = words.iter().map(|w| expand(w, shell.status)).collect();
         let Some((name, args)) = argv.split_first() else { return Flow::Continue };
         let flow = match name.as_str() {
@@ -274,7 +295,7 @@ impl Machine<'_> {
             // command is, and TERM goes to it.
             "exec" => {
                 shell.trap = Trap::Default;
-                let term = shell.term_pending();
+                let term = shell.term_coming();
                 return match self.external(args, term) {
                     Flow::Continue => Flow::Exit(shell.status),
                     other => other,
@@ -333,12 +354,13 @@ impl Machine<'_> {
         self.process(argv, term_at)
     }
 
-    /// TERM arrived while the last command ran: run the shell's handler now.
+    /// A command ended: if TERM arrived while a handler was set, run the handler now.
     fn deliver_term(&mut self, shell: &mut Shell) -> Flow {
-        if shell.term_pending().is_none_or(|at| at > self.clock) {
+        shell.arrive_by(self.clock);
+        if shell.term != Term::Armed {
             return Flow::Continue;
         }
-        shell.term_delivered = true;
+        shell.term = Term::Done;
         let Trap::Run(action) = shell.trap.clone() else { return Flow::Continue };
         let saved = shell.status;
         let flow = match parse(&action) {

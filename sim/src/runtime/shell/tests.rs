@@ -120,6 +120,10 @@ fn a_term_handler_runs_once_the_foreground_command_ends() {
         let s = format!("trap 'exit 0' INT {signal}; while true; do sleep 0.1; done");
         assert_eq!(stop(&s, 300, 2_000), exits(300, 0), "{signal}");
     }
+    // PID 1 without a handler loses the TERM: a handler set afterwards never sees it.
+    let late = "sleep 1; trap 'exit 0' TERM; while true; do sleep 0.1; done";
+    assert_eq!(stop(late, 500, 2_000), exits(2_500, KILLED), "TERM came before the trap");
+    assert_eq!(stop(&looping("exit 0", "0.1"), 0, 2_000), exits(2_000, KILLED), "TERM comes before the trap command");
     // A stop long after the start skips whole loop periods (and stays exact).
     assert_eq!(stop(&looping("exit 2", "0.7"), 3_600_000, 10_000), exits(3_600_100, 2));
 }
