@@ -10,6 +10,7 @@
 //! | 400 | `Invalid` | Docker's invalid parameter: a create it refuses (name, env, image reference, duplicate mount point, volume name) or a start whose command runc cannot run (`executable file not found in $PATH`, exit 127): the same request can never succeed |
 //! | 404 | `NotFound` | no such container, image or volume |
 //! | 409 | `Conflict` | a name taken, a running container removed without force, a removal already in progress, a start of a container being removed, an image in use |
+//! | 500 `unable to start container process: exec: ...` | `Invalid` | runc could not run the command; 20.10 answers 400 when the error names the command, but an engine that does not translate it (an older Docker, Podman's API) answers 500: a missing executable does not appear later |
 //! | 500 `invalid volume specification` | `Invalid` | a mount spec Docker cannot parse (relative target, target `/`, empty part): 20.10 answers 500, but it never succeeds |
 //! | 500 `Multiple IDs found with provided prefix` | `Invalid` | an ambiguous id prefix names no one container: only a longer id can (the engine sends full ids) |
 //! | 500 `port is already allocated`, `address already in use` | `Transient` | a host port held by another container or a host process: it may be freed; the engine bounds how often it retries a start |
@@ -21,7 +22,7 @@
 //! be reached (`dial tcp ...: connection refused`, `no such host`, a timeout) is `Transient`
 //! with Docker's text, never `NotFound`: nothing is known about the image.
 //!
-//! [`container_info`] reports a `created` (or `exited`) container whose start failed with its
+//! `container_info` reports a `created` (or `exited`) container whose start failed with its
 //! exit code and Docker's `State.Error`, and `removing` as `Removing`.
 //!
 //! Works against anything that speaks Docker's API: the local socket, `DOCKER_HOST`, or Podman's
@@ -404,7 +405,8 @@ pub fn map_error(error: BollardError) -> RuntimeError {
         BollardError::DockerResponseServerError { status_code: 409, message } => RuntimeError::Conflict(message),
         BollardError::DockerResponseServerError { status_code: 500, message }
             if message.starts_with("invalid volume specification")
-                || message.starts_with("Multiple IDs found with provided prefix") =>
+                || message.starts_with("Multiple IDs found with provided prefix")
+                || message.contains("unable to start container process: exec:") =>
         {
             RuntimeError::Invalid(message)
         }
@@ -463,6 +465,8 @@ mod tests {
             ),
             (500, "Multiple IDs found with provided prefix: 0"),
         ];
+        let untranslated = "OCI runtime create failed: runc create failed: unable to start container process: exec: \"/entry\": stat /entry: no such file or directory: unknown";
+        assert_eq!(map_error(server(500, untranslated)), RuntimeError::Invalid(untranslated.into()));
         for (status, message) in invalid {
             assert_eq!(map_error(server(status, message)), RuntimeError::Invalid(message.into()), "{message}");
         }
