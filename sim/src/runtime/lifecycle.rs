@@ -41,10 +41,9 @@ impl SimRuntime {
             let due = self
                 .containers
                 .values()
-                .filter_map(|c| c.exit_due.map(|(at, code)| (at, c.info.id.clone(), code)))
-                .filter(|(at, _, _)| *at <= now)
+                .filter_map(|c| c.exit_due.filter(|(at, _)| *at <= now).map(|(at, code)| (at, &c.info.id, code)))
                 .min();
-            let Some((at, id, code)) = due else { break };
+            let Some((at, id, code)) = due.map(|(at, id, code)| (at, id.clone(), code)) else { break };
             self.exit_at(&id, code, at);
         }
         self.now = self.now.max(now);
