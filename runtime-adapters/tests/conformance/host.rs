@@ -35,8 +35,9 @@ pub trait TestHost: Send + Sync {
     /// `docker volume rm NAME`.
     fn remove_volume(&self, name: &str) -> Result<(), RuntimeError>;
     /// Begin removing stopped container `id` in a way that stays in progress long enough to be
-    /// watched; the returned removal completes when waited for.
-    fn begin_slow_removal(&self, id: &str) -> PendingRemoval;
+    /// watched (longer at each further `attempt`); the returned removal completes when waited
+    /// for.
+    fn begin_slow_removal(&self, id: &str, attempt: u32) -> PendingRemoval;
 }
 
 /// A port a host process listens on, while this lives.
@@ -153,7 +154,7 @@ impl TestHost for SimAdapter {
         self.runtime.lock().remove_volume(name)
     }
 
-    fn begin_slow_removal(&self, id: &str) -> PendingRemoval {
+    fn begin_slow_removal(&self, id: &str, _attempt: u32) -> PendingRemoval {
         let begun = self.runtime.lock().begin_removal(id, false);
         let runtime = self.runtime.clone();
         PendingRemoval(Box::new(move || {
@@ -167,9 +168,10 @@ impl TestHost for SimAdapter {
 /// Docker's side.
 pub struct DockerHost;
 
-/// Empty files `begin_slow_removal` copies into a container first: removing a container's
-/// writable layer takes time in proportion to its files (about 0.1 s per 3,000 here, with the
-/// fuse-overlayfs storage driver), which is the window in which Docker shows it `removing`.
+/// Empty files `begin_slow_removal` copies into a container first (twice as many at each further
+/// attempt): removing a container's writable layer takes time in proportion to its files (about
+/// 0.1 s per 3,000 with the fuse-overlayfs storage driver of the machine this was measured on),
+/// which is the window in which Docker shows it `removing`.
 const SLOW_REMOVAL_FILES: usize = 6_000;
 
 impl TestHost for DockerHost {
@@ -219,8 +221,8 @@ impl TestHost for DockerHost {
         })
     }
 
-    fn begin_slow_removal(&self, id: &str) -> PendingRemoval {
-        if let Err(e) = copy_empty_files(id, SLOW_REMOVAL_FILES) {
+    fn begin_slow_removal(&self, id: &str, attempt: u32) -> PendingRemoval {
+        if let Err(e) = copy_empty_files(id, SLOW_REMOVAL_FILES << attempt.min(3)) {
             panic!("cannot fill container {id}: {e}");
         }
         let child = Command::new("docker").args(["rm", id]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn();
