@@ -1,10 +1,29 @@
 //! The runtime contract over Docker's Engine API, through bollard.
 //!
-//! Error mapping: 404 -> `NotFound`, 409 -> `Conflict`, 304 -> success (start a running
-//! container, stop a stopped one), timeouts and broken connections -> `Uncertain` (the request may
-//! have been applied: the engine verifies), anything else -> `Transient` with the daemon's message.
+//! Docker's answers as the engine's error kinds ([`map_error`], [`map_pull_error`]), each
+//! mapping for the Docker 20.10 (API 1.41) behaviour it encodes (the conformance suite pins each
+//! against the daemon and the simulated runtime):
+//!
+//! | Docker answers | kind | because |
+//! | --- | --- | --- |
+//! | 304 | success | start of a running container, stop of a stopped one: already so |
+//! | 400 | `Invalid` | Docker's invalid parameter: a create it refuses (name, env, image reference, duplicate mount point, volume name) or a start whose command runc cannot run (`executable file not found in $PATH`, exit 127): the same request can never succeed |
+//! | 404 | `NotFound` | no such container, image or volume |
+//! | 409 | `Conflict` | a name taken, a running container removed without force, a removal already in progress, a start of a container being removed, an image in use |
+//! | 500 `unable to start container process: exec: ...` | `Invalid` | runc could not run the command; 20.10 answers 400 when the error names the command, but an engine that does not translate it (an older Docker, Podman's API) answers 500: a missing executable does not appear later |
+//! | 500 `invalid volume specification` | `Invalid` | a mount spec Docker cannot parse (relative target, target `/`, empty part): 20.10 answers 500, but it never succeeds |
+//! | 500 `Multiple IDs found with provided prefix` | `Invalid` | an ambiguous id prefix names no one container: only a longer id can (the engine sends full ids) |
+//! | 500 `port is already allocated`, `address already in use` | `Transient` | a host port held by another container or a host process: it may be freed; the engine bounds how often it retries a start |
+//! | other 5xx | `Transient` | the daemon failed this time |
+//! | timeout, broken connection | `Uncertain` | the request may have been applied: the engine verifies |
+//!
 //! A pull's errors may also arrive inside its progress stream: a missing manifest or repository
-//! ("manifest unknown", "not found", "pull access denied") is `NotFound` there too.
+//! ("manifest unknown", "not found", "pull access denied") is `NotFound`; a registry that cannot
+//! be reached (`dial tcp ...: connection refused`, `no such host`, a timeout) is `Transient`
+//! with Docker's text, never `NotFound`: nothing is known about the image.
+//!
+//! `container_info` reports a `created` (or `exited`) container whose start failed with its
+//! exit code and Docker's `State.Error`, and `removing` as `Removing`.
 //!
 //! Works against anything that speaks Docker's API: the local socket, `DOCKER_HOST`, or Podman's
 //! Docker-compatible socket through `DOCKER_HOST=unix:///run/podman/podman.sock`.
@@ -157,22 +176,27 @@ impl DockerRuntime {
         Ok(RuntimeReply::Events(events))
     }
 
-    /// Follow the daemon's container events for containers drydock created, reconnecting after
-    /// a broken stream. Events are hints: the engine re-inspects, so a gap costs only latency.
+    /// Follow the daemon's container events for containers drydock created (those labelled with
+    /// an owner uid), from the moment of this call on, reconnecting after a broken stream from
+    /// the last event seen (Docker replays from `since`, so nothing is missed while the stream
+    /// connects or reconnects; the event at `since` may come twice). Events are hints: the engine
+    /// re-inspects.
     fn follow_events(&self) -> mpsc::UnboundedReceiver<RuntimeEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
         let docker = self.docker.clone();
+        let mut since = crate::clock::wall_now();
         tokio::spawn(async move {
             let filters = HashMap::from([("type", vec!["container"]), ("label", vec![names::LABEL_OWNER_UID])]);
             loop {
-                let options = EventsOptionsBuilder::default().filters(&filters).build();
+                let from = format!("{}.{:03}", since.0 / 1000, since.0 % 1000);
+                let options = EventsOptionsBuilder::default().since(&from).filters(&filters).build();
                 let mut stream = docker.events(Some(options));
                 while let Some(message) = stream.next().await {
                     match message {
                         Ok(message) => {
-                            if let Some(event) = runtime_event(message)
-                                && tx.send(event).is_err()
-                            {
+                            let Some(event) = runtime_event(message) else { continue };
+                            since = since.max(event.time);
+                            if tx.send(event).is_err() {
                                 return;
                             }
                         }
@@ -225,16 +249,10 @@ impl Runtime for DockerRuntime {
         let d = &self.docker;
         match request {
             RuntimeRequest::CreateContainer(c) => self.create(c).await,
-            RuntimeRequest::StartContainer { id } => {
-                d.start_container(&id, None).await.map_err(map_error)?;
-                Ok(RuntimeReply::Done)
-            }
+            RuntimeRequest::StartContainer { id } => done(d.start_container(&id, None).await),
             RuntimeRequest::StopContainer { id, timeout_secs } => {
                 let t = i32::try_from(timeout_secs).unwrap_or(i32::MAX);
-                d.stop_container(&id, Some(StopContainerOptionsBuilder::default().t(t).build()))
-                    .await
-                    .map_err(map_error)?;
-                Ok(RuntimeReply::Done)
+                done(d.stop_container(&id, Some(StopContainerOptionsBuilder::default().t(t).build())).await)
             }
             RuntimeRequest::RemoveContainer { id, force } => {
                 let options = RemoveContainerOptionsBuilder::default().force(force).build();
@@ -262,17 +280,29 @@ fn protocol_name(protocol: Protocol) -> &'static str {
     }
 }
 
-fn container_info(response: ContainerInspectResponse) -> Result<ContainerInfo, RuntimeError> {
+/// Docker's inspection as the contract's container. Docker reports exit code 0 and an empty
+/// error for a container that never ran; the contract reports `None` for both, and an exit code
+/// only for a container that exited (or is being removed after it ran) or whose start failed
+/// (`created`, or `exited` from an earlier run, with `State.Error` set: 127 for a missing
+/// command, 128 for a port that is taken).
+pub(crate) fn container_info(response: ContainerInspectResponse) -> Result<ContainerInfo, RuntimeError> {
     let config = response.config.unwrap_or_default();
     let state = response.state.unwrap_or_default();
+    let error = state.error.filter(|e| !e.is_empty());
+    let ran = state.finished_at.as_deref().is_some_and(|t| !t.is_empty() && !t.starts_with("0001-01-01"));
     let (state, exit_code) = match state.status {
-        Some(ContainerStateStatusEnum::CREATED) => (ContainerState::Created, None),
+        Some(ContainerStateStatusEnum::CREATED) => {
+            (ContainerState::Created, state.exit_code.filter(|_| error.is_some()))
+        }
         Some(
             ContainerStateStatusEnum::RUNNING | ContainerStateStatusEnum::PAUSED | ContainerStateStatusEnum::RESTARTING,
         ) => (ContainerState::Running, None),
-        Some(
-            ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD | ContainerStateStatusEnum::REMOVING,
-        ) => (ContainerState::Exited, state.exit_code),
+        Some(ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD) => {
+            (ContainerState::Exited, state.exit_code)
+        }
+        Some(ContainerStateStatusEnum::REMOVING) => {
+            (ContainerState::Removing, state.exit_code.filter(|_| ran || error.is_some()))
+        }
         other => return Err(RuntimeError::Transient(format!("unexpected container status {other:?}"))),
     };
     let mut ports: Vec<PublishedPort> = response
@@ -305,7 +335,7 @@ fn container_info(response: ContainerInspectResponse) -> Result<ContainerInfo, R
         labels: config.labels.unwrap_or_default().into_iter().collect(),
         state,
         exit_code,
-        error: None,
+        error,
     })
 }
 
@@ -337,29 +367,49 @@ struct ProgressLine {
 }
 
 /// A pull's error, from the response or from inside its stream: a missing manifest, tag or
-/// repository is `NotFound`, whatever status the daemon chose for it.
-fn map_pull_error(error: BollardError) -> RuntimeError {
-    let missing = |message: &str| {
-        let m = message.to_ascii_lowercase();
-        ["manifest unknown", "not found", "pull access denied", "repository does not exist"]
-            .iter()
-            .any(|s| m.contains(s))
-    };
+/// repository is `NotFound`, whatever status the daemon chose for it; a registry that cannot be
+/// reached is `Transient`, with Docker's text.
+pub fn map_pull_error(error: BollardError) -> RuntimeError {
     match error {
-        BollardError::DockerStreamError { error } if missing(&error) => RuntimeError::NotFound(error),
+        BollardError::DockerStreamError { error } if is_unreachable(&error) => RuntimeError::Transient(error),
+        BollardError::DockerStreamError { error } if is_missing(&error) => RuntimeError::NotFound(error),
         BollardError::DockerStreamError { error } => RuntimeError::Transient(error),
-        BollardError::DockerResponseServerError { status_code, message } if status_code != 409 && missing(&message) => {
+        BollardError::DockerResponseServerError { status_code, message }
+            if status_code != 409 && !is_unreachable(&message) && is_missing(&message) =>
+        {
             RuntimeError::NotFound(message)
         }
         other => map_error(other),
     }
 }
 
-/// Docker's answer as the engine's error kinds.
+/// The registry says the image is not there.
+fn is_missing(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    ["manifest unknown", "not found", "pull access denied", "repository does not exist"].iter().any(|s| m.contains(s))
+}
+
+/// The daemon could not talk to the registry at all (Docker's dial and TLS errors).
+fn is_unreachable(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    ["dial tcp", "connection refused", "no such host", "i/o timeout", "tls handshake timeout", "network is unreachable"]
+        .iter()
+        .any(|s| m.contains(s))
+}
+
+/// Docker's answer as the engine's error kinds (the table in the module doc).
 pub fn map_error(error: BollardError) -> RuntimeError {
     match error {
+        BollardError::DockerResponseServerError { status_code: 400, message } => RuntimeError::Invalid(message),
         BollardError::DockerResponseServerError { status_code: 404, message } => RuntimeError::NotFound(message),
         BollardError::DockerResponseServerError { status_code: 409, message } => RuntimeError::Conflict(message),
+        BollardError::DockerResponseServerError { status_code: 500, message }
+            if message.starts_with("invalid volume specification")
+                || message.starts_with("Multiple IDs found with provided prefix")
+                || message.contains("unable to start container process: exec:") =>
+        {
+            RuntimeError::Invalid(message)
+        }
         BollardError::DockerResponseServerError { status_code, message } => {
             RuntimeError::Transient(format!("{status_code}: {message}"))
         }
@@ -371,38 +421,143 @@ pub fn map_error(error: BollardError) -> RuntimeError {
     }
 }
 
+/// A start or stop: done, also when Docker answers 304 (it already was so). bollard reports 304
+/// as success; this keeps it so whatever the client does.
+fn done(result: Result<(), BollardError>) -> RuntimeResult {
+    match result {
+        Ok(()) | Err(BollardError::DockerResponseServerError { status_code: 304, .. }) => Ok(RuntimeReply::Done),
+        Err(error) => Err(map_error(error)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn server(status_code: u16, message: &str) -> BollardError {
+        BollardError::DockerResponseServerError { status_code, message: message.into() }
+    }
+
+    /// Docker 20.10's answers, verbatim, and what each becomes.
     #[test]
     fn error_mapping() {
-        let server = |status_code: u16| BollardError::DockerResponseServerError { status_code, message: "m".into() };
-        assert_eq!(map_error(server(404)), RuntimeError::NotFound("m".into()));
-        assert_eq!(map_error(server(409)), RuntimeError::Conflict("m".into()));
-        assert_eq!(map_error(server(500)), RuntimeError::Transient("500: m".into()));
+        let invalid = [
+            (400, "Invalid container name (a), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed"),
+            (400, "invalid environment variable: =x"),
+            (400, "invalid reference format"),
+            (400, "invalid reference format: repository name must be lowercase"),
+            (400, "Duplicate mount point: /data"),
+            (
+                400,
+                "create rel/src: \"rel/src\" includes invalid characters for a local volume name, only \"[a-zA-Z0-9][a-zA-Z0-9_.-]\" are allowed. If you intended to pass a host directory, use absolute path",
+            ),
+            (
+                400,
+                "failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"nosuch\": executable file not found in $PATH: unknown",
+            ),
+            (
+                500,
+                "invalid volume specification: '/tmp:data': invalid mount config for type \"bind\": invalid mount path: 'data' mount path must be absolute",
+            ),
+            (
+                500,
+                "invalid volume specification: '/tmp:/': invalid mount config for type \"bind\": invalid specification: destination can't be '/'",
+            ),
+            (500, "Multiple IDs found with provided prefix: 0"),
+        ];
+        let untranslated = "OCI runtime create failed: runc create failed: unable to start container process: exec: \"/entry\": stat /entry: no such file or directory: unknown";
+        assert_eq!(map_error(server(500, untranslated)), RuntimeError::Invalid(untranslated.into()));
+        for (status, message) in invalid {
+            assert_eq!(map_error(server(status, message)), RuntimeError::Invalid(message.into()), "{message}");
+        }
+        assert_eq!(
+            map_error(server(404, "No such container: x")),
+            RuntimeError::NotFound("No such container: x".into())
+        );
+        let in_progress = "removal of container x is already in progress";
+        assert_eq!(map_error(server(409, in_progress)), RuntimeError::Conflict(in_progress.into()));
+        let marked = "container is marked for removal and cannot be started";
+        assert_eq!(map_error(server(409, marked)), RuntimeError::Conflict(marked.into()));
+        for taken in [
+            "driver failed programming external connectivity on endpoint web (7065d91f): Bind for 0.0.0.0:18555 failed: port is already allocated",
+            "driver failed programming external connectivity on endpoint web (c9cb3c97): Error starting userland proxy: listen tcp4 0.0.0.0:18556: bind: address already in use",
+        ] {
+            assert_eq!(map_error(server(500, taken)), RuntimeError::Transient(format!("500: {taken}")), "may be freed");
+        }
+        assert_eq!(map_error(server(500, "m")), RuntimeError::Transient("500: m".into()));
+        assert_eq!(map_error(server(503, "m")), RuntimeError::Transient("503: m".into()));
         assert!(matches!(map_error(BollardError::RequestTimeoutError), RuntimeError::Uncertain(_)));
         let io = BollardError::IOError { err: std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset") };
         assert!(matches!(map_error(io), RuntimeError::Uncertain(_)));
+        assert_eq!(done(Err(server(304, ""))), Ok(RuntimeReply::Done), "already started or stopped");
+        assert_eq!(done(Ok(())), Ok(RuntimeReply::Done));
+        assert_eq!(done(Err(server(409, marked))), Err(RuntimeError::Conflict(marked.into())));
     }
 
     #[test]
     fn pull_error_mapping() {
         let stream = |error: &str| BollardError::DockerStreamError { error: error.into() };
-        let server = |status_code: u16, message: &str| BollardError::DockerResponseServerError {
-            status_code,
-            message: message.into(),
-        };
         let unknown = "manifest for 127.0.0.1:5000/a:1 not found: manifest unknown: manifest unknown";
         assert!(matches!(map_pull_error(server(404, unknown)), RuntimeError::NotFound(_)));
         assert!(matches!(map_pull_error(server(500, unknown)), RuntimeError::NotFound(_)));
         assert!(matches!(map_pull_error(stream(unknown)), RuntimeError::NotFound(_)));
         let denied = "pull access denied for nosuch, repository does not exist or may require 'docker login'";
         assert!(matches!(map_pull_error(stream(denied)), RuntimeError::NotFound(_)));
+        // An unreachable registry says nothing about the image: never NotFound.
         let refused = "Get \"http://127.0.0.1:5999/v2/\": dial tcp 127.0.0.1:5999: connect: connection refused";
         assert_eq!(map_pull_error(server(500, refused)), RuntimeError::Transient(format!("500: {refused}")));
+        let no_host = "Get \"https://nosuchhost.invalid/v2/\": dial tcp: lookup nosuchhost.invalid on 10.255.255.53:53: no such host";
+        assert_eq!(map_pull_error(server(500, no_host)), RuntimeError::Transient(format!("500: {no_host}")));
+        let not_found_host = "Get \"https://registry.example/v2/\": dial tcp: lookup registry.example: not found";
+        assert!(matches!(map_pull_error(stream(not_found_host)), RuntimeError::Transient(_)), "unreachable first");
+        assert_eq!(
+            map_pull_error(server(400, "invalid reference format")),
+            RuntimeError::Invalid("invalid reference format".into())
+        );
         assert_eq!(map_pull_error(stream("unexpected EOF")), RuntimeError::Transient("unexpected EOF".into()));
         assert!(matches!(map_pull_error(BollardError::RequestTimeoutError), RuntimeError::Uncertain(_)));
+    }
+
+    fn inspected(status: ContainerStateStatusEnum, exit_code: i64, error: &str, finished_at: &str) -> ContainerInfo {
+        let response = ContainerInspectResponse {
+            id: Some("c1".into()),
+            name: Some("/web".into()),
+            state: Some(bollard::models::ContainerState {
+                status: Some(status),
+                exit_code: Some(exit_code),
+                error: Some(error.into()),
+                finished_at: Some(finished_at.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        container_info(response).expect("a known status")
+    }
+
+    #[test]
+    fn container_states_exit_codes_and_errors() {
+        use ContainerStateStatusEnum as S;
+        const NEVER: &str = "0001-01-01T00:00:00Z";
+        const THEN: &str = "2026-12-01T02:34:58.9Z";
+        let facts = |c: ContainerInfo| (c.state, c.exit_code, c.error);
+        assert_eq!(facts(inspected(S::CREATED, 0, "", NEVER)), (ContainerState::Created, None, None));
+        let missing = "failed to create shim task: ... executable file not found in $PATH: unknown";
+        assert_eq!(
+            facts(inspected(S::CREATED, 127, missing, NEVER)),
+            (ContainerState::Created, Some(127), Some(missing.into())),
+            "a start that failed"
+        );
+        assert_eq!(facts(inspected(S::RUNNING, 0, "", NEVER)), (ContainerState::Running, None, None));
+        assert_eq!(facts(inspected(S::EXITED, 3, "", THEN)), (ContainerState::Exited, Some(3), None));
+        let taken = "driver failed programming external connectivity ...: port is already allocated";
+        assert_eq!(
+            facts(inspected(S::EXITED, 3, taken, THEN)),
+            (ContainerState::Exited, Some(3), Some(taken.into())),
+            "a restart that failed keeps the earlier exit code"
+        );
+        assert_eq!(facts(inspected(S::REMOVING, 137, "", THEN)), (ContainerState::Removing, Some(137), None));
+        assert_eq!(facts(inspected(S::REMOVING, 0, "", NEVER)), (ContainerState::Removing, None, None), "never ran");
+        assert_eq!(inspected(S::CREATED, 0, "", NEVER).name, "web");
     }
 
     #[test]

@@ -73,11 +73,15 @@ pub async fn a_name_is_free_again_after_remove<R: Runtime>(fx: &Fx<R>) {
     assert_ne!(first, second);
 }
 
+/// Docker: 400 `Invalid container name (NAME), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed`, and
+/// nothing is created.
 pub async fn create_with_an_invalid_name_fails<R: Runtime>(fx: &Fx<R>) {
     let mut spec = fx.spec("a", &[]);
     spec.name = format!("{} bad name!", fx.case);
-    let result = fx.try_create(spec).await;
-    assert!(matches!(result, Err(RuntimeError::Transient(_))), "{result:?}");
+    let result = fx.try_create(spec.clone()).await;
+    let expected = format!("Invalid container name ({}), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed", spec.name);
+    assert_eq!(result, Err(RuntimeError::Invalid(expected)));
+    assert!(fx.list(&[(RUN_LABEL, &fx.case)]).await.is_empty(), "nothing was created");
 }
 
 pub async fn create_without_command_uses_the_image_default<R: Runtime>(fx: &Fx<R>) {
@@ -485,7 +489,7 @@ pub async fn image_pull_of_a_moved_tag_gives_a_new_id_and_keeps_the_old_image<R:
 }
 
 pub async fn image_pull_of_the_pushed_test_image_keeps_its_id<R: Runtime>(fx: &Fx<R>) {
-    fx.registry.ensure();
+    fx.host.ensure();
     let remote = drydock_adapters::testing::test_registry_image();
     let progress = fx.pull(&remote).await.unwrap();
     assert_eq!(progress.last(), Some(&format!("Status: Image is up to date for {remote}")), "{progress:?}");
@@ -620,4 +624,585 @@ pub async fn a_bind_mount_is_visible_inside<R: Runtime>(fx: &Fx<R>) {
     let info =
         fx.eventually("exit", async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited)).await;
     assert_eq!(info.exit_code, Some(0), "the mount target exists inside the container");
+}
+
+// Failures as Docker 20.10 has them: starts that fail and keep failing, creates it refuses,
+// the main process and signals, removals in progress, ambiguous prefixes, named volumes,
+// registries out of reach, and the owner-labelled event stream.
+
+fn invalid<T: std::fmt::Debug>(r: Result<T, RuntimeError>) -> String {
+    match r {
+        Err(RuntimeError::Invalid(message)) => message,
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+}
+
+fn transient<T: std::fmt::Debug>(r: Result<T, RuntimeError>) -> String {
+    match r {
+        Err(RuntimeError::Transient(message)) => message,
+        other => panic!("expected Transient, got {other:?}"),
+    }
+}
+
+/// A create the runtime must refuse as invalid, leaving nothing behind: its message.
+async fn refused<R: Runtime>(fx: &Fx<R>, spec: drydock_engine::runtime::ContainerCreate) -> String {
+    let message = invalid(fx.try_create(spec).await);
+    assert!(fx.list(&[(RUN_LABEL, &fx.case)]).await.is_empty(), "nothing was created");
+    message
+}
+
+/// The exit code of `sh -c SCRIPT` once it has ended by itself.
+async fn exit_code_of<R: Runtime>(fx: &Fx<R>, suffix: &str, script: &str) -> Option<i64> {
+    let id = fx.create_with(fx.spec(suffix, &["sh", "-c", script])).await;
+    fx.start(&id).await;
+    fx.eventually("the script to end", async || {
+        fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited)
+    })
+    .await
+    .exit_code
+}
+
+/// Start `sh -c SCRIPT` and give the shell time to set its traps: a TERM that reaches PID 1
+/// before its handler is set is lost (the kernel drops a signal PID 1 has no handler for).
+async fn started_script<R: Runtime>(fx: &Fx<R>, suffix: &str, script: &str) -> String {
+    let id = fx.create_with(fx.spec(suffix, &["sh", "-c", script])).await;
+    fx.start(&id).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    id
+}
+
+/// A container of this case publishing TCP port 80 on `host_port`, running `command`.
+fn publishing<R: Runtime>(
+    fx: &Fx<R>,
+    suffix: &str,
+    host_port: Option<u16>,
+    command: &[&str],
+) -> drydock_engine::runtime::ContainerCreate {
+    use drydock_engine::api::container::{PortMapping, Protocol};
+    let mut spec = fx.spec(suffix, command);
+    spec.ports = vec![PortMapping { protocol: Protocol::Tcp, host_port, container_port: 80, host_ip: None }];
+    spec
+}
+
+fn mount(source: &str, target: &str) -> drydock_engine::api::container::Mount {
+    drydock_engine::api::container::Mount { source: source.into(), target: target.into(), read_only: false }
+}
+
+/// Docker: a command runc cannot find fails the start with 400 `failed to create shim task: OCI
+/// runtime create failed: runc create failed: unable to start container process: exec:
+/// "NAME": executable file not found in $PATH: unknown`; the container stays `created`, with
+/// exit code 127 and that text as `State.Error`.
+pub async fn start_of_a_command_not_in_the_image_is_invalid_and_leaves_it_created<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["drydock-no-such-command"])).await;
+    let message = invalid(fx.exec(RuntimeRequest::StartContainer { id: id.clone() }).await);
+    assert!(message.contains("exec: \"drydock-no-such-command\": executable file not found in $PATH"), "{message}");
+    let info = fx.inspect(&id).await.unwrap();
+    assert_eq!((info.state, info.exit_code), (ContainerState::Created, Some(127)));
+    assert_eq!(info.error.as_deref(), Some(message.as_str()), "State.Error is the start's error");
+}
+
+/// Docker: every later start of it fails the same way: the failure persists.
+pub async fn start_of_a_command_not_in_the_image_fails_every_time<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["drydock-no-such-command"])).await;
+    let first = invalid(fx.exec(RuntimeRequest::StartContainer { id: id.clone() }).await);
+    let second = invalid(fx.exec(RuntimeRequest::StartContainer { id: id.clone() }).await);
+    assert_eq!(first, second);
+    let info = fx.inspect(&id).await.unwrap();
+    assert_eq!((info.state, info.exit_code), (ContainerState::Created, Some(127)));
+}
+
+/// Docker: a start that fails emits no event: the container's only event is `create`.
+pub async fn a_command_not_in_the_image_emits_only_a_create_event<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["drydock-no-such-command"])).await;
+    invalid(fx.exec(RuntimeRequest::StartContainer { id: id.clone() }).await);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(actions(&fx.events(&id).await), vec![EventAction::Create]);
+}
+
+/// Docker: a path to no file fails the same way: 400 `exec: "/no/such": stat /no/such: no such
+/// file or directory`, created, 127.
+pub async fn start_of_a_missing_path_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["/drydock/no/such"])).await;
+    let message = invalid(fx.exec(RuntimeRequest::StartContainer { id: id.clone() }).await);
+    assert!(message.contains("stat /drydock/no/such: no such file or directory"), "{message}");
+    let info = fx.inspect(&id).await.unwrap();
+    assert_eq!((info.state, info.exit_code), (ContainerState::Created, Some(127)));
+}
+
+/// Docker: a command a shell script cannot find is the script's business: the start succeeds,
+/// `sh` says "not found" and the script ends with 127 (or goes on).
+pub async fn a_command_missing_inside_a_script_exits_127<R: Runtime>(fx: &Fx<R>) {
+    assert_eq!(exit_code_of(fx, "a", "drydock-no-such-command").await, Some(127));
+    assert_eq!(exit_code_of(fx, "b", "drydock-no-such-command; exit 5").await, Some(5));
+}
+
+/// Docker: a host port another running container publishes fails the start with 500 `driver
+/// failed programming external connectivity on endpoint NAME (ID): Bind for 0.0.0.0:PORT
+/// failed: port is already allocated` (the container stays `created`, exit code 128, no event);
+/// once the holder stops, the same start succeeds.
+pub async fn start_with_a_host_port_another_container_holds_fails_until_it_is_freed<R: Runtime>(fx: &Fx<R>) {
+    let port = fx.host.free_port();
+    let holder = fx.create_with(publishing(fx, "holder", Some(port), &[])).await;
+    let waiting = fx.create_with(publishing(fx, "waiting", Some(port), &[])).await;
+    fx.start(&holder).await;
+    for _ in 0..2 {
+        let message = transient(fx.exec(RuntimeRequest::StartContainer { id: waiting.clone() }).await);
+        assert!(message.starts_with("500: driver failed programming external connectivity on endpoint"), "{message}");
+        assert!(message.ends_with(&format!("Bind for 0.0.0.0:{port} failed: port is already allocated")), "{message}");
+        let info = fx.inspect(&waiting).await.unwrap();
+        assert_eq!((info.state, info.exit_code), (ContainerState::Created, Some(128)));
+        assert!(info.error.is_some_and(|e| e.contains("port is already allocated")));
+    }
+    assert_eq!(actions(&fx.events(&waiting).await), vec![EventAction::Create], "failed starts emit nothing");
+    fx.stop(&holder).await.unwrap();
+    fx.start(&waiting).await;
+    let info = fx.inspect(&waiting).await.unwrap();
+    assert_eq!(info.ports.first().map(|p| p.host_port), Some(port));
+}
+
+/// Docker: a host port a process on the host listens on fails the start with 500 `... Error
+/// starting userland proxy: listen tcp4 0.0.0.0:PORT: bind: address already in use` (created,
+/// 128) until the process lets go of it.
+pub async fn start_with_a_host_port_a_host_process_holds_fails_until_it_is_freed<R: Runtime>(fx: &Fx<R>) {
+    let hold = fx.host.listen();
+    let port = hold.port;
+    let id = fx.create_with(publishing(fx, "a", Some(port), &[])).await;
+    let message = transient(fx.exec(RuntimeRequest::StartContainer { id: id.clone() }).await);
+    assert!(
+        message.ends_with(&format!(
+            "Error starting userland proxy: listen tcp4 0.0.0.0:{port}: bind: address already in use"
+        )),
+        "{message}"
+    );
+    let info = fx.inspect(&id).await.unwrap();
+    assert_eq!((info.state, info.exit_code), (ContainerState::Created, Some(128)));
+    drop(hold);
+    fx.start(&id).await;
+    assert_eq!(state(fx, &id).await, ContainerState::Running);
+}
+
+/// Docker: a failed restart of a container that exited with a non-zero code keeps that code (it
+/// writes 128 only over 0) and sets `State.Error`; the state stays `exited`.
+pub async fn a_failed_restart_keeps_the_earlier_exit_code<R: Runtime>(fx: &Fx<R>) {
+    let port = fx.host.free_port();
+    let exits = fx.create_with(publishing(fx, "exits", Some(port), &["sh", "-c", "exit 3"])).await;
+    fx.start(&exits).await;
+    fx.eventually("exit 3", async || (state(fx, &exits).await == ContainerState::Exited).then_some(())).await;
+    let holder = fx.create_with(publishing(fx, "holder", Some(port), &[])).await;
+    fx.start(&holder).await;
+    transient(fx.exec(RuntimeRequest::StartContainer { id: exits.clone() }).await);
+    let info = fx.inspect(&exits).await.unwrap();
+    assert_eq!((info.state, info.exit_code), (ContainerState::Exited, Some(3)));
+    assert!(info.error.is_some_and(|e| e.contains("port is already allocated")));
+}
+
+/// Docker: a successful start clears `State.Error` (and the exit code) a failed one left.
+pub async fn a_good_start_clears_the_error_of_a_failed_one<R: Runtime>(fx: &Fx<R>) {
+    let hold = fx.host.listen();
+    let id = fx.create_with(publishing(fx, "a", Some(hold.port), &[])).await;
+    transient(fx.exec(RuntimeRequest::StartContainer { id: id.clone() }).await);
+    assert!(fx.inspect(&id).await.unwrap().error.is_some());
+    drop(hold);
+    fx.start(&id).await;
+    let info = fx.inspect(&id).await.unwrap();
+    assert_eq!((info.state, info.exit_code, info.error), (ContainerState::Running, None, None));
+}
+
+/// Docker: host port 0 (like no host port) gets a free port of the ephemeral range at start,
+/// reported in inspect; none before the start.
+pub async fn host_port_zero_gets_an_ephemeral_port_reported_in_inspect<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(publishing(fx, "a", Some(0), &[])).await;
+    assert!(fx.inspect(&id).await.unwrap().ports.is_empty());
+    fx.start(&id).await;
+    let ports = fx.inspect(&id).await.unwrap().ports;
+    assert_eq!(ports.len(), 1, "{ports:?}");
+    assert!((32_768..=60_999).contains(&ports[0].host_port), "{ports:?}");
+    assert_eq!(ports[0].container_port, 80);
+}
+
+/// Docker: a mount source that is not absolute names a volume, and `rel/src` is no volume name:
+/// 400 `create rel/src: "rel/src" includes invalid characters for a local volume name, only
+/// "[a-zA-Z0-9][a-zA-Z0-9_.-]" are allowed. If you intended to pass a host directory, use
+/// absolute path`.
+pub async fn create_with_a_relative_mount_source_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    let mut spec = fx.spec("a", &[]);
+    spec.mounts = vec![mount("rel/src", "/data")];
+    assert_eq!(
+        refused(fx, spec).await,
+        "create rel/src: \"rel/src\" includes invalid characters for a local volume name, only \"[a-zA-Z0-9][a-zA-Z0-9_.-]\" are allowed. If you intended to pass a host directory, use absolute path"
+    );
+}
+
+/// Docker: a relative target is an invalid volume specification (20.10 answers 500, though it
+/// can never succeed: the adapter makes it Invalid): `invalid volume specification: '/tmp:data':
+/// invalid mount config for type "bind": invalid mount path: 'data' mount path must be absolute`.
+pub async fn create_with_a_relative_mount_target_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    let mut spec = fx.spec("a", &[]);
+    spec.mounts = vec![mount("/tmp", "data")];
+    assert_eq!(
+        refused(fx, spec).await,
+        "invalid volume specification: '/tmp:data': invalid mount config for type \"bind\": invalid mount path: 'data' mount path must be absolute"
+    );
+}
+
+/// Docker: 400 `Duplicate mount point: /data` (targets compared cleaned: `/data/` is `/data`).
+pub async fn create_with_two_mounts_on_one_target_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    let mut spec = fx.spec("a", &[]);
+    spec.mounts = vec![mount("/tmp", "/data"), mount("/var", "/data/")];
+    assert_eq!(refused(fx, spec).await, "Duplicate mount point: /data");
+}
+
+/// Docker: 500 (Invalid here) `invalid volume specification: '/tmp:/': invalid mount config for
+/// type "bind": invalid specification: destination can't be '/'`.
+pub async fn create_with_a_mount_on_root_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    let mut spec = fx.spec("a", &[]);
+    spec.mounts = vec![mount("/tmp", "/")];
+    assert_eq!(
+        refused(fx, spec).await,
+        "invalid volume specification: '/tmp:/': invalid mount config for type \"bind\": invalid specification: destination can't be '/'"
+    );
+}
+
+/// Docker's name grammar is `[a-zA-Z0-9][a-zA-Z0-9_.-]+`: one character is too short (400).
+pub async fn create_with_a_one_character_name_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    let mut spec = fx.spec("a", &[]);
+    spec.name = "x".into();
+    assert_eq!(refused(fx, spec).await, "Invalid container name (x), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed");
+}
+
+/// Docker: 400 `invalid environment variable: =x` for an entry with an empty name.
+pub async fn create_with_an_empty_env_name_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    let mut spec = fx.spec("a", &[]);
+    spec.env.insert(String::new(), "x".into());
+    assert_eq!(refused(fx, spec).await, "invalid environment variable: =x");
+}
+
+/// Docker: an image reference outside its grammar (`app-`, `app:-x`, `a..b`) is 400 `invalid
+/// reference format`, not "No such image".
+pub async fn create_with_an_image_reference_outside_the_grammar_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    for image in ["drydock-app-", "drydock-app:-x", "drydock..app"] {
+        let mut spec = fx.spec("a", &[]);
+        spec.image = image.into();
+        assert_eq!(refused(fx, spec).await, "invalid reference format", "{image}");
+    }
+}
+
+/// Docker: an uppercase repository is 400 `invalid reference format: repository name must be
+/// lowercase` (a first component is a registry only with a `.` or `:`, or `localhost`).
+pub async fn create_with_an_uppercase_repository_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    for image in ["Drydock-App", "DRYDOCK/app:1"] {
+        let mut spec = fx.spec("a", &[]);
+        spec.image = image.into();
+        assert_eq!(refused(fx, spec).await, "invalid reference format: repository name must be lowercase", "{image}");
+    }
+}
+
+/// Docker checks a create in order: the environment, then the image, then the name, then the
+/// mounts; the first failure answers.
+pub async fn create_checks_environment_image_name_then_mounts<R: Runtime>(fx: &Fx<R>) {
+    let mut env_and_image = fx.spec("a", &[]);
+    env_and_image.env.insert(String::new(), "x".into());
+    env_and_image.image = "drydock-test/no-such-image:1".into();
+    assert_eq!(invalid(fx.try_create(env_and_image).await), "invalid environment variable: =x");
+    let mut image_and_name = fx.spec("a", &[]);
+    image_and_name.image = "drydock-test/no-such-image:1".into();
+    image_and_name.name = "x".into();
+    assert!(is_not_found(&fx.try_create(image_and_name).await));
+    let mut name_and_mount = fx.spec("a", &[]);
+    name_and_mount.name = "x".into();
+    name_and_mount.mounts = vec![mount("/tmp", "/")];
+    assert!(invalid(fx.try_create(name_and_mount).await).starts_with("Invalid container name (x)"));
+    assert!(fx.list(&[(RUN_LABEL, &fx.case)]).await.is_empty());
+}
+
+/// Docker names a container created without a name (`adjective_surname`); it is found by it.
+pub async fn create_without_a_name_gets_a_generated_one<R: Runtime>(fx: &Fx<R>) {
+    let mut spec = fx.spec("a", &[]);
+    spec.name = String::new();
+    let id = fx.create_with(spec).await;
+    let name = fx.inspect(&id).await.unwrap().name;
+    assert!(name.contains('_') && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{name}");
+    assert_eq!(fx.inspect(&name).await.unwrap().id, id);
+}
+
+/// Docker: `sh -c` ends with the status of the last command it ran: `false || exit 7` is 7,
+/// `true && false` is 1, `exit 300` is 44 (statuses are modulo 256).
+pub async fn a_script_ends_with_the_status_of_its_last_command<R: Runtime>(fx: &Fx<R>) {
+    assert_eq!(exit_code_of(fx, "a", "false || exit 7").await, Some(7));
+    assert_eq!(exit_code_of(fx, "b", "true && false").await, Some(1));
+    assert_eq!(exit_code_of(fx, "c", "exit 300").await, Some(44));
+}
+
+/// Docker: inside the container, `/etc` exists and `/tmp` does not (the test image is busybox's
+/// `/bin` alone; Docker adds `/dev`, `/etc`, `/proc`, `/sys`).
+pub async fn test_d_sees_the_containers_directories<R: Runtime>(fx: &Fx<R>) {
+    let script = "test -d /etc && test -d /proc && test -d /bin && ! test -d /tmp";
+    assert_eq!(exit_code_of(fx, "a", script).await, Some(0));
+}
+
+/// Docker: a script whose sleeps add up to D runs for D, then exits with its status.
+pub async fn a_script_whose_sleeps_end_exits_after_them<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", "sleep 0.5; exit 6"])).await;
+    fx.start(&id).await;
+    assert_eq!(state(fx, &id).await, ContainerState::Running, "still sleeping");
+    let info = fx
+        .eventually("exit 6", async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited))
+        .await;
+    assert_eq!(info.exit_code, Some(6));
+}
+
+/// Docker: `sleep infinity` runs until it is stopped (killed: it ignores TERM as PID 1).
+pub async fn sleep_infinity_runs_until_stopped<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["sleep", "infinity"])).await;
+    fx.start(&id).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(state(fx, &id).await, ContainerState::Running);
+    fx.stop(&id).await.unwrap();
+    assert_eq!(fx.inspect(&id).await.unwrap().exit_code, Some(137));
+}
+
+/// Docker: stop sends TERM; a shell that traps it with `exit 0` exits 0 once its current
+/// foreground command (`sleep 0.1`) ends, well within the grace period.
+pub async fn stop_of_a_script_trapping_term_exits_with_the_trap_status<R: Runtime>(fx: &Fx<R>) {
+    let id = started_script(fx, "a", "trap 'exit 0' TERM; while true; do sleep 0.1; done").await;
+    fx.stop(&id).await.unwrap();
+    let info = fx.inspect(&id).await.unwrap();
+    assert_eq!((info.state, info.exit_code), (ContainerState::Exited, Some(0)));
+}
+
+/// Docker: the trap's action decides the status: `trap 'exit 3' TERM` exits 3 on stop.
+pub async fn a_term_trap_decides_the_exit_code<R: Runtime>(fx: &Fx<R>) {
+    let id = started_script(fx, "a", "trap 'exit 3' TERM; while true; do sleep 0.1; done").await;
+    fx.stop(&id).await.unwrap();
+    assert_eq!(fx.inspect(&id).await.unwrap().exit_code, Some(3));
+}
+
+/// Docker: a process that ignores TERM (`trap '' TERM`) is killed when the grace period ends:
+/// 137.
+pub async fn stop_of_a_script_ignoring_term_kills_it_with_137<R: Runtime>(fx: &Fx<R>) {
+    let id = started_script(fx, "a", "trap '' TERM; while true; do sleep 0.1; done").await;
+    fx.stop(&id).await.unwrap();
+    assert_eq!(fx.inspect(&id).await.unwrap().exit_code, Some(137));
+}
+
+/// Docker (POSIX sh): a trap runs only once the foreground command ends, so `trap 'exit 0'
+/// TERM; sleep 3600` is killed (137) when the grace period ends.
+pub async fn a_term_trap_waits_for_the_foreground_command<R: Runtime>(fx: &Fx<R>) {
+    let id = started_script(fx, "a", "trap 'exit 0' TERM; sleep 3600").await;
+    fx.stop(&id).await.unwrap();
+    assert_eq!(fx.inspect(&id).await.unwrap().exit_code, Some(137));
+}
+
+/// Docker: stop waits up to the grace period; a process that ends by itself within it exits
+/// with its own status (here 6), not 137.
+pub async fn stop_waits_for_a_process_that_ends_within_the_grace_period<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", "sleep 0.4; exit 6"])).await;
+    fx.start(&id).await;
+    fx.stop(&id).await.unwrap();
+    assert_eq!(fx.inspect(&id).await.unwrap().exit_code, Some(6));
+}
+
+/// Docker: while a removal is in progress the container is `removing` (in inspect and in label
+/// lists), a second remove gets 409 `removal of container NAME is already in progress`, a start
+/// 409 `container is marked for removal and cannot be started`, a stop 304 (done); then it is
+/// gone. Docker removes quickly: its side fills the container with files so that deleting its
+/// layer takes a moment, and polls; an answer that finds it gone already is accepted there, the
+/// simulated runtime holds the removal open and must give each answer.
+pub async fn a_removal_in_progress_shows_removing_and_refuses_a_second_remove_and_a_start<R: Runtime>(fx: &Fx<R>) {
+    for attempt in 0..3 {
+        if watch_a_removal(fx, &format!("a{attempt}"), attempt).await {
+            return;
+        }
+    }
+    panic!("the removal was never seen in progress (in 3 attempts, each slower)");
+}
+
+/// Remove a stopped container slowly and check every answer while it is `removing`; whether
+/// that state was seen before it was gone.
+async fn watch_a_removal<R: Runtime>(fx: &Fx<R>, suffix: &str, attempt: u32) -> bool {
+    let id = exited(fx, suffix, 0).await;
+    let name = fx.name(suffix);
+    let removal = fx.host.begin_slow_removal(&id, attempt);
+    let gone = |r: &Result<RuntimeReply, RuntimeError>| is_not_found(r);
+    let mut watched = false;
+    for _ in 0..5_000 {
+        match fx.inspect(&id).await {
+            Ok(info) if info.state == ContainerState::Removing => {
+                let second = fx.remove(&name, false).await;
+                let in_progress = format!("removal of container {name} is already in progress");
+                assert!(second == Err(RuntimeError::Conflict(in_progress)) || gone(&second), "{second:?}");
+                let start = fx.exec(RuntimeRequest::StartContainer { id: id.clone() }).await;
+                let marked = "container is marked for removal and cannot be started".to_string();
+                assert!(start == Err(RuntimeError::Conflict(marked)) || gone(&start), "{start:?}");
+                let stop = fx.stop(&id).await;
+                assert!(stop == Ok(RuntimeReply::Done) || gone(&stop), "{stop:?}");
+                let listed: Vec<(String, ContainerState)> =
+                    fx.list(&[(RUN_LABEL, &fx.case)]).await.into_iter().map(|c| (c.id, c.state)).collect();
+                let removing = vec![(id.clone(), ContainerState::Removing)];
+                assert!(listed == removing || listed.is_empty(), "{listed:?}");
+                watched = true;
+                break;
+            }
+            Ok(info) => assert_eq!(info.state, ContainerState::Exited, "not begun yet"),
+            Err(RuntimeError::NotFound(_)) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    tokio::task::spawn_blocking(move || removal.wait()).await.unwrap().unwrap();
+    assert!(is_not_found(&fx.inspect(&id).await), "gone once the removal completes");
+    watched
+}
+
+/// Docker: a prefix several container ids share is an error of its own, 500 `Multiple IDs found
+/// with provided prefix: P` (Invalid: only a longer id names one container), never NotFound.
+pub async fn an_ambiguous_id_prefix_is_invalid_not_not_found<R: Runtime>(fx: &Fx<R>) {
+    let mut ids = Vec::new();
+    for i in 0..17 {
+        ids.push(fx.create(&format!("c{i}")).await);
+    }
+    // 17 ids, 16 hex digits: two share their first.
+    let prefix =
+        ids.iter().find_map(|a| ids.iter().find(|b| *b != a && b[..1] == a[..1]).map(|_| a[..1].to_string())).unwrap();
+    let message = format!("Multiple IDs found with provided prefix: {prefix}");
+    assert_eq!(invalid(fx.inspect(&prefix).await), message);
+    assert_eq!(invalid(fx.exec(RuntimeRequest::StartContainer { id: prefix.clone() }).await), message);
+}
+
+/// Docker: a mount source without a slash names a local volume, created with the container and
+/// kept when the container is removed (`docker rm` without `-v`); `docker volume rm` removes it.
+pub async fn a_mount_source_without_a_slash_creates_a_volume_that_outlives_the_container<R: Runtime>(fx: &Fx<R>) {
+    let volume = fx.volume("data");
+    let mut spec = fx.spec("a", &["sh", "-c", "test -d /data"]);
+    spec.mounts = vec![mount(&volume, "/data")];
+    let id = fx.create_with(spec).await;
+    assert!(fx.host.volume_exists(&volume), "created with the container");
+    fx.start(&id).await;
+    fx.eventually("exit", async || (state(fx, &id).await == ContainerState::Exited).then_some(())).await;
+    assert_eq!(fx.inspect(&id).await.unwrap().exit_code, Some(0), "mounted on /data");
+    fx.remove(&id, false).await.unwrap();
+    assert!(fx.host.volume_exists(&volume), "kept after the container");
+    fx.host.remove_volume(&volume).unwrap();
+    assert!(!fx.host.volume_exists(&volume));
+}
+
+/// Docker: a volume a container (in any state) mounts cannot be removed: 409 `remove NAME:
+/// volume is in use - [ID]`.
+pub async fn a_volume_in_use_cannot_be_removed<R: Runtime>(fx: &Fx<R>) {
+    let volume = fx.volume("data");
+    let mut spec = fx.spec("a", &[]);
+    spec.mounts = vec![mount(&volume, "/data")];
+    let id = fx.create_with(spec).await;
+    match fx.host.remove_volume(&volume) {
+        Err(RuntimeError::Conflict(message)) => {
+            assert_eq!(message, format!("remove {volume}: volume is in use - [{id}]"));
+        }
+        other => panic!("{other:?}"),
+    }
+    fx.remove(&id, false).await.unwrap();
+    fx.host.remove_volume(&volume).unwrap();
+}
+
+/// Docker: a one-character volume name is too short: 400 `create a: volume name is too short,
+/// names should be at least two alphanumeric characters`.
+pub async fn a_one_character_volume_name_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    let mut spec = fx.spec("a", &[]);
+    spec.mounts = vec![mount("a", "/data")];
+    assert_eq!(
+        refused(fx, spec).await,
+        "create a: volume name is too short, names should be at least two alphanumeric characters"
+    );
+}
+
+/// Docker registers mounts one by one: a volume created for an earlier mount stays when a later
+/// one fails the create (nothing else is created).
+pub async fn a_volume_made_before_a_failing_mount_stays<R: Runtime>(fx: &Fx<R>) {
+    let volume = fx.volume("early");
+    let mut spec = fx.spec("a", &[]);
+    spec.mounts = vec![mount(&volume, "/a"), mount("/tmp", "/a")];
+    assert_eq!(refused(fx, spec).await, "Duplicate mount point: /a");
+    assert!(fx.host.volume_exists(&volume));
+}
+
+/// Docker: a pull from a registry nothing answers is 500 `Get "http://127.0.0.1:1/v2/": dial tcp
+/// 127.0.0.1:1: connect: connection refused` (plain HTTP for a loopback registry): Transient,
+/// with Docker's text, never NotFound; nothing is stored.
+pub async fn image_pull_from_an_unreachable_registry_is_transient<R: Runtime>(fx: &Fx<R>) {
+    let reference = "127.0.0.1:1/drydock-test/unreachable:1";
+    assert_eq!(
+        transient(fx.pull(reference).await),
+        "500: Get \"http://127.0.0.1:1/v2/\": dial tcp 127.0.0.1:1: connect: connection refused"
+    );
+    assert!(is_not_found(&fx.inspect_image(reference).await));
+}
+
+/// Docker: a pull of a reference outside the grammar is 400 `invalid reference format`.
+pub async fn image_pull_of_an_invalid_reference_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    for reference in ["drydock-app-", "drydock-app:-x"] {
+        assert_eq!(invalid(fx.pull(reference).await), "invalid reference format", "{reference}");
+    }
+}
+
+/// Docker: inspecting an image by a reference outside the grammar is 400 `no such image: REF:
+/// invalid reference format` (Invalid, although the text says "no such image").
+pub async fn image_inspect_of_an_invalid_reference_is_invalid<R: Runtime>(fx: &Fx<R>) {
+    let message = invalid(fx.inspect_image("drydock-app-").await);
+    assert_eq!(message, "no such image: drydock-app-: invalid reference format");
+}
+
+/// The events of containers carrying an owner uid label, read from the runtime's stream until
+/// `id` is destroyed.
+async fn streamed_until_destroyed(
+    stream: &mut tokio::sync::mpsc::UnboundedReceiver<drydock_engine::runtime::RuntimeEvent>,
+    id: &str,
+) -> Vec<drydock_engine::runtime::RuntimeEvent> {
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while let Ok(Some(event)) = tokio::time::timeout_at(deadline, stream.recv()).await {
+        let done = event.container_id == id && event.action == EventAction::Destroy;
+        seen.push(event);
+        if done {
+            break;
+        }
+    }
+    seen
+}
+
+/// Docker: the event stream filtered on the owner uid label delivers, for a container carrying
+/// it, `create`, `start`, `die` with its exit code and `destroy`, in that order, each with the
+/// container's labels.
+pub async fn owner_label_event_stream_delivers_create_start_die_destroy_in_order<R: Runtime>(fx: &Fx<R>) {
+    use drydock_engine::api::names::LABEL_OWNER_UID;
+    let mut stream = fx.rt.events().expect("the runtime streams events");
+    let uid = format!("{}-uid", fx.case);
+    let mut spec = fx.spec("a", &["sh", "-c", "exit 3"]);
+    spec.labels.insert(LABEL_OWNER_UID.into(), uid.clone());
+    let id = fx.create_with(spec).await;
+    fx.start(&id).await;
+    fx.eventually("exit", async || (state(fx, &id).await == ContainerState::Exited).then_some(())).await;
+    fx.remove(&id, false).await.unwrap();
+    let ours: Vec<_> =
+        streamed_until_destroyed(&mut stream, &id).await.into_iter().filter(|e| e.container_id == id).collect();
+    let want =
+        vec![EventAction::Create, EventAction::Start, EventAction::Die { exit_code: Some(3) }, EventAction::Destroy];
+    assert_eq!(actions(&ours), want);
+    for event in &ours {
+        assert_eq!(event.labels.get(LABEL_OWNER_UID), Some(&uid), "{event:?}");
+        assert_eq!(event.labels.get(RUN_LABEL), Some(&fx.case), "every label: {event:?}");
+    }
+}
+
+/// Docker: containers without the owner uid label are not in that stream.
+pub async fn owner_label_event_stream_leaves_out_unlabelled_containers<R: Runtime>(fx: &Fx<R>) {
+    use drydock_engine::api::names::LABEL_OWNER_UID;
+    let mut stream = fx.rt.events().expect("the runtime streams events");
+    let plain = fx.create("plain").await;
+    fx.remove(&plain, false).await.unwrap();
+    let mut spec = fx.spec("owned", &[]);
+    spec.labels.insert(LABEL_OWNER_UID.into(), format!("{}-uid", fx.case));
+    let owned = fx.create_with(spec).await;
+    fx.remove(&owned, false).await.unwrap();
+    let seen = streamed_until_destroyed(&mut stream, &owned).await;
+    assert!(seen.iter().all(|e| e.container_id != plain), "{seen:?}");
+    assert!(seen.iter().all(|e| e.labels.contains_key(LABEL_OWNER_UID)));
+    assert_eq!(seen.iter().filter(|e| e.container_id == owned).count(), 2, "create and destroy: {seen:?}");
 }

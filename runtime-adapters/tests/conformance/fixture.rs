@@ -1,14 +1,14 @@
-//! What every conformance case gets: a runtime, a registry to publish images in, unique names, a
-//! label marking its containers, and cleanup afterwards.
+//! What every conformance case gets: a runtime, the host around it (a registry, ports, volumes),
+//! unique names, a label marking its containers, and cleanup afterwards.
 
+use super::host::TestHost;
 use drydock_adapters::Runtime;
 use drydock_adapters::clock::wall_now;
-use drydock_adapters::testing::{Published, TEST_REGISTRY, test_registry_image};
+use drydock_adapters::testing::{Published, TEST_REGISTRY};
 use drydock_engine::WallTime;
 use drydock_engine::runtime::{
     ContainerCreate, ContainerInfo, ImageInfo, RuntimeError, RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult,
 };
-use drydock_sim::runtime::SimRuntime;
 use futures_util::FutureExt;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -16,87 +16,28 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The simulated runtime behind the async contract, on the system clock.
-pub struct SimAdapter(parking_lot::Mutex<SimRuntime>);
-
-impl SimAdapter {
-    /// `image` present locally and, as `ensure_test_registry` does on Docker, pushed to the test
-    /// registry as `test_registry_image()`.
-    pub fn new(image: &str) -> Self {
-        let mut runtime = SimRuntime::new(7);
-        runtime.add_image(image);
-        runtime.registry_push_image(image, &test_registry_image());
-        SimAdapter(parking_lot::Mutex::new(runtime))
-    }
-}
-
-/// A registry the cases can publish images in, next to the runtime under test.
-pub trait TestRegistry: Send + Sync {
-    /// The registry is up and holds the test image as `test_registry_image()`.
-    fn ensure(&self);
-    /// New content under every one of `references` (tags in the registry); the local store is
-    /// left as it was.
-    fn publish(&self, references: &[&str]) -> Published;
-}
-
-impl TestRegistry for SimAdapter {
-    fn ensure(&self) {}
-
-    fn publish(&self, references: &[&str]) -> Published {
-        let mut runtime = self.0.lock();
-        let (first, rest) = references.split_first().unwrap();
-        let digest = runtime.registry_push(first);
-        for reference in rest {
-            runtime.registry_tag(first, reference).unwrap();
-        }
-        let (_, id) = runtime.registry_lookup(first).unwrap();
-        Published { digest, id }
-    }
-}
-
-/// Docker's side: Debian's docker-registry on the loopback (`drydock_adapters::testing`).
-pub struct DockerRegistry;
-
-impl TestRegistry for DockerRegistry {
-    fn ensure(&self) {
-        if let Err(e) = drydock_adapters::testing::ensure_test_registry() {
-            panic!("cannot run the test registry: {e}");
-        }
-    }
-
-    fn publish(&self, references: &[&str]) -> Published {
-        drydock_adapters::testing::registry_push(references)
-            .unwrap_or_else(|e| panic!("cannot publish {references:?}: {e}"))
-    }
-}
-
-impl Runtime for SimAdapter {
-    async fn execute(&self, request: RuntimeRequest) -> RuntimeResult {
-        let mut runtime = self.0.lock();
-        runtime.set_now(wall_now());
-        runtime.execute(&request)
-    }
-}
-
 pub const RUN_LABEL: &str = "drydock.test/case";
 
 pub struct Fixture<R: Runtime> {
     pub rt: Arc<R>,
-    pub registry: Arc<dyn TestRegistry>,
+    pub host: Arc<dyn TestHost>,
     pub case: String,
     pub image: String,
     pub since: WallTime,
     /// Ids of the images published for this case, removed at cleanup.
     published: parking_lot::Mutex<Vec<String>>,
+    /// Named volumes this case named, removed at cleanup.
+    volumes: parking_lot::Mutex<Vec<String>>,
 }
 
 impl<R: Runtime> Fixture<R> {
-    pub fn new(rt: Arc<R>, registry: Arc<dyn TestRegistry>, case: &str) -> Self {
+    pub fn new(rt: Arc<R>, host: Arc<dyn TestHost>, case: &str) -> Self {
         let nonce = wall_now().0 % 1_000_000;
         Fixture {
             rt,
-            registry,
+            host,
             published: parking_lot::Mutex::new(Vec::new()),
+            volumes: parking_lot::Mutex::new(Vec::new()),
             case: format!(
                 "dct-{}-{nonce}-{}",
                 case.replace('_', "-").chars().take(40).collect::<String>(),
@@ -131,6 +72,17 @@ impl<R: Runtime> Fixture<R> {
         for id in published {
             let _ = self.rt.execute(RuntimeRequest::RemoveImage { reference: id, force: true }).await;
         }
+        let volumes = std::mem::take(&mut *self.volumes.lock());
+        for name in volumes {
+            let _ = self.host.remove_volume(&name);
+        }
+    }
+
+    /// A named volume's name for this case, removed at cleanup if the case left it.
+    pub fn volume(&self, suffix: &str) -> String {
+        let name = self.name(suffix);
+        self.volumes.lock().push(name.clone());
+        name
     }
 
     /// A repository of this case's own in the test registry: `127.0.0.1:5487/drydock-test/<case>-<suffix>`.
@@ -140,7 +92,7 @@ impl<R: Runtime> Fixture<R> {
 
     /// Publish new content under `references` in the registry (removed locally at cleanup).
     pub fn publish(&self, references: &[&str]) -> Published {
-        let published = self.registry.publish(references);
+        let published = self.host.publish(references);
         self.published.lock().push(published.id.clone());
         published
     }

@@ -7,9 +7,11 @@
 
 mod cases;
 mod fixture;
+mod host;
 
 use drydock_adapters::testing::{TEST_IMAGE, docker_or_skip, ensure_test_image};
-use fixture::{DockerRegistry, Fixture, SimAdapter};
+use fixture::Fixture;
+use host::{DockerHost, SimAdapter};
 use std::sync::Arc;
 
 async fn sim_fixture(case: &str) -> Fixture<SimAdapter> {
@@ -22,7 +24,7 @@ async fn docker_fixture(case: &str) -> Option<Fixture<drydock_adapters::DockerRu
     if let Err(e) = ensure_test_image() {
         panic!("{case}: cannot build the offline test image: {e}");
     }
-    Some(Fixture::new(Arc::new(runtime), Arc::new(DockerRegistry), case))
+    Some(Fixture::new(Arc::new(runtime), Arc::new(DockerHost), case))
 }
 
 macro_rules! conformance {
@@ -117,9 +119,49 @@ conformance! {
     image_remove_one_of_two_tags_only_untags,
     image_remove_by_id_with_two_tags_needs_force,
     image_a_container_pins_the_image_id_not_the_tag,
+    start_of_a_command_not_in_the_image_is_invalid_and_leaves_it_created,
+    start_of_a_command_not_in_the_image_fails_every_time,
+    a_command_not_in_the_image_emits_only_a_create_event,
+    start_of_a_missing_path_is_invalid,
+    a_command_missing_inside_a_script_exits_127,
+    start_with_a_host_port_another_container_holds_fails_until_it_is_freed,
+    start_with_a_host_port_a_host_process_holds_fails_until_it_is_freed,
+    a_failed_restart_keeps_the_earlier_exit_code,
+    a_good_start_clears_the_error_of_a_failed_one,
+    host_port_zero_gets_an_ephemeral_port_reported_in_inspect,
+    create_with_a_relative_mount_source_is_invalid,
+    create_with_a_relative_mount_target_is_invalid,
+    create_with_two_mounts_on_one_target_is_invalid,
+    create_with_a_mount_on_root_is_invalid,
+    create_with_a_one_character_name_is_invalid,
+    create_with_an_empty_env_name_is_invalid,
+    create_with_an_image_reference_outside_the_grammar_is_invalid,
+    create_with_an_uppercase_repository_is_invalid,
+    create_checks_environment_image_name_then_mounts,
+    create_without_a_name_gets_a_generated_one,
+    a_script_ends_with_the_status_of_its_last_command,
+    test_d_sees_the_containers_directories,
+    a_script_whose_sleeps_end_exits_after_them,
+    sleep_infinity_runs_until_stopped,
+    stop_of_a_script_trapping_term_exits_with_the_trap_status,
+    a_term_trap_decides_the_exit_code,
+    stop_of_a_script_ignoring_term_kills_it_with_137,
+    a_term_trap_waits_for_the_foreground_command,
+    stop_waits_for_a_process_that_ends_within_the_grace_period,
+    a_removal_in_progress_shows_removing_and_refuses_a_second_remove_and_a_start,
+    an_ambiguous_id_prefix_is_invalid_not_not_found,
+    a_mount_source_without_a_slash_creates_a_volume_that_outlives_the_container,
+    a_volume_in_use_cannot_be_removed,
+    a_one_character_volume_name_is_invalid,
+    a_volume_made_before_a_failing_mount_stays,
+    image_pull_from_an_unreachable_registry_is_transient,
+    image_pull_of_an_invalid_reference_is_invalid,
+    image_inspect_of_an_invalid_reference_is_invalid,
+    owner_label_event_stream_delivers_create_start_die_destroy_in_order,
+    owner_label_event_stream_leaves_out_unlabelled_containers,
 }
 
 #[test]
-fn conformance_suite_has_at_least_40_cases() {
-    assert!(CASES.len() >= 40, "{} cases", CASES.len());
+fn conformance_suite_has_at_least_85_cases() {
+    assert!(CASES.len() >= 85, "{} cases", CASES.len());
 }

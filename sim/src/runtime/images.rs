@@ -12,7 +12,7 @@
 //!   the image with all its references: refused while a running container uses it (even forced),
 //!   and without force also while a stopped one does or it has tags in several repositories.
 
-use super::references::{full_id, is_tag_ref, ref_name, truncate_id};
+use super::references::{check_reference, full_id, is_tag_ref, ref_name, truncate_id};
 use super::{SimRuntime, sha256_of};
 use drydock_engine::api::{familiar_image_reference, normalize_image_reference};
 use drydock_engine::runtime::{ContainerState, ImageInfo, RuntimeError, RuntimeReply, RuntimeResult};
@@ -129,7 +129,12 @@ impl SimRuntime {
         self.images.resolve(reference).is_some()
     }
 
+    /// Docker's `GET /images/{name}/json`: a reference outside the grammar is refused (400),
+    /// an unknown one is `NotFound`.
     pub(super) fn inspect_image(&self, reference: &str) -> RuntimeResult {
+        if let Err(RuntimeError::Invalid(why)) = check_reference(reference) {
+            return Err(RuntimeError::Invalid(format!("no such image: {reference}: {why}")));
+        }
         self.images
             .resolve(reference)
             .map(|i| RuntimeReply::Image(image_info(i)))
@@ -305,7 +310,7 @@ mod tests {
         let tag = format!("{REG}:1");
         rt.registry_push(&tag);
         pull(&mut rt, &tag).expect("pull");
-        let container = id_of(rt.execute(&create("c", &tag)));
+        let container = id_of(rt.execute(&create("c1", &tag)));
         if running {
             rt.execute(&RuntimeRequest::StartContainer { id: container.clone() }).expect("start");
         }
@@ -390,7 +395,7 @@ mod tests {
         pull(&mut rt, &b).expect("b");
         let id = image(&mut rt, &a).expect("a").id;
         assert_eq!(image(&mut rt, &b).expect("b").id, id);
-        let running = id_of(rt.execute(&create("c", &a)));
+        let running = id_of(rt.execute(&create("c1", &a)));
         rt.execute(&RuntimeRequest::StartContainer { id: running.clone() }).expect("start");
         rmi(&mut rt, &a, false).expect("untagged although a running container uses the image");
         assert_eq!(image(&mut rt, &id).expect("kept").tags, vec![b.clone()]);

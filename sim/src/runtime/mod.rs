@@ -1,38 +1,51 @@
-//! The simulated container runtime: a model of Docker's observable contract.
+//! The simulated container runtime: a model of Docker 20.10's observable contract (API 1.41).
 //!
 //! What it promises is the engine's runtime contract (`drydock_engine::runtime`): unique names,
 //! `NotFound` for anything missing, `Conflict` for a taken name and for removing a running
-//! container without force, created -> running -> exited, label filters, images. Its fidelity is
-//! checked by running the same conformance cases against real Docker.
+//! container without force, `Invalid` for what Docker refuses as written, created -> running ->
+//! exited, label filters, images. It fails the way Docker fails: creates Docker refuses, starts
+//! that fail and keep failing, removals in progress, pulls from a registry it cannot reach. Its
+//! fidelity is checked by running the same conformance cases against real Docker.
 //!
 //! One subsystem per module, as in Docker:
 //! - `containers`: one record per container (what `inspect` shows, plus what it was created with:
-//!   command, mounts, requested ports, image id) and the name index; the state machine and the
-//!   event log;
+//!   command, mounts, requested ports, image id), the name index, creation and its checks, and
+//!   the event log; `lifecycle`: starts, stops, removals, and the main process in time;
+//! - `shell`: what a container runs (its command as runc starts it, busybox's `sh`);
+//! - `ports`: host ports; `mounts`: mounts and named volumes;
 //! - `images`: the local image store (images by id, the references that point to them) and
-//!   Docker 20.10's removal rules;
+//!   Docker 20.10's removal rules; `references`: Docker's reference grammar;
 //! - `registry`: the registry, and push and pull between it and the local store.
 //!
-//! Every call applies at once; latency and lost replies are the world's business, not the
-//! runtime's.
+//! Every request applies at once; latency and lost replies are the world's business, not the
+//! runtime's. Time passes only through [`SimRuntime::set_now`] and [`SimRuntime::advance`]: a
+//! container's main process that ends later (a script's finite sleeps) is due then.
 
 mod containers;
 mod images;
+mod lifecycle;
+mod mounts;
+mod ports;
 mod references;
 mod registry;
+mod shell;
 #[cfg(test)]
 mod test_support;
 
-pub use containers::STOPPED_EXIT_CODE;
 pub use images::DEFAULT_IMAGE_COMMAND;
 
 use containers::SimContainer;
 use drydock_engine::WallTime;
+use drydock_engine::api::container::Protocol;
 use drydock_engine::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
 use images::ImageStore;
 use registry::Registry;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Exit code of a container killed by `stop` after its grace period (SIGKILL: 128 + 9), as a
+/// `sleep` that ignores SIGTERM is.
+pub const STOPPED_EXIT_CODE: i64 = shell::KILLED;
 
 #[derive(Clone, Debug, Default)]
 pub struct SimRuntime {
@@ -40,8 +53,12 @@ pub struct SimRuntime {
     containers: BTreeMap<String, SimContainer>,
     /// Container name -> id, for every container in `containers`.
     names: BTreeMap<String, String>,
-    /// The next host port handed out for a port published without one (Docker's ephemeral range).
+    /// The last host port handed out for a port published without one (Docker's ephemeral range).
     next_host_port: u16,
+    /// Host ports processes outside any container listen on.
+    host_ports: BTreeSet<(u16, Protocol)>,
+    /// Named volumes.
+    volumes: BTreeSet<String>,
     images: ImageStore,
     registry: Registry,
     events: Vec<RuntimeEvent>,
@@ -61,17 +78,19 @@ impl SimRuntime {
         SimRuntime { seed, ..SimRuntime::default() }
     }
 
-    /// Set the wall clock that stamps events.
+    /// Set the wall clock that stamps events and starts main processes. Exits due by then
+    /// apply at the next request, or at [`SimRuntime::advance`].
     pub fn set_now(&mut self, now: WallTime) {
         self.now = now;
     }
 
-    /// Carry out one request.
+    /// Carry out one request, after the exits due by the clock.
     pub fn execute(&mut self, request: &RuntimeRequest) -> RuntimeResult {
+        self.advance(self.now);
         match request {
             RuntimeRequest::CreateContainer(create) => self.create_container(create),
             RuntimeRequest::StartContainer { id } => self.start_container(id),
-            RuntimeRequest::StopContainer { id, .. } => self.stop_container(id),
+            RuntimeRequest::StopContainer { id, timeout_secs } => self.stop_container(id, *timeout_secs),
             RuntimeRequest::RemoveContainer { id, force } => self.remove_container(id, *force),
             RuntimeRequest::InspectContainer { id } => self.inspect_container(id),
             RuntimeRequest::ListContainers { labels } => Ok(self.list_containers(labels)),

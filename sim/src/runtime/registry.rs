@@ -7,7 +7,7 @@
 //! under two tags gives one digest.
 
 use super::images::DEFAULT_IMAGE_COMMAND;
-use super::references::{Selector, split_reference, truncate_id};
+use super::references::{Selector, check_reference, split_reference, truncate_id};
 use super::{SimRuntime, sha256_of};
 use drydock_engine::api::{familiar_image_reference, normalize_image_reference};
 use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult};
@@ -70,6 +70,24 @@ impl Registry {
     fn has_repository(&self, name: &str) -> bool {
         self.repositories.contains_key(name)
     }
+
+    /// Whether anything was ever pushed to a repository on registry `host`.
+    fn has_host(&self, host: &str) -> bool {
+        self.repositories.keys().any(|name| name.split_once('/').is_some_and(|(h, _)| h == host))
+    }
+}
+
+/// What Docker 20.10 says when it cannot reach registry `host`: it speaks plain HTTP to a
+/// loopback registry (connection refused when nothing listens) and HTTPS to others (here: no
+/// such host).
+fn unreachable(host: &str) -> String {
+    let hostname = host.rsplit_once(':').map_or(host, |(name, _)| name);
+    if hostname == "localhost" || hostname.starts_with("127.") || hostname == "[::1]" {
+        let address = if host.contains(':') { host.to_string() } else { format!("{host}:80") };
+        format!("Get \"http://{host}/v2/\": dial tcp {address}: connect: connection refused")
+    } else {
+        format!("Get \"https://{host}/v2/\": dial tcp: lookup {hostname}: no such host")
+    }
 }
 
 impl SimRuntime {
@@ -117,9 +135,19 @@ impl SimRuntime {
 
     /// Docker's `pullImage`: fetch the manifest the reference names, store its image if new, point
     /// the tag (for a tag reference) and the repo digest at it.
+    ///
+    /// A reference outside Docker's grammar is refused (400); a registry the daemon cannot reach
+    /// fails the pull with the daemon's dial error (a 500), which says nothing about whether the
+    /// image exists: a registry host is reachable if anything was ever pushed there, and Docker
+    /// Hub (`docker.io`) always is.
     pub(super) fn pull(&mut self, reference: &str) -> RuntimeResult {
+        check_reference(reference)?;
         let (name, selector) = split_reference(reference);
         let familiar = familiar_image_reference(reference);
+        let host = name.split_once('/').map_or("", |(host, _)| host);
+        if host != "docker.io" && !self.registry.has_host(host) {
+            return Err(RuntimeError::Transient(format!("500: {}", unreachable(host))));
+        }
         let Some((digest, content)) = self.registry.lookup(reference) else {
             let known = self.registry.has_repository(&name);
             return Err(RuntimeError::NotFound(match name.strip_prefix("docker.io/") {
@@ -248,6 +276,36 @@ mod tests {
         assert!(
             matches!(pull(&mut rt, "imported"), Err(RuntimeError::NotFound(_))),
             "imported images have no registry"
+        );
+        assert_eq!(rt.pulls, 0);
+    }
+
+    #[test]
+    fn pull_from_an_unreachable_registry_or_of_an_invalid_reference() {
+        let mut rt = SimRuntime::new(1);
+        rt.registry_push(&format!("{REG}:1"));
+        let cases = [
+            (
+                "127.0.0.1:1/team/app:1",
+                RuntimeError::Transient(
+                    "500: Get \"http://127.0.0.1:1/v2/\": dial tcp 127.0.0.1:1: connect: connection refused".into(),
+                ),
+            ),
+            (
+                "registry.invalid/app:1",
+                RuntimeError::Transient(
+                    "500: Get \"https://registry.invalid/v2/\": dial tcp: lookup registry.invalid: no such host".into(),
+                ),
+            ),
+            ("app-", RuntimeError::Invalid("invalid reference format".into())),
+            ("app:-x", RuntimeError::Invalid("invalid reference format".into())),
+        ];
+        for (reference, error) in cases {
+            assert_eq!(pull(&mut rt, reference), Err(error), "{reference}");
+        }
+        assert_eq!(
+            image(&mut rt, "app-"),
+            Err(RuntimeError::Invalid("no such image: app-: invalid reference format".into()))
         );
         assert_eq!(rt.pulls, 0);
     }

@@ -1,0 +1,271 @@
+//! The machine around the runtime under test: a registry to publish images in, host ports a
+//! process listens on, named volumes, and removals held open. For Docker, the real thing (the
+//! test registry on the loopback, the host's sockets, `docker volume`, `docker rm`); for the
+//! simulated runtime, its model of each.
+
+use drydock_adapters::Runtime;
+use drydock_adapters::clock::wall_now;
+use drydock_adapters::testing::{Published, test_registry_image};
+use drydock_engine::api::container::Protocol;
+use drydock_engine::api::names::LABEL_OWNER_UID;
+use drydock_engine::runtime::{RuntimeError, RuntimeEvent, RuntimeRequest, RuntimeResult};
+use drydock_sim::runtime::SimRuntime;
+use parking_lot::Mutex;
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// What the cases need besides the runtime contract.
+pub trait TestHost: Send + Sync {
+    /// The registry is up and holds the test image as `test_registry_image()`.
+    fn ensure(&self);
+    /// New content under every one of `references` (tags in the registry); the local store is
+    /// left as it was.
+    fn publish(&self, references: &[&str]) -> Published;
+    /// A TCP port on the host that nothing listens on, outside the ephemeral range (so that no
+    /// container publishing port 0 is handed it meanwhile).
+    fn free_port(&self) -> u16;
+    /// A process on the host listens on a TCP port (on every IPv4 address) until the hold is
+    /// dropped.
+    fn listen(&self) -> HostPortHold;
+    /// Whether named volume `name` exists.
+    fn volume_exists(&self, name: &str) -> bool;
+    /// `docker volume rm NAME`.
+    fn remove_volume(&self, name: &str) -> Result<(), RuntimeError>;
+    /// Begin removing stopped container `id` in a way that stays in progress long enough to be
+    /// watched (longer at each further `attempt`); the returned removal completes when waited
+    /// for.
+    fn begin_slow_removal(&self, id: &str, attempt: u32) -> PendingRemoval;
+}
+
+/// A port a host process listens on, while this lives.
+pub struct HostPortHold {
+    pub port: u16,
+    _release: Box<dyn Send + Sync>,
+}
+
+/// A removal in progress: `wait` for it to complete.
+pub struct PendingRemoval(Box<dyn FnOnce() -> Result<(), String> + Send>);
+
+impl PendingRemoval {
+    pub fn wait(self) -> Result<(), String> {
+        (self.0)()
+    }
+}
+
+/// Ports handed out by `free_port` and `listen`, shared by the cases of one process.
+static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
+
+/// A port of 20000..29999 (below the ephemeral range), different for each call and process.
+fn candidate_port() -> u16 {
+    let n = NEXT_PORT.fetch_add(1, Ordering::Relaxed);
+    let spread = (std::process::id() % 97) as u16 * 97;
+    20_000 + (spread + n) % 10_000
+}
+
+/// The simulated runtime behind the async contract, on the system clock: before each request,
+/// the time that passed applies (a script's sleeps end as they would on Docker). It streams the
+/// owner-labelled events, as the Docker adapter does.
+pub struct SimAdapter {
+    runtime: Arc<Mutex<SimRuntime>>,
+    /// The event streams handed out, and how much of the runtime's event log went to them.
+    streams: Mutex<(Vec<UnboundedSender<RuntimeEvent>>, usize)>,
+}
+
+impl SimAdapter {
+    /// `image` present locally and, as `ensure_test_registry` does on Docker, pushed to the test
+    /// registry as `test_registry_image()`.
+    pub fn new(image: &str) -> Self {
+        let mut runtime = SimRuntime::new(7);
+        runtime.advance(wall_now());
+        runtime.add_image(image);
+        runtime.registry_push_image(image, &test_registry_image());
+        SimAdapter { runtime: Arc::new(Mutex::new(runtime)), streams: Mutex::new((Vec::new(), 0)) }
+    }
+
+    /// Send the events logged since the last call to every stream.
+    fn forward_events(&self, runtime: &SimRuntime) {
+        let mut streams = self.streams.lock();
+        let (senders, sent) = &mut *streams;
+        for event in &runtime.events()[*sent..] {
+            if event.labels.contains_key(LABEL_OWNER_UID) {
+                senders.retain(|tx| tx.send(event.clone()).is_ok());
+            }
+        }
+        *sent = runtime.events().len();
+    }
+}
+
+impl Runtime for SimAdapter {
+    async fn execute(&self, request: RuntimeRequest) -> RuntimeResult {
+        let mut runtime = self.runtime.lock();
+        runtime.advance(wall_now());
+        let result = runtime.execute(&request);
+        self.forward_events(&runtime);
+        result
+    }
+
+    fn events(&self) -> Option<UnboundedReceiver<RuntimeEvent>> {
+        let runtime = self.runtime.lock();
+        self.forward_events(&runtime);
+        let (tx, rx) = unbounded_channel();
+        self.streams.lock().0.push(tx);
+        Some(rx)
+    }
+}
+
+impl TestHost for SimAdapter {
+    fn ensure(&self) {}
+
+    fn publish(&self, references: &[&str]) -> Published {
+        let mut runtime = self.runtime.lock();
+        let (first, rest) = references.split_first().expect("a reference to publish");
+        let digest = runtime.registry_push(first);
+        for reference in rest {
+            runtime.registry_tag(first, reference).expect("just pushed");
+        }
+        let (_, id) = runtime.registry_lookup(first).expect("just pushed");
+        Published { digest, id }
+    }
+
+    fn free_port(&self) -> u16 {
+        candidate_port()
+    }
+
+    fn listen(&self) -> HostPortHold {
+        struct Release(Arc<Mutex<SimRuntime>>, u16);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                self.0.lock().release_host_port(self.1, Protocol::Tcp);
+            }
+        }
+        let port = candidate_port();
+        self.runtime.lock().hold_host_port(port, Protocol::Tcp);
+        HostPortHold { port, _release: Box::new(Release(self.runtime.clone(), port)) }
+    }
+
+    fn volume_exists(&self, name: &str) -> bool {
+        self.runtime.lock().volumes().any(|v| v == name)
+    }
+
+    fn remove_volume(&self, name: &str) -> Result<(), RuntimeError> {
+        self.runtime.lock().remove_volume(name)
+    }
+
+    fn begin_slow_removal(&self, id: &str, _attempt: u32) -> PendingRemoval {
+        let begun = self.runtime.lock().begin_removal(id, false);
+        let runtime = self.runtime.clone();
+        PendingRemoval(Box::new(move || {
+            let id = begun.map_err(|e| e.to_string())?;
+            runtime.lock().finish_removal(&id);
+            Ok(())
+        }))
+    }
+}
+
+/// Docker's side.
+pub struct DockerHost;
+
+/// Empty files `begin_slow_removal` copies into a container first (twice as many at each further
+/// attempt): removing a container's writable layer takes time in proportion to its files (about
+/// 0.1 s per 3,000 with the fuse-overlayfs storage driver of the machine this was measured on),
+/// which is the window in which Docker shows it `removing`.
+const SLOW_REMOVAL_FILES: usize = 6_000;
+
+impl TestHost for DockerHost {
+    fn ensure(&self) {
+        if let Err(e) = drydock_adapters::testing::ensure_test_registry() {
+            panic!("cannot run the test registry: {e}");
+        }
+    }
+
+    fn publish(&self, references: &[&str]) -> Published {
+        drydock_adapters::testing::registry_push(references)
+            .unwrap_or_else(|e| panic!("cannot publish {references:?}: {e}"))
+    }
+
+    fn free_port(&self) -> u16 {
+        loop {
+            let port = candidate_port();
+            if TcpListener::bind(("0.0.0.0", port)).is_ok() {
+                return port;
+            }
+        }
+    }
+
+    fn listen(&self) -> HostPortHold {
+        loop {
+            let port = candidate_port();
+            if let Ok(listener) = TcpListener::bind(("0.0.0.0", port)) {
+                return HostPortHold { port, _release: Box::new(listener) };
+            }
+        }
+    }
+
+    fn volume_exists(&self, name: &str) -> bool {
+        docker(&["volume", "inspect", name]).is_ok()
+    }
+
+    fn remove_volume(&self, name: &str) -> Result<(), RuntimeError> {
+        docker(&["volume", "rm", name]).map(|_| ()).map_err(|stderr| {
+            let message = stderr.trim().trim_start_matches("Error response from daemon: ").to_string();
+            if message.contains("volume is in use") {
+                RuntimeError::Conflict(message)
+            } else if message.contains("no such volume") {
+                RuntimeError::NotFound(message)
+            } else {
+                RuntimeError::Transient(message)
+            }
+        })
+    }
+
+    fn begin_slow_removal(&self, id: &str, attempt: u32) -> PendingRemoval {
+        if let Err(e) = copy_empty_files(id, SLOW_REMOVAL_FILES << attempt.min(3)) {
+            panic!("cannot fill container {id}: {e}");
+        }
+        let child = Command::new("docker").args(["rm", id]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn();
+        PendingRemoval(Box::new(move || {
+            let output = child.and_then(|c| c.wait_with_output()).map_err(|e| format!("docker rm: {e}"))?;
+            match output.status.success() {
+                true => Ok(()),
+                false => Err(String::from_utf8_lossy(&output.stderr).into_owned()),
+            }
+        }))
+    }
+}
+
+/// `docker cp` a tar of `count` empty files into container `id`'s `/junk`.
+fn copy_empty_files(id: &str, count: usize) -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("drydock-junk-{}-{id}", std::process::id()));
+    let junk = dir.join("junk");
+    std::fs::create_dir_all(&junk).map_err(|e| format!("create {}: {e}", junk.display()))?;
+    for i in 0..count {
+        std::fs::write(junk.join(i.to_string()), b"").map_err(|e| format!("write: {e}"))?;
+    }
+    let tar = Command::new("tar")
+        .arg("-C")
+        .arg(&dir)
+        .args(["-cf", "-", "junk"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("run tar: {e}"))?;
+    let stdout = tar.stdout.ok_or("tar has no stdout")?;
+    let copied = Command::new("docker").args(["cp", "-", &format!("{id}:/")]).stdin(stdout).output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let copied = copied.map_err(|e| format!("run docker cp: {e}"))?;
+    match copied.status.success() {
+        true => Ok(()),
+        false => Err(String::from_utf8_lossy(&copied.stderr).into_owned()),
+    }
+}
+
+fn docker(args: &[&str]) -> Result<String, String> {
+    let output = Command::new("docker").args(args).output().map_err(|e| format!("run docker: {e}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}

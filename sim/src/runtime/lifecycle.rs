@@ -1,0 +1,232 @@
+//! The container state machine, as Docker 20.10 runs it: created -> running -> exited, starts
+//! that fail, stops that signal the main process, removals, and time.
+//!
+//! - A start publishes the ports first (Docker programs the network before runc runs the
+//!   process), then runs the command. Either may fail: the container keeps its state (`created`,
+//!   or `exited`) with `State.Error` and an exit code (127 or 126 for a command runc cannot run,
+//!   else 128 unless it already had a non-zero one), and no event is emitted.
+//! - The main process is `shell::run` in simulated time: one that ends at once exits during its
+//!   start (`start` then `die` events); one that ends later is due then ([`SimRuntime::next_due`],
+//!   [`SimRuntime::advance`]); one that never ends runs until stopped.
+//! - A stop sends TERM and, after the grace period, KILL: the exit status is what the process
+//!   does with them (137 when killed). The stop applies at once: its `die` is stamped with the
+//!   time of the stop, not the moment within the grace period the process ended.
+//! - A removal is `removing` from the moment it begins until it completes
+//!   ([`SimRuntime::begin_removal`], [`SimRuntime::finish_removal`]); a remove request does both.
+
+use super::SimRuntime;
+use super::containers::not_found;
+use super::shell::{self, KILLED, Outcome, Signals};
+use drydock_engine::WallTime;
+use drydock_engine::runtime::{ContainerState, EventAction, RuntimeError, RuntimeReply, RuntimeResult};
+
+/// Docker's default stop timeout, used when the daemon shuts down.
+const DAEMON_SHUTDOWN_GRACE_SECS: u32 = 10;
+
+/// The exit code Docker records for a start that failed for any other reason than the command.
+const START_FAILED_EXIT_CODE: i64 = 128;
+
+impl SimRuntime {
+    /// When the next running container's main process ends by itself, if one will.
+    pub fn next_due(&self) -> Option<WallTime> {
+        self.containers.values().filter_map(|c| c.exit_due.map(|(at, _)| at)).min()
+    }
+
+    /// Let time pass up to `now`: every main process due to end at or before `now` exits, in time
+    /// order (ties by container id), each `die` event stamped with its due time; then the clock
+    /// is `now` (never earlier than it was). Every request applies the exits due by the clock
+    /// first, so a runtime nobody advances still never answers from a stale state.
+    pub fn advance(&mut self, now: WallTime) {
+        loop {
+            let due = self
+                .containers
+                .values()
+                .filter_map(|c| c.exit_due.filter(|(at, _)| *at <= now).map(|(at, code)| (at, &c.info.id, code)))
+                .min();
+            let Some((at, id, code)) = due.map(|(at, id, code)| (at, id.clone(), code)) else { break };
+            self.exit_at(&id, code, at);
+        }
+        self.now = self.now.max(now);
+    }
+
+    /// The daemon restarts (no live-restore): it stops every running container as `dockerd`
+    /// does on shutdown (TERM, then KILL after 10 s). Returns how many stopped. Their `die`
+    /// events are recorded, but whoever was streaming events loses the stream (the world drops
+    /// them).
+    pub fn restart_daemon(&mut self) -> usize {
+        self.advance(self.now);
+        let running: Vec<String> = self
+            .containers
+            .values()
+            .filter(|c| c.info.state == ContainerState::Running)
+            .map(|c| c.info.id.clone())
+            .collect();
+        for id in &running {
+            let code = self.stop_status(id, DAEMON_SHUTDOWN_GRACE_SECS);
+            self.exit_at(id, code, self.now);
+        }
+        running.len()
+    }
+
+    /// Remove a container behind the engine's back (`docker rm -f`).
+    pub fn remove_externally(&mut self, id_or_name: &str) -> bool {
+        self.advance(self.now);
+        self.remove_container(id_or_name, true).is_ok()
+    }
+
+    /// Docker's `ContainerRm` up to the moment the container is `removing`: refused (409) while
+    /// another removal of it is in progress, or while it runs unless `force` (then it is killed:
+    /// `die` 137). Until [`SimRuntime::finish_removal`], inspect and lists show it `removing`, a
+    /// start is refused (409), a stop does nothing (304) and a second removal is refused (409).
+    /// Returns its id.
+    pub fn begin_removal(&mut self, id_or_name: &str, force: bool) -> Result<String, RuntimeError> {
+        self.advance(self.now);
+        let id = self.resolve(id_or_name)?;
+        let state = self.containers.get(&id).map(|c| c.info.state).ok_or_else(|| not_found(&id))?;
+        match state {
+            ContainerState::Removing => {
+                return Err(RuntimeError::Conflict(format!(
+                    "removal of container {id_or_name} is already in progress"
+                )));
+            }
+            ContainerState::Running if !force => {
+                return Err(RuntimeError::Conflict(format!(
+                    "You cannot remove a running container {id}. Stop the container before attempting removal or force remove"
+                )));
+            }
+            ContainerState::Running => self.exit_at(&id, KILLED, self.now),
+            ContainerState::Created | ContainerState::Exited => {}
+        }
+        if let Some(container) = self.containers.get_mut(&id) {
+            container.info.state = ContainerState::Removing;
+        }
+        Ok(id)
+    }
+
+    /// The removal of container `id` completes: `destroy`, and its name is free again. Named
+    /// volumes it used stay (a remove without `-v`). Whether there was such a removal.
+    pub fn finish_removal(&mut self, id: &str) -> bool {
+        if self.containers.get(id).is_none_or(|c| c.info.state != ContainerState::Removing) {
+            return false;
+        }
+        self.event(id, EventAction::Destroy);
+        if let Some(removed) = self.containers.remove(id) {
+            self.names.remove(&removed.info.name);
+        }
+        true
+    }
+
+    pub(super) fn start_container(&mut self, id_or_name: &str) -> RuntimeResult {
+        let id = self.resolve(id_or_name)?;
+        let Some(container) = self.containers.get(&id) else { return Err(not_found(&id)) };
+        match container.info.state {
+            ContainerState::Running => return Ok(RuntimeReply::Done),
+            ContainerState::Removing => {
+                return Err(RuntimeError::Conflict("container is marked for removal and cannot be started".into()));
+            }
+            ContainerState::Created | ContainerState::Exited => {}
+        }
+        let ports = match self.publish_ports(&id) {
+            Ok(ports) => ports,
+            Err(message) => {
+                self.fail_start(&id, &message, None);
+                return Err(RuntimeError::Transient(format!("500: {message}")));
+            }
+        };
+        let command = self.containers.get(&id).map(|c| c.command.as_slice()).unwrap_or_default();
+        if !command.is_empty()
+            && let Err(failure) = shell::check_exec(command)
+        {
+            self.fail_start(&id, &failure.message, Some(failure.exit_code));
+            return Err(RuntimeError::Invalid(failure.message));
+        }
+        let Some(container) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
+        container.info.ports = ports;
+        container.info.state = ContainerState::Running;
+        container.info.exit_code = None;
+        container.info.error = None;
+        container.started_at = Some(self.now);
+        container.exit_due = None;
+        self.event(&id, EventAction::Start);
+        match self.process_outcome(&id, Signals::default()) {
+            Outcome::Exits { after_ms: 0, code } => self.exit_at(&id, code, self.now),
+            Outcome::Exits { after_ms, code } => {
+                if let Some(container) = self.containers.get_mut(&id) {
+                    container.exit_due = Some((WallTime(self.now.0.saturating_add(after_ms)), code));
+                }
+            }
+            Outcome::Forever => {}
+        }
+        Ok(RuntimeReply::Done)
+    }
+
+    pub(super) fn stop_container(&mut self, id_or_name: &str, timeout_secs: u32) -> RuntimeResult {
+        let id = self.resolve(id_or_name)?;
+        if self.is_running(&id) {
+            let code = self.stop_status(&id, timeout_secs);
+            self.exit_at(&id, code, self.now);
+        }
+        Ok(RuntimeReply::Done)
+    }
+
+    pub(super) fn remove_container(&mut self, id_or_name: &str, force: bool) -> RuntimeResult {
+        let id = self.begin_removal(id_or_name, force)?;
+        self.finish_removal(&id);
+        Ok(RuntimeReply::Done)
+    }
+
+    /// The status a running container's main process exits with when stopped now: TERM now,
+    /// KILL `grace_secs` later.
+    fn stop_status(&self, id: &str, grace_secs: u32) -> i64 {
+        let started = self.containers.get(id).and_then(|c| c.started_at).unwrap_or(self.now);
+        let term_at = self.now.0.saturating_sub(started.0);
+        let signals = Signals { term_at: Some(term_at), kill_at: Some(term_at + u64::from(grace_secs) * 1_000) };
+        match self.process_outcome(id, signals) {
+            Outcome::Exits { code, .. } => code,
+            Outcome::Forever => KILLED,
+        }
+    }
+
+    /// How container `id`'s main process ends under `signals`. An inserted container (no
+    /// command) runs until killed.
+    fn process_outcome(&self, id: &str, signals: Signals) -> Outcome {
+        let Some(container) = self.containers.get(id) else { return Outcome::Forever };
+        if container.command.is_empty() {
+            return match signals.kill_at {
+                Some(after_ms) => Outcome::Exits { after_ms, code: KILLED },
+                None => Outcome::Forever,
+            };
+        }
+        let dirs = shell::directories(container.mounts.iter().map(|m| m.target.as_str()));
+        shell::run(&container.command, &dirs, signals)
+    }
+
+    /// A start failed: the container keeps its state, with Docker's error and an exit code
+    /// (`exit_code`, else 128 unless it has a non-zero one already).
+    fn fail_start(&mut self, id: &str, message: &str, exit_code: Option<i64>) {
+        if let Some(container) = self.containers.get_mut(id) {
+            container.info.error = Some(message.to_string());
+            container.info.exit_code = match (exit_code, container.info.exit_code) {
+                (Some(code), _) => Some(code),
+                (None, Some(code)) if code != 0 => Some(code),
+                (None, _) => Some(START_FAILED_EXIT_CODE),
+            };
+        }
+    }
+
+    /// The main process of container `id` ended with `code` at `time`.
+    fn exit_at(&mut self, id: &str, code: i64, time: WallTime) {
+        if let Some(c) = self.containers.get_mut(id) {
+            c.info.state = ContainerState::Exited;
+            c.info.exit_code = Some(code);
+            c.info.ports.clear();
+            c.started_at = None;
+            c.exit_due = None;
+        }
+        self.event_at(id, EventAction::Die { exit_code: Some(code) }, time);
+    }
+}
+
+#[cfg(test)]
+#[path = "lifecycle_tests.rs"]
+mod tests;

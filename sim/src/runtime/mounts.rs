@@ -1,0 +1,89 @@
+//! Mounts and named volumes, as Docker 20.10 registers a create's binds (`registerMountPoints`),
+//! bind by bind, in the order given:
+//! - the spec `source:target[:ro]` is parsed: an empty part is an "invalid volume
+//!   specification", and so is a target that is not absolute or is `/` (Docker answers these
+//!   with 500, although they can never succeed);
+//! - a second mount on one target (paths compared cleaned) is "Duplicate mount point" (400);
+//! - an absolute source is a bind mount; any other source names a local volume, created as its
+//!   mount is reached (a name must be `[a-zA-Z0-9][a-zA-Z0-9_.-]+`, else 400). A volume made
+//!   before a later mount fails stays, as in Docker; removing a container leaves its volumes.
+
+use super::SimRuntime;
+use super::shell::clean_path;
+use drydock_engine::api::container::Mount;
+use drydock_engine::runtime::RuntimeError;
+use std::collections::BTreeSet;
+
+impl SimRuntime {
+    /// The named volumes, in name order.
+    pub fn volumes(&self) -> impl Iterator<Item = &str> {
+        self.volumes.iter().map(String::as_str)
+    }
+
+    /// `docker volume rm NAME`: `Conflict` while a container (in any state) mounts it,
+    /// `NotFound` if there is no such volume.
+    pub fn remove_volume(&mut self, name: &str) -> Result<(), RuntimeError> {
+        if !self.volumes.contains(name) {
+            return Err(RuntimeError::NotFound(format!("get {name}: no such volume")));
+        }
+        let users: Vec<&str> = self
+            .containers
+            .values()
+            .filter(|c| c.mounts.iter().any(|m| m.source == name))
+            .map(|c| c.info.id.as_str())
+            .collect();
+        if !users.is_empty() {
+            return Err(RuntimeError::Conflict(format!("remove {name}: volume is in use - [{}]", users.join(", "))));
+        }
+        self.volumes.remove(name);
+        Ok(())
+    }
+
+    /// Check a create's mounts and create its named volumes (see the module doc).
+    pub(super) fn mount_points(&mut self, mounts: &[Mount]) -> Result<(), RuntimeError> {
+        let mut targets = BTreeSet::new();
+        for mount in mounts {
+            let spec = format!("{}:{}{}", mount.source, mount.target, if mount.read_only { ":ro" } else { "" });
+            if mount.source.is_empty() || mount.target.is_empty() {
+                return Err(RuntimeError::Invalid(format!("invalid volume specification: '{spec}'")));
+            }
+            let kind = if mount.source.starts_with('/') { "bind" } else { "volume" };
+            let invalid = |why: String| {
+                RuntimeError::Invalid(format!(
+                    "invalid volume specification: '{spec}': invalid mount config for type \"{kind}\": {why}"
+                ))
+            };
+            if !mount.target.starts_with('/') {
+                return Err(invalid(format!("invalid mount path: '{}' mount path must be absolute", mount.target)));
+            }
+            let target = clean_path(&mount.target);
+            if target == "/" {
+                return Err(invalid("invalid specification: destination can't be '/'".into()));
+            }
+            if !targets.insert(target.clone()) {
+                return Err(RuntimeError::Invalid(format!("Duplicate mount point: {target}")));
+            }
+            if kind == "volume" {
+                check_volume_name(&mount.source)?;
+                self.volumes.insert(mount.source.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The local volume driver's name rule (`validateName`).
+fn check_volume_name(name: &str) -> Result<(), RuntimeError> {
+    if name.len() == 1 {
+        return Err(RuntimeError::Invalid(format!(
+            "create {name}: volume name is too short, names should be at least two alphanumeric characters"
+        )));
+    }
+    let bytes = name.as_bytes();
+    if !bytes[0].is_ascii_alphanumeric() || !bytes.iter().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b)) {
+        return Err(RuntimeError::Invalid(format!(
+            "create {name}: {name:?} includes invalid characters for a local volume name, only \"[a-zA-Z0-9][a-zA-Z0-9_.-]\" are allowed. If you intended to pass a host directory, use absolute path"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! What a container runs: its command as PID 1, as runc starts it, and busybox's `sh` for the
+//! scripts tests and workloads give it.
+//!
+//! Every simulated image is the conformance suite's test image: a busybox root file system with
+//! the executables [`IMAGE_EXECUTABLES`] in `/bin` (kept equal to the applets
+//! `drydock_adapters::testing` links when it builds that image). So:
+//! - runc must find the command: a name in `/bin`, or a path to one of those files; anything
+//!   else fails the start ([`check_exec`]) the way Docker 20.10 does, with status 127;
+//! - inside `sh`, busybox runs any of its [`APPLETS`] by name even without a link (a "standalone"
+//!   shell), and a command it does not know exits 127 without stopping the script;
+//! - [`run`] plays the process in simulated time: the shell subset of `parse`, with `sleep` the
+//!   only thing that takes time. Output, files written and environment variables are not
+//!   modelled; `test -d` knows `/`, `/bin`, `/dev`, `/etc`, `/proc`, `/sys` and the container's
+//!   mount targets (with the directories above them).
+
+mod parse;
+mod run;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use run::{KILLED, Outcome, Signals, run};
+
+use std::collections::BTreeSet;
+
+/// The files in the image's `/bin`: busybox and the applets linked to it.
+pub(crate) const IMAGE_EXECUTABLES: &[&str] =
+    &["busybox", "sh", "sleep", "true", "false", "echo", "cat", "ls", "ps", "env", "id", "kill", "wget"];
+
+/// Applets busybox's shell runs by name (a common subset of Debian's busybox-static): all end at
+/// once with status 0 in the model, except those `run` interprets (`sleep`, `false`, `sh`).
+const APPLETS: &[&str] = &[
+    "awk",
+    "basename",
+    "busybox",
+    "cat",
+    "chmod",
+    "chown",
+    "cp",
+    "cut",
+    "date",
+    "dd",
+    "df",
+    "dirname",
+    "du",
+    "echo",
+    "env",
+    "expr",
+    "false",
+    "find",
+    "free",
+    "grep",
+    "head",
+    "hostname",
+    "id",
+    "kill",
+    "killall",
+    "ln",
+    "ls",
+    "md5sum",
+    "mkdir",
+    "mktemp",
+    "mv",
+    "nc",
+    "nproc",
+    "printenv",
+    "printf",
+    "ps",
+    "pwd",
+    "readlink",
+    "realpath",
+    "rm",
+    "rmdir",
+    "sed",
+    "seq",
+    "sh",
+    "sha256sum",
+    "sleep",
+    "sort",
+    "stat",
+    "sync",
+    "tail",
+    "tee",
+    "touch",
+    "tr",
+    "true",
+    "uname",
+    "uniq",
+    "uptime",
+    "usleep",
+    "wc",
+    "wget",
+    "which",
+    "whoami",
+    "xargs",
+    "yes",
+];
+
+/// The status of a command that is not found.
+const STATUS_NOT_FOUND: i64 = 127;
+
+/// Directories every container has (Docker adds `/dev`, `/etc`, `/proc`, `/sys` to the image's).
+const BASE_DIRECTORIES: [&str; 6] = ["/", "/bin", "/dev", "/etc", "/proc", "/sys"];
+
+/// Why runc could not start a command: Docker's error (its `State.Error`) and exit code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ExecFailure {
+    pub message: String,
+    pub exit_code: i64,
+}
+
+/// Whether runc can start `argv` as PID 1. Docker 20.10 answers a start that cannot with 400 and
+/// leaves the container `created` with this exit code and error:
+/// `exec: "nosuch": executable file not found in $PATH` (127) for a name, `exec: "/no/such":
+/// stat /no/such: no such file or directory` (127) for a path, `permission denied` (126) for a
+/// directory.
+pub(crate) fn check_exec(argv: &[String]) -> Result<(), ExecFailure> {
+    let failure = |detail: String, exit_code| ExecFailure {
+        message: format!(
+            "failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: {detail}: unknown"
+        ),
+        exit_code,
+    };
+    let Some(command) = argv.first() else {
+        return Err(failure("\"\": executable file not found in $PATH".into(), STATUS_NOT_FOUND));
+    };
+    if !command.contains('/') {
+        return match IMAGE_EXECUTABLES.contains(&command.as_str()) {
+            true => Ok(()),
+            false => Err(failure(format!("{command:?}: executable file not found in $PATH"), STATUS_NOT_FOUND)),
+        };
+    }
+    let path = clean_path(command);
+    if IMAGE_EXECUTABLES.iter().any(|e| path == format!("/bin/{e}")) {
+        Ok(())
+    } else if BASE_DIRECTORIES.contains(&path.as_str()) {
+        Err(failure(format!("{command:?}: permission denied"), 126))
+    } else {
+        Err(failure(format!("{command:?}: stat {command}: no such file or directory"), STATUS_NOT_FOUND))
+    }
+}
+
+/// The directories a container with these mount targets has.
+pub(crate) fn directories<'a>(mount_targets: impl IntoIterator<Item = &'a str>) -> BTreeSet<String> {
+    let mut dirs: BTreeSet<String> = BASE_DIRECTORIES.iter().map(|d| d.to_string()).collect();
+    for target in mount_targets {
+        let mut path = clean_path(target);
+        while path != "/" && dirs.insert(path.clone()) {
+            path = match path.rfind('/') {
+                Some(0) | None => "/".to_string(),
+                Some(i) => path[..i].to_string(),
+            };
+        }
+    }
+    dirs
+}
+
+/// Go's `filepath.Clean` for the paths Docker and the shell compare: one slash between
+/// components, no `.`, `..` resolved (never above `/`), no trailing slash. A relative path
+/// stays relative.
+pub(crate) fn clean_path(path: &str) -> String {
+    let rooted = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            ".." if rooted => {}
+            part => parts.push(part),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".into(),
+        (false, false) => joined,
+    }
+}
+
+/// The applet a command names: `/bin/sleep` -> `sleep`.
+fn executable_name(command: &str) -> &str {
+    command.rsplit('/').next().unwrap_or(command)
+}
