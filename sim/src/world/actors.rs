@@ -109,6 +109,7 @@ impl World<'_> {
                 }
                 self.external(now, op);
                 self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
+                self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
                 return;
             }
         };

@@ -53,6 +53,12 @@ pub(super) enum Event {
     Wake {
         process: usize,
     },
+    /// The runtime's clock reaches the time a container's main process ends by itself.
+    RuntimeDue,
+    /// A removal in progress completes: the container is gone.
+    RemovalDone {
+        container: String,
+    },
     /// A crashed process comes back: a fresh engine, a full list of the store.
     Restart {
         process: usize,
@@ -63,6 +69,9 @@ pub(super) enum Event {
         stream: u32,
     },
     Heal,
+    /// The liveness judge looks at the world at a time it set: the convergence bound, or the end
+    /// of the settle period (nothing else may happen then).
+    Judge,
 }
 
 impl Event {

@@ -49,6 +49,7 @@ enum Phase {
 #[derive(Copy, Clone, Debug)]
 pub(super) enum Busy {
     InFlight(u64),
+    ProcessEnding(MonoTime),
     Down(usize),
     Relisting(usize),
     Waiting(usize, usize),
@@ -60,6 +61,7 @@ impl std::fmt::Display for Busy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Busy::InFlight(n) => write!(f, "{n} requests or deliveries still in flight"),
+            Busy::ProcessEnding(at) => write!(f, "a container's main process ends by itself at {at}"),
             Busy::Down(p) => write!(f, "process p{p} is down"),
             Busy::Relisting(p) => write!(f, "process p{p} has not relisted yet"),
             Busy::Waiting(p, n) => write!(f, "process p{p} waits for {n} replies"),
@@ -86,6 +88,8 @@ pub(super) struct Liveness {
     /// Work since faults healed (the efficiency checker), and its first excess.
     work: WorkCounter,
     wasted: Option<String>,
+    /// When the judge must look next, whatever else happens (taken by the world).
+    wake: Option<MonoTime>,
     /// Simulated seconds from heal to convergence.
     pub convergence_secs: f64,
 }
@@ -99,6 +103,7 @@ impl Liveness {
             heal_writes: BTreeMap::new(),
             work: WorkCounter::new(knobs.work.clone()),
             wasted: None,
+            wake: None,
             convergence_secs: 0.0,
         }
     }
@@ -107,6 +112,12 @@ impl Liveness {
     pub fn heal(&mut self, now: MonoTime) {
         self.phase = Phase::Liveness { healed_at: now };
         self.healed_at = Some(now);
+        self.wake = Some(now + self.knobs.convergence_bound + Duration::from_millis(1));
+    }
+
+    /// When the judge must look at the world next even if nothing happens, once.
+    pub fn take_wake(&mut self) -> Option<MonoTime> {
+        self.wake.take()
     }
 
     /// A reconcile of `key` sent a request at `now` (`runtime`: to the runtime, else a store
@@ -185,6 +196,7 @@ impl Liveness {
                 if busy().is_none() && desired_equals_actual(view).is_ok() {
                     self.convergence_secs = now.since(healed_at).as_secs_f64();
                     self.phase = Phase::Settling { converged_at: now, revision: view.store.resource_version() };
+                    self.wake = Some(now + self.knobs.settle);
                     return Verdict::Running;
                 }
                 if now.since(healed_at) > self.knobs.convergence_bound {

@@ -176,6 +176,8 @@ impl<'w> World<'w> {
                 self.env.paid();
                 self.restart(now, process);
             }
+            Event::RuntimeDue => self.runtime_due(now),
+            Event::RemovalDone { container } => self.removal_done(now, &container),
             Event::Relist { process, stream } => {
                 self.env.paid();
                 self.relist(now, process, stream);
@@ -185,6 +187,7 @@ impl<'w> World<'w> {
                 self.env.faults.heal();
                 self.liveness.heal(now);
             }
+            Event::Judge => self.env.note(format_args!("liveness judge")),
         }
     }
 
@@ -245,6 +248,7 @@ impl<'w> World<'w> {
         self.runtime.set_now(true_now(now).wall);
         let (stopped, until) = self.runtime_link.restart_daemon(&mut self.env, &mut self.runtime, now);
         self.watches.drop_runtime_streams(self.runtime.events().len());
+        self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
         self.env.note(format_args!("[fault runtime-restart: {stopped} containers stopped, daemon back at {until}] "));
     }
 
@@ -276,9 +280,17 @@ impl<'w> World<'w> {
         }
         let view = View { store: &self.store, runtime: &self.runtime, facts: &self.facts, now: wall };
         let (processes, watches, outstanding) = (&self.processes, &self.watches, self.env.outstanding);
-        let busy = || busy(processes, watches, outstanding, now);
+        // A main process ending by itself before the settle period could be over changes the
+        // world: it is not quiet yet. (One ending later is beyond the run.)
+        let horizon = now + self.config.liveness.settle;
+        let ending = self.runtime.next_due().map(processes::mono_at).filter(|at| *at <= horizon);
+        let busy = || busy(processes, watches, outstanding, ending, now);
         let reconciles = processes.iter().map(|p| p.engine.stats().reconciles);
-        match self.liveness.judge(now, self.trace.events(), &view, reconciles, busy) {
+        let verdict = self.liveness.judge(now, self.trace.events(), &view, reconciles, busy);
+        if let Some(at) = self.liveness.take_wake() {
+            self.env.at(at, Event::Judge);
+        }
+        match verdict {
             Verdict::Running => false,
             Verdict::Done => true,
             Verdict::Failed(property, message) => self.fail(now, property.to_string(), message),
@@ -329,11 +341,21 @@ fn engine(config: &WorldConfig, index: usize, life: u32, seed: u64) -> Engine {
     )
 }
 
-/// What keeps the world from being quiet, if anything: something owed, a process down or
-/// relisting, an engine waiting for replies, backing off, or with work due.
-fn busy(processes: &Processes, watches: &Watches, outstanding: u64, now: MonoTime) -> Option<Busy> {
+/// What keeps the world from being quiet, if anything: something owed, a container's main
+/// process about to end by itself, a process down or relisting, an engine waiting for replies,
+/// backing off, or with work due.
+fn busy(
+    processes: &Processes,
+    watches: &Watches,
+    outstanding: u64,
+    ending: Option<MonoTime>,
+    now: MonoTime,
+) -> Option<Busy> {
     if outstanding > 0 {
         return Some(Busy::InFlight(outstanding));
+    }
+    if let Some(at) = ending {
+        return Some(Busy::ProcessEnding(at));
     }
     processes.iter().enumerate().find_map(|(i, p)| {
         Some(if p.down {

@@ -47,6 +47,11 @@ pub(super) fn true_now(mono: MonoTime) -> Now {
     Now::new(mono, WallTime(EPOCH_MS) + mono.as_duration())
 }
 
+/// The monotonic time at which the world's true wall clock reads `wall`.
+pub(super) fn mono_at(wall: WallTime) -> MonoTime {
+    MonoTime::from_duration(std::time::Duration::from_millis(wall.0.saturating_sub(EPOCH_MS)))
+}
+
 pub(super) struct Process {
     pub engine: Engine,
     /// When a wake is scheduled, if one is.

@@ -172,7 +172,7 @@ impl World<'_> {
             _ => None,
         };
         let meeting = self.runtime_link.meet(&mut self.env, &mut self.runtime, now, process, id, &request);
-        let Meeting::Met { result, hangs, hidden } = meeting else { return };
+        let Meeting::Met { result, hangs, hidden, busy_until } = meeting else { return };
         if let Some(container_id) = &hidden {
             self.observe(Happening::InspectHidden { container_id });
         }
@@ -193,7 +193,33 @@ impl World<'_> {
             self.observe(Happening::ReplyLost { process, id, request: &request });
         }
         self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
-        self.runtime_link.reply(&mut self.env, now, process, id, told, hangs);
+        self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
+        self.runtime_link.reply(&mut self.env, now, process, id, told, hangs, busy_until);
+    }
+
+    /// A removal in progress completes: the container is gone (`destroy`).
+    pub(super) fn removal_done(&mut self, now: MonoTime, container: &str) {
+        self.env.paid();
+        self.runtime.set_now(super::true_now(now).wall);
+        let done = self.runtime.finish_removal(container);
+        self.env.note(format_args!(
+            "runtime removal of {} {}",
+            short(container),
+            if done { "done" } else { "was over" }
+        ));
+        self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
+        self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
+    }
+
+    /// The runtime's clock reaches the end of a main process that ends by itself.
+    pub(super) fn runtime_due(&mut self, now: MonoTime) {
+        self.runtime_link.runtime_clock_woke(now);
+        let before = self.runtime.events().len();
+        self.runtime.advance(super::true_now(now).wall);
+        let ended = self.runtime.events().len() - before;
+        self.env.note(format_args!("runtime clock: {ended} main processes ended by themselves"));
+        self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
+        self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
     }
 }
 

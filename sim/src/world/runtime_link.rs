@@ -40,6 +40,8 @@ pub struct RuntimeLinkKnobs {
     pub hidden_for: Latency,
     /// runtime-restart: the daemon refuses requests this long.
     pub restart_downtime: Latency,
+    /// A container being removed shows `removing` this long; the remove request answers after.
+    pub removal_takes: Latency,
 }
 
 impl Default for RuntimeLinkKnobs {
@@ -53,6 +55,7 @@ impl Default for RuntimeLinkKnobs {
             hung_unapplied: 0.5,
             hidden_for: Latency::millis(200, 2_000),
             restart_downtime: Latency::millis(300, 3_000),
+            removal_takes: Latency::millis(1, 40),
         }
     }
 }
@@ -62,8 +65,9 @@ pub(super) enum Meeting {
     /// It hung before it applied: no effect, no answer.
     Hung,
     /// It met the daemon with `result`. `hangs`: the answer will never come; `hidden`: the
-    /// container an inspection was told is not there.
-    Met { result: RuntimeResult, hangs: bool, hidden: Option<String> },
+    /// container an inspection was told is not there; `busy_until`: the request completes then (a
+    /// removal in progress), and no answer comes before.
+    Met { result: RuntimeResult, hangs: bool, hidden: Option<String>, busy_until: Option<MonoTime> },
 }
 
 pub(super) struct RuntimeLink {
@@ -76,6 +80,8 @@ pub(super) struct RuntimeLink {
     hidden: BTreeMap<String, MonoTime>,
     /// The daemon is restarting until then: requests fail without being applied.
     down_until: Option<MonoTime>,
+    /// When the world wakes next for the runtime's own clock (a main process ending by itself).
+    due_at: Option<MonoTime>,
 }
 
 impl RuntimeLink {
@@ -86,6 +92,7 @@ impl RuntimeLink {
             hung: BTreeSet::new(),
             hidden: BTreeMap::new(),
             down_until: None,
+            due_at: None,
         }
     }
 
@@ -145,6 +152,7 @@ impl RuntimeLink {
         request: &RuntimeRequest,
     ) -> Meeting {
         let daemon_down = self.down_until.is_some_and(|until| now < until);
+        let mut busy_until = None;
         let hangs = !matches!(request, RuntimeRequest::PullImage { .. }) && env.fires(FaultKind::HungRuntime);
         let mut hidden = None;
         let result = if daemon_down {
@@ -167,10 +175,36 @@ impl RuntimeLink {
             env.stats.other_faults += 1;
             hidden = Some(container);
             Err(RuntimeError::NotFound(format!("No such container: {asked}")))
+        } else if let RuntimeRequest::RemoveContainer { id, force } = request {
+            // Docker removes in two steps: `removing` at once, gone a moment later; the request
+            // answers once it is gone.
+            runtime.begin_removal(id, *force).map(|container| {
+                let done = now + env.draw(self.knobs.removal_takes);
+                env.owe(done, Event::RemovalDone { container });
+                busy_until = Some(done);
+                RuntimeReply::Done
+            })
         } else {
             runtime.execute(request)
         };
-        Meeting::Met { result, hangs, hidden }
+        Meeting::Met { result, hangs, hidden, busy_until }
+    }
+
+    /// Wake the world when the runtime's next main process ends by itself.
+    pub fn follow_runtime_clock(&mut self, env: &mut Env, runtime: &SimRuntime) {
+        let Some(due) = runtime.next_due().map(super::processes::mono_at) else { return };
+        if self.due_at.is_some_and(|at| at <= due && at >= env.now()) {
+            return;
+        }
+        self.due_at = Some(due);
+        env.at(due, Event::RuntimeDue);
+    }
+
+    /// The wake for the runtime's clock at `now` happened.
+    pub fn runtime_clock_woke(&mut self, now: MonoTime) {
+        if self.due_at.is_some_and(|at| at <= now) {
+            self.due_at = None;
+        }
     }
 
     /// A just-created container the notfound-after-create fault still hides from an inspection:
@@ -227,7 +261,9 @@ impl RuntimeLink {
         (told, lost)
     }
 
-    /// The answer to an applied request goes back, unless the request hangs.
+    /// The answer to an applied request goes back (not before `busy_until`, when the request
+    /// completes), unless the request hangs.
+    #[allow(clippy::too_many_arguments)]
     pub fn reply(
         &mut self,
         env: &mut Env,
@@ -236,6 +272,7 @@ impl RuntimeLink {
         id: OpId,
         result: RuntimeResult,
         hangs: bool,
+        busy_until: Option<MonoTime>,
     ) {
         if hangs {
             env.note(format_args!(" [fault hung-runtime: applied, never answered]"));
@@ -243,7 +280,7 @@ impl RuntimeLink {
             env.paid();
             return;
         }
-        let at = now + env.draw(self.knobs.latency) / self.knobs.reply_divisor;
+        let at = (now + env.draw(self.knobs.latency) / self.knobs.reply_divisor).max(busy_until.unwrap_or(now));
         // The request's debt carries over to its reply.
         env.at(at, Event::RuntimeReply { process, id, result });
     }
