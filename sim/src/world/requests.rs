@@ -3,7 +3,7 @@
 //! Along the way the world records its facts and tells the checkers and probes what happened.
 
 use super::World;
-use super::runtime_link::Meeting;
+use super::runtime_link::Met;
 use crate::checker::Happening;
 use crate::facts::{owner_of, process_identity};
 use crate::probes::Probe;
@@ -172,7 +172,7 @@ impl World<'_> {
             _ => None,
         };
         let meeting = self.runtime_link.meet(&mut self.env, &mut self.runtime, now, process, id, &request);
-        let Meeting::Met { result, hangs, hidden, busy_until } = meeting else { return };
+        let Some(Met { result, hangs, hidden, busy_until }) = meeting else { return };
         if let Some(container_id) = &hidden {
             self.observe(Happening::InspectHidden { container_id });
         }

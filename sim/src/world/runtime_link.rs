@@ -60,14 +60,16 @@ impl Default for RuntimeLinkKnobs {
     }
 }
 
-/// How a request met the daemon.
-pub(super) enum Meeting {
-    /// It hung before it applied: no effect, no answer.
-    Hung,
-    /// It met the daemon with `result`. `hangs`: the answer will never come; `hidden`: the
-    /// container an inspection was told is not there; `busy_until`: the request completes then (a
-    /// removal in progress), and no answer comes before.
-    Met { result: RuntimeResult, hangs: bool, hidden: Option<String>, busy_until: Option<MonoTime> },
+/// How a request that applied met the daemon.
+pub(super) struct Met {
+    /// What the daemon did (or the fault that kept it from applying).
+    pub result: RuntimeResult,
+    /// The answer will never come.
+    pub hangs: bool,
+    /// The container an inspection was told is not there.
+    pub hidden: Option<String>,
+    /// The request completes then (a removal in progress), and no answer comes before.
+    pub busy_until: Option<MonoTime>,
 }
 
 pub(super) struct RuntimeLink {
@@ -141,7 +143,7 @@ impl RuntimeLink {
     }
 
     /// The request reaches the daemon: a fault may keep it from applying; otherwise the runtime
-    /// applies it.
+    /// applies it. `None`: it hung before it applied (no effect, no answer).
     pub fn meet(
         &mut self,
         env: &mut Env,
@@ -150,7 +152,7 @@ impl RuntimeLink {
         process: usize,
         id: OpId,
         request: &RuntimeRequest,
-    ) -> Meeting {
+    ) -> Option<Met> {
         let daemon_down = self.down_until.is_some_and(|until| now < until);
         let mut busy_until = None;
         let hangs = !matches!(request, RuntimeRequest::PullImage { .. }) && env.fires(FaultKind::HungRuntime);
@@ -165,7 +167,7 @@ impl RuntimeLink {
             env.note(format_args!(" [fault hung-runtime: never applied, never answered]"));
             self.hung.insert((process, id));
             env.paid();
-            return Meeting::Hung;
+            return None;
         } else if env.fires(FaultKind::TransientRuntimeError) {
             env.note(format_args!(" [fault transient-runtime-error: not applied]"));
             env.stats.other_faults += 1;
@@ -187,7 +189,7 @@ impl RuntimeLink {
         } else {
             runtime.execute(request)
         };
-        Meeting::Met { result, hangs, hidden, busy_until }
+        Some(Met { result, hangs, hidden, busy_until })
     }
 
     /// Wake the world when the runtime's next main process ends by itself.
