@@ -488,7 +488,7 @@ impl Controller for LogicalContainerController {
                 t.cleanup_clear = !objects.iter().any(|o| owned_by(o, &uid));
             }
             (Op::VerifyBacking, _) => {
-                tracked.retry.fail(now.mono, &RETRY);
+                let _ = tracked.retry.fail(Op::VerifyBacking, now.mono, &RETRY);
             }
             (Op::CleanupCheck, _) | (Op::InspectName, _) | (Op::CreateBacking, Ok(_)) => {}
         }
@@ -506,7 +506,7 @@ impl Controller for LogicalContainerController {
             Ok(RuntimeReply::Container(c)) => Some(Found::Stranger { id: c.id.clone() }),
             Err(RuntimeError::NotFound(_)) => Some(Found::Absent),
             _ => {
-                tracked.retry.fail(now.mono, &RETRY);
+                let _ = tracked.retry.fail(Op::InspectName, now.mono, &RETRY);
                 None
             }
         };

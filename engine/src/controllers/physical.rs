@@ -42,6 +42,10 @@ const RUNTIME_FINALIZER: Finalizer<'static> = Finalizer::new(names::FINALIZER_RU
 const RETRY: RetryPolicy =
     RetryPolicy::exponential(Duration::from_millis(100), Duration::from_secs(10)).with_max_doublings(8);
 
+/// One failure count for every operation, as before per-operation budgets (a success of any
+/// operation resets it).
+const ALL_OPS: Op = Op::Create;
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Op {
     Create,
@@ -341,7 +345,7 @@ impl PhysicalContainerController {
             (Op::Create, Err(E::Conflict(_))) => t.verify = Some(Verify::AfterConflict),
             (Op::Create, _) => {
                 t.verify = Some(Verify::AfterUncertain);
-                retry.fail(now.mono, &RETRY);
+                let _ = retry.fail(ALL_OPS, now.mono, &RETRY);
             }
             (Op::Verify, Ok(R::Containers(found))) => match (found.first(), t.verify) {
                 (Some(ours), _) => {
@@ -378,7 +382,7 @@ impl PhysicalContainerController {
                     t.inspect_message =
                         Some(format!("cannot inspect the runtime container ({} attempts): {e}", t.inspect_errors));
                 }
-                retry.fail(now.mono, &RETRY);
+                let _ = retry.fail(ALL_OPS, now.mono, &RETRY);
             }
             // Right after a create, or after a restart of the daemon or of this engine (which
             // then cannot know the container is fresh), the runtime may not show the container
@@ -408,11 +412,11 @@ impl PhysicalContainerController {
                 if op == Op::Start || op == Op::Stop {
                     t.inspected_at = None;
                 }
-                retry.fail(now.mono, &RETRY);
+                let _ = retry.fail(ALL_OPS, now.mono, &RETRY);
             }
         }
         if result.is_ok() {
-            retry.succeed();
+            retry.succeed(ALL_OPS);
         }
     }
 }
