@@ -33,9 +33,13 @@ const PROGRESS_LINES: usize = 20;
 /// Held until an in-flight pull is cancelled and the pull lease released. Cleanup also runs once
 /// it is gone: another engine may have removed it while this one still pulls or holds the lease.
 const IMAGE_FINALIZER: Finalizer<'static> = Finalizer::new(names::FINALIZER_IMAGE).always_clean_up();
-/// After failed pull attempt `n`: 2 s, 4 s, then 5 s.
+/// After failed pull attempt `n`: 2 s, 4 s, then 5 s. Pulls are bounded by `pullRetryLimit`,
+/// counted in status, not by this policy.
 const PULL_RETRY: RetryPolicy =
     RetryPolicy::exponential(Duration::from_secs(1), Duration::from_secs(5)).with_max_doublings(3);
+/// After any other failed runtime operation (an inspection the runtime could not answer), per
+/// operation kind: 1 s, 2 s, ... up to 30 s, for ever (a read is always safe to retry).
+const RETRY: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(500), Duration::from_secs(30));
 
 /// The name of the lease that serializes pulls of `reference`: one per *normalized* reference, so
 /// `busybox`, `busybox:latest` and `docker.io/library/busybox:latest` share it.
@@ -325,8 +329,12 @@ impl ContainerImageController {
                 t.missing = true;
                 t.inspected_at = Some(now.mono);
             }
-            (_, _) => retry.wait_until(now.mono + Duration::from_secs(1)),
+            (_, _) => {
+                let _ = retry.fail(op, now.mono, &RETRY);
+                return;
+            }
         }
+        retry.succeed(op);
     }
 
     /// The finalizer is in place: keep the lease of a running pull alive, wait out a retry,

@@ -37,8 +37,9 @@ pub const STARTUP_LEASE_DURATION: Duration = Duration::from_secs(30);
 /// Cleanup also runs without it, to let this engine's startup lease go.
 const LOGICAL_FINALIZER: Finalizer<'static> =
     Finalizer::new(names::FINALIZER_LOGICAL).added_by_store().always_clean_up();
-/// After a failed inspection or verification: look again in a second.
-const RETRY: RetryPolicy = RetryPolicy::fixed(Duration::from_secs(1));
+/// After a failed inspection or verification, per operation kind: look again in 1 s, 2 s, ...
+/// up to 30 s, for ever (both are reads: retrying them is always safe).
+const RETRY: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(500), Duration::from_secs(30));
 
 /// What an inspection of the runtime container name found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -472,6 +473,7 @@ impl Controller for LogicalContainerController {
             // Unknown outcome or a name collision: an uncached read decides, next reconcile.
             (Op::CreateBacking, Err(_)) => t.verify = true,
             (Op::VerifyBacking, Ok(StoreReply::Object(found))) => {
+                tracked.retry.succeed(Op::VerifyBacking);
                 t.verify = false;
                 let same_spec = t.expected_spec.as_ref().is_none_or(|spec| *spec == found.spec);
                 if owned_by(found, &uid) && found.metadata.has_finalizer(names::FINALIZER_HOLD) && same_spec {
@@ -483,7 +485,10 @@ impl Controller for LogicalContainerController {
                     ));
                 }
             }
-            (Op::VerifyBacking, Err(e)) if e.is_not_found() => t.verify = false,
+            (Op::VerifyBacking, Err(e)) if e.is_not_found() => {
+                tracked.retry.succeed(Op::VerifyBacking);
+                t.verify = false;
+            }
             (Op::CleanupCheck, Ok(StoreReply::Objects(objects))) => {
                 t.cleanup_clear = !objects.iter().any(|o| owned_by(o, &uid));
             }
@@ -498,6 +503,9 @@ impl Controller for LogicalContainerController {
         let Some((done, tracked)) = self.ops.claim(op) else { return };
         if done.op != Op::InspectName {
             return;
+        }
+        if matches!(result, Ok(_) | Err(RuntimeError::NotFound(_))) {
+            tracked.retry.succeed(Op::InspectName);
         }
         tracked.state.found = match result {
             Ok(RuntimeReply::Container(c)) if c.labels.contains_key(names::LABEL_CREATOR) => {

@@ -38,13 +38,10 @@ pub const NOTFOUND_BUDGET: u32 = 4;
 
 /// Held until the runtime container is removed (or kept: `retain`, or not ours: tracked by id).
 const RUNTIME_FINALIZER: Finalizer<'static> = Finalizer::new(names::FINALIZER_RUNTIME);
-/// After failed runtime operations: 200 ms, 400 ms, ... up to 10 s.
-const RETRY: RetryPolicy =
-    RetryPolicy::exponential(Duration::from_millis(100), Duration::from_secs(10)).with_max_doublings(8);
-
-/// One failure count for every operation, as before per-operation budgets (a success of any
-/// operation resets it).
-const ALL_OPS: Op = Op::Create;
+/// After failed runtime operations, per operation kind: 200 ms, 400 ms, ... up to 30 s, for ever
+/// (they are retryable: a daemon that answers 500 or not at all may be back soon). A success of
+/// one kind (an inspect) never shortens the wait of another (a create).
+const RETRY: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(100), Duration::from_secs(30));
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Op {
@@ -345,7 +342,7 @@ impl PhysicalContainerController {
             (Op::Create, Err(E::Conflict(_))) => t.verify = Some(Verify::AfterConflict),
             (Op::Create, _) => {
                 t.verify = Some(Verify::AfterUncertain);
-                let _ = retry.fail(ALL_OPS, now.mono, &RETRY);
+                let _ = retry.fail(op, now.mono, &RETRY);
             }
             (Op::Verify, Ok(R::Containers(found))) => match (found.first(), t.verify) {
                 (Some(ours), _) => {
@@ -382,7 +379,7 @@ impl PhysicalContainerController {
                     t.inspect_message =
                         Some(format!("cannot inspect the runtime container ({} attempts): {e}", t.inspect_errors));
                 }
-                let _ = retry.fail(ALL_OPS, now.mono, &RETRY);
+                let _ = retry.fail(op, now.mono, &RETRY);
             }
             // Right after a create, or after a restart of the daemon or of this engine (which
             // then cannot know the container is fresh), the runtime may not show the container
@@ -412,11 +409,11 @@ impl PhysicalContainerController {
                 if op == Op::Start || op == Op::Stop {
                     t.inspected_at = None;
                 }
-                let _ = retry.fail(ALL_OPS, now.mono, &RETRY);
+                let _ = retry.fail(op, now.mono, &RETRY);
             }
         }
         if result.is_ok() {
-            retry.succeed(ALL_OPS);
+            retry.succeed(op);
         }
     }
 }
