@@ -76,7 +76,8 @@ pub enum LogicalPhase {
     Exited,
     /// Mode `existing`: no container of that name yet.
     NotFound,
-    /// Terminal.
+    /// Terminal: its backing or its own image failed, or it lost its backing; `reason` and
+    /// `message` carry the cause.
     Failed,
 }
 
@@ -100,6 +101,10 @@ pub struct LogicalContainerStatus {
     /// Startup output of an owned inline image (pull progress).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub startup_output: Vec<String>,
+    /// Why the phase is `Failed`: the backing's reason, or one of the logical container's own
+    /// ([`super::reasons`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }

@@ -12,6 +12,7 @@
 //!   contract share;
 //! - [`names`]: the labels, annotations and finalizers the engine owns;
 //! - `meta` and `object`: [`ObjectMeta`], [`Object`], [`ObjectKey`] and the [`Resource`] trait;
+//! - [`reasons`]: the machine-readable reasons a status gives for its phase;
 //! - one module per built-in kind, with its spec, status and the validation the store runs on
 //!   admission: [`namespace`], [`physical`] (`PhysicalContainer`), [`image`] (`ContainerImage`),
 //!   [`lease`] and [`logical`] (`LogicalContainer`).
@@ -28,6 +29,7 @@ pub mod names;
 pub mod namespace;
 mod object;
 pub mod physical;
+pub mod reasons;
 pub mod runtime_names;
 pub mod validation;
 

@@ -65,7 +65,8 @@ pub enum ContainerPhase {
     Exited,
     /// The runtime container was removed by someone else; it is never recreated.
     Missing,
-    /// Terminal: the container cannot be created (missing image, name taken by a stranger).
+    /// Terminal: the container cannot be created or started (the runtime refused it, a missing
+    /// image, a name taken by a stranger, a start that keeps failing); `reason` says which.
     Failed,
 }
 
@@ -78,6 +79,10 @@ pub struct PhysicalContainerStatus {
     pub runtime_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
+    /// Why the phase is `Failed` or `Missing`: one of [`super::reasons`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// In words; for a runtime failure, with the runtime's own message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
