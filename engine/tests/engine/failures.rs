@@ -5,8 +5,8 @@
 
 use drydock_engine::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalMode, LogicalPhase};
 use drydock_engine::api::{
-    ContainerPhase, Namespace, NamespaceSpec, Object, ObjectKey, ObjectMeta, PhysicalContainer, PhysicalContainerSpec,
-    Resource, reasons,
+    ContainerImage, ContainerImageSpec, ContainerPhase, ImagePhase, Namespace, NamespaceSpec, Object, ObjectKey,
+    ObjectMeta, PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, reasons,
 };
 use drydock_engine::controllers::{ControllerConfig, builtin};
 use drydock_engine::runtime::{
@@ -392,6 +392,73 @@ fn a_create_that_keeps_failing_backs_off_exponentially_to_thirty_seconds() {
     w.runtime.create_error = None;
     w.run_for(Duration::from_secs(31));
     assert_eq!(w.status::<PhysicalContainer>(&key).phase, ContainerPhase::Running);
+}
+
+#[test]
+fn an_image_that_can_never_be_pulled_fails_its_containers_and_their_logical_container() {
+    let mut runtime = Runtime::new();
+    runtime.pull_error = Some(RuntimeError::NotFound("pull access denied for ghost, repository does not exist".into()));
+    let mut w = World::new(runtime);
+    let image = ContainerImageSpec { image: "ghost:1".into(), pull_policy: PullPolicy::Missing, pull_retry_limit: 1 };
+    let image_key = w.create::<ContainerImage>("ghost", &image);
+    let pc = PhysicalContainerSpec { image_ref: Some("ghost".into()), ..Default::default() };
+    let pc_key = w.create::<PhysicalContainer>("by-ref", &pc);
+    let lc = LogicalContainerSpec { mode: LogicalMode::Session, image: Some("ghost:2".into()), ..Default::default() };
+    let lc_key = w.create::<LogicalContainer>("app", &lc);
+    w.run_for(Duration::from_secs(30));
+
+    let image = w.status::<ContainerImage>(&image_key);
+    assert_eq!((image.phase, image.pull_attempts), (ImagePhase::Failed, 2), "{image:?}");
+    assert_eq!(image.reason.as_deref(), Some(reasons::PULL_FAILED));
+    assert!(image.message.unwrap().contains("repository does not exist"));
+
+    let pc = w.status::<PhysicalContainer>(&pc_key);
+    assert_eq!(pc.phase, ContainerPhase::Failed, "{pc:?}");
+    assert_eq!(pc.reason.as_deref(), Some(reasons::IMAGE_FAILED));
+    assert!(pc.message.unwrap().contains("repository does not exist"), "the cause, all the way down");
+
+    let lc = w.status::<LogicalContainer>(&lc_key);
+    assert_eq!(lc.phase, LogicalPhase::Failed, "{lc:?}");
+    assert_eq!(lc.reason.as_deref(), Some(reasons::IMAGE_FAILED));
+    assert!(lc.message.unwrap().contains("repository does not exist"));
+    assert_eq!(w.runtime.creates(), Vec::<u64>::new());
+    assert_eq!(w.requests_over(FIVE_MINUTES), []);
+}
+
+#[test]
+fn a_pull_the_runtime_refuses_fails_at_once() {
+    let mut runtime = Runtime::new();
+    runtime.pull_error = Some(RuntimeError::Invalid("invalid reference format".into()));
+    let mut w = World::new(runtime);
+    let image = ContainerImageSpec { image: "ghost:1".into(), pull_policy: PullPolicy::Always, pull_retry_limit: 5 };
+    let key = w.create::<ContainerImage>("ghost", &image);
+    w.run_for(Duration::from_secs(10));
+
+    let status = w.status::<ContainerImage>(&key);
+    assert_eq!((status.phase, status.pull_attempts), (ImagePhase::Failed, 1), "{status:?}");
+    assert_eq!(status.reason.as_deref(), Some(reasons::REFERENCE_REFUSED));
+    assert!(status.message.unwrap().contains("invalid reference format"));
+}
+
+#[test]
+fn an_image_inspection_that_keeps_failing_is_retried_slower_and_visibly() {
+    let mut runtime = Runtime::new();
+    runtime.inspect_image_error = Some(RuntimeError::Transient("500: the daemon is busy".into()));
+    let mut w = World::new(runtime);
+    let image = ContainerImageSpec { image: IMAGE.into(), ..Default::default() };
+    let key = w.create::<ContainerImage>("busybox", &image);
+    w.run_for(FIVE_MINUTES);
+
+    let inspects = w.runtime.times(|r| matches!(r, RuntimeRequest::InspectImage { .. }));
+    assert!(inspects.len() <= 16, "1 s doubling to 30 s: {inspects:?}");
+    assert!(gaps(&inspects).last().is_some_and(|g| *g >= 30_000));
+    let status = w.status::<ContainerImage>(&key);
+    assert_eq!(status.phase, ImagePhase::Pending);
+    assert!(status.message.unwrap_or_default().contains("daemon is busy"));
+
+    w.runtime.inspect_image_error = None;
+    w.run_for(Duration::from_secs(31));
+    assert_eq!(w.status::<ContainerImage>(&key).phase, ImagePhase::Ready);
 }
 
 #[test]
