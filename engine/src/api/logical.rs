@@ -7,7 +7,7 @@ use super::container::{
 };
 use super::meta::{Condition, Uid};
 use super::object::{Object, Resource};
-use super::runtime_names::{RUNTIME_NAME_RULE, is_runtime_name, validate_image_reference};
+use super::runtime_names::{RUNTIME_NAME_RULE, is_container_name, validate_image_reference};
 use super::validation::{Claim, FieldError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -168,7 +168,7 @@ pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<FieldError> {
         errors.push(FieldError::new("spec.image", message));
     }
     if let Some(name) = &spec.container_name
-        && !is_runtime_name(name)
+        && !is_container_name(name)
     {
         errors.push(FieldError::new(
             "spec.containerName",

@@ -39,4 +39,4 @@ pub use meta::{Condition, ConditionStatus, ObjectMeta, OwnerReference, Uid};
 pub use namespace::{Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus};
 pub use object::{Object, ObjectKey, Resource, TypedError};
 pub use physical::{ContainerPhase, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus};
-pub use runtime_names::{familiar_image_reference, is_runtime_name, normalize_image_reference};
+pub use runtime_names::{familiar_image_reference, is_container_name, is_runtime_name, normalize_image_reference};

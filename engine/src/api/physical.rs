@@ -2,7 +2,7 @@
 
 use super::container::{Mount, PortMapping, check_env_name, container_name_claim, validate_mounts, validate_ports};
 use super::object::{Object, Resource};
-use super::runtime_names::{RUNTIME_NAME_RULE, is_runtime_name, validate_image_reference};
+use super::runtime_names::{RUNTIME_NAME_RULE, is_container_name, validate_image_reference};
 use super::validation::{Claim, FieldError, is_dns_label};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -119,7 +119,7 @@ pub(crate) fn validate(spec: &PhysicalContainerSpec) -> Vec<FieldError> {
         errors.push(FieldError::new("spec.containerId", format!("{id:?} is not a container id or name")));
     }
     if let Some(name) = &spec.container_name
-        && !is_runtime_name(name)
+        && !is_container_name(name)
     {
         errors.push(FieldError::new(
             "spec.containerName",

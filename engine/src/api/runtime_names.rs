@@ -155,15 +155,23 @@ fn check_digest(digest: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Docker's container name rule: `[a-zA-Z0-9][a-zA-Z0-9_.-]+`, so at least two characters.
+/// Docker's container name rule: `[a-zA-Z0-9][a-zA-Z0-9_.-]+`, so at least two characters
+/// (Docker refuses `a` with the same 400 as `-a`). What admission requires.
+pub fn is_container_name(name: &str) -> bool {
+    name.len() >= 2 && is_runtime_name(name)
+}
+
+/// The characters of Docker's container name rule, `[a-zA-Z0-9][a-zA-Z0-9_.-]*`, without its
+/// length: a one-character name passes this and is refused by Docker. Prefer
+/// [`is_container_name`]; this stays for the simulated runtime, which still accepts such names.
 pub fn is_runtime_name(name: &str) -> bool {
     let bytes = name.as_bytes();
-    bytes.len() >= 2
+    !bytes.is_empty()
         && bytes[0].is_ascii_alphanumeric()
         && bytes.iter().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b))
 }
 
-/// What [`is_runtime_name`] requires, for messages.
+/// What [`is_container_name`] requires, for messages.
 pub const RUNTIME_NAME_RULE: &str = "[a-zA-Z0-9][a-zA-Z0-9_.-]+ (at least two characters)";
 
 /// The canonical form of an image reference, as Docker resolves it: `busybox`,
@@ -273,13 +281,14 @@ mod tests {
 
     #[test]
     fn container_names_by_dockers_rule() {
-        use super::is_runtime_name;
+        use super::{is_container_name, is_runtime_name};
         for ok in ["ab", "a1", "9z", "web.1", "my_app-2", "A.b"] {
-            assert!(is_runtime_name(ok), "{ok}");
+            assert!(is_container_name(ok), "{ok}");
         }
         for bad in ["", "a", "-ab", ".ab", "_ab", "a b", "a/b", "a:b", "é1"] {
-            assert!(!is_runtime_name(bad), "{bad}");
+            assert!(!is_container_name(bad), "{bad}");
         }
+        assert!(is_runtime_name("a"), "the characters only");
     }
 
     #[test]
