@@ -74,6 +74,8 @@ struct Logical {
     backing: Option<Uid>,
     /// Terminal: the reason (one of [`reasons`]) and the message.
     failure: Option<(&'static str, String)>,
+    /// The object was seen being deleted (its cleanup began).
+    cleanup_began: bool,
     cleanup_clear: bool,
     /// A backing create failed or its outcome is unknown: read the store before anything else.
     verify: bool,
@@ -469,7 +471,12 @@ impl Controller for LogicalContainerController {
             self.ops.forget(key);
             return Ok(Action::done());
         };
-        if let Some(wait) = self.ops.entry(obj).blocked(ctx.now().mono) {
+        let tracked = self.ops.entry(obj);
+        if obj.metadata.is_deleting() && !std::mem::replace(&mut tracked.state.cleanup_began, true) {
+            // A delete makes a failed inspection or verification moot: no waiting out its backoff.
+            tracked.retry.clear_wait();
+        }
+        if let Some(wait) = tracked.blocked(ctx.now().mono) {
             return Ok(wait);
         }
         LOGICAL_FINALIZER.reconcile(ctx, obj, self, Self::apply, Self::cleanup)

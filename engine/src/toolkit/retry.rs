@@ -118,6 +118,12 @@ impl<Op> RetryGate<Op> {
         self.not_before = Some(at);
     }
 
+    /// Drop the wait: what it delayed is no longer wanted (the object is being deleted, and its
+    /// cleanup must not wait out the backoff of a create it makes moot). Failure counts stand.
+    pub fn clear_wait(&mut self) {
+        self.not_before = None;
+    }
+
     /// How much longer the object waits at `now`, if it does.
     pub fn remaining(&self, now: MonoTime) -> Option<Duration> {
         self.not_before.filter(|at| *at > now).map(|at| at - now)
@@ -224,6 +230,9 @@ mod tests {
         gate.wait_until(t0 + Duration::from_secs(1));
         assert_eq!(gate.failures(Op::Start), 0, "an explicit wait is not a failure");
         assert_eq!(gate.remaining(t0), Some(Duration::from_secs(1)));
+        let _ = gate.fail(Op::Start, t0, &policy);
+        gate.clear_wait();
+        assert_eq!((gate.remaining(t0), gate.failures(Op::Start)), (None, 1), "no wait; the count stands");
     }
 
     /// The bug this design exists for: a start that keeps failing, with a successful inspect

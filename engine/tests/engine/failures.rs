@@ -514,3 +514,19 @@ fn a_container_being_removed_is_neither_started_nor_called_exited_and_ends_missi
     assert_eq!(status.phase, ContainerPhase::Missing, "{status:?}");
     assert_eq!(status.reason.as_deref(), Some(reasons::REMOVED_EXTERNALLY));
 }
+
+#[test]
+fn a_delete_does_not_wait_out_the_backoff_of_a_start_it_makes_moot() {
+    let mut runtime = Runtime::new();
+    runtime.start_fault = StartFault::DaemonError;
+    let mut w = World::new(runtime);
+    let key = w.create::<PhysicalContainer>("web", &web());
+    w.run_for(Duration::from_secs(40)); // into a 30 s wait between starts
+    let starts = w.runtime.starts().len();
+
+    w.store.delete(WallTime(w.now_ms), &key, &Default::default()).unwrap();
+    w.run_for(Duration::from_secs(1));
+    assert!(w.store.get(&key).is_none(), "removed within a second, not after the wait");
+    assert!(w.runtime.containers.is_empty());
+    assert_eq!(w.runtime.starts().len(), starts, "and not started on the way out");
+}

@@ -8,7 +8,14 @@
 //!   retry: our container is adopted, a stranger holding the name is never adopted.
 //! - The runtime-cleanup finalizer is released only after the runtime container was removed and
 //!   a list by uid label found nothing left.
-//! - A container removed behind our back is reported `Missing` and never recreated.
+//! - A container removed behind our back is reported `Missing` and never recreated; one seen
+//!   `removing` is neither started nor called `Exited` meanwhile.
+//! - Every permanent failure ends in `Failed`, for good (also for a later life of the engine),
+//!   with a [`reason`](crate::api::reasons) and the runtime's own message: a create the runtime
+//!   refuses or cannot make (no image), a name held by a stranger, a start refused or failing on
+//!   the container for the whole start budget, the `ContainerImage` it waits for failing. No
+//!   operation is retried faster than its backoff, which a success of another operation never
+//!   shortens (the policies and the judging of failed starts are in `state`).
 //!
 //! *Assumptions*: names are unique in the runtime, so two creates for one object cannot both
 //! succeed. In-memory state (what is in flight, what was observed) is a cache of the runtime:
@@ -364,6 +371,11 @@ impl Controller for PhysicalContainerController {
         };
         let tracked = self.ops.entry(obj);
         tracked.state.replace_existing = obj.spec::<PhysicalContainer>().is_ok_and(|s| s.replace_existing);
+        if obj.metadata.is_deleting() && !std::mem::replace(&mut tracked.state.cleanup_began, true) {
+            // A delete makes a create or start waiting to be retried moot: it does not wait out
+            // their backoff (only an operation in flight, and then its own removal's backoff).
+            tracked.retry.clear_wait();
+        }
         // One runtime operation at a time; a delete waits for it too.
         if let Some(wait) = tracked.blocked(ctx.now().mono) {
             if !tracked.is_busy() {

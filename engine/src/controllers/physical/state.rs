@@ -118,6 +118,8 @@ pub(super) struct Container {
     pub(super) verify: Option<Verify>,
     pub(super) failure: Option<Failure>,
     pub(super) removed: bool,
+    /// The object was seen being deleted (its cleanup began).
+    pub(super) cleanup_began: bool,
     pub(super) cleanup_verified: bool,
     /// replaceExisting: the stranger holding our name, once resolved.
     pub(super) stranger: Option<String>,
