@@ -192,8 +192,15 @@ impl Container {
 
     /// The inspection after a failed start: is the failure the container's own, and for good?
     fn judge_failed_start(&mut self, now: Now, retry: &mut RetryGate<Op>, info: &ContainerInfo, failed: FailedStart) {
-        if info.state == ContainerState::Running {
-            retry.succeed(Op::Start); // it did start: the reply was lost or wrong
+        // Running, or exited without a start failure on record: it did start (the reply was
+        // lost or wrong), and what it does now is its own business.
+        let started = match info.state {
+            ContainerState::Running => true,
+            ContainerState::Exited => info.error.is_none(),
+            ContainerState::Created | ContainerState::Removing => false,
+        };
+        if started {
+            retry.succeed(Op::Start);
             self.retrying = None;
             return;
         }
@@ -329,5 +336,131 @@ pub(super) fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
     }
     if result.is_ok() {
         retry.succeed(op);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::time::WallTime;
+    use crate::toolkit::OpTracker;
+    use crate::toolkit::testing::widget;
+
+    fn at(ms: u64) -> Now {
+        Now::new(MonoTime(ms * 1_000_000), WallTime(ms))
+    }
+
+    fn container(state: ContainerState, exit_code: Option<i64>, error: Option<&str>) -> RuntimeResult {
+        Ok(RuntimeReply::Container(ContainerInfo {
+            id: "c1".into(),
+            name: "ns-web".into(),
+            image: "busybox".into(),
+            labels: Default::default(),
+            state,
+            exit_code,
+            error: error.map(str::to_string),
+            ports: Vec::new(),
+        }))
+    }
+
+    /// A start that fails with `error` at `ms`, then the inspection that follows it.
+    fn fail_start(t: &mut Tracked, ms: u64, error: RuntimeError, inspected: RuntimeResult) {
+        handle_result(t, at(ms), Op::Start, &Err(error));
+        assert_eq!(t.state.inspected_at, None, "a failed start is always looked at");
+        handle_result(t, at(ms + 1), Op::Inspect, &inspected);
+    }
+
+    fn port_taken() -> RuntimeError {
+        RuntimeError::Transient("port is already allocated".into())
+    }
+
+    #[test]
+    fn a_start_recorded_as_failed_three_times_is_failed_with_the_recorded_error() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let recorded = || {
+            container(ContainerState::Created, Some(128), Some("Bind for 0.0.0.0:80 failed: port is already allocated"))
+        };
+        fail_start(t, 0, port_taken(), recorded());
+        assert_eq!(t.state.failure, None);
+        assert_eq!(t.retry.remaining(at(1).mono), Some(Duration::from_millis(999)), "1 s before the next start");
+        fail_start(t, 1_000, port_taken(), recorded());
+        assert_eq!(t.retry.remaining(at(1_001).mono), Some(Duration::from_millis(1_999)), "then 2 s");
+        fail_start(t, 3_000, port_taken(), recorded());
+        let failure = t.state.failure.clone().unwrap();
+        assert_eq!(failure.reason, reasons::START_FAILED);
+        assert_eq!(failure.exit_code, Some(128));
+        assert_eq!(
+            failure.message,
+            "cannot start the container (3 attempts): Bind for 0.0.0.0:80 failed: port is already allocated"
+        );
+    }
+
+    #[test]
+    fn a_start_refused_as_invalid_is_failed_at_once() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let refused = RuntimeError::Invalid("exec: \"nope\": executable file not found in $PATH".into());
+        handle_result(t, at(0), Op::Start, &Err(refused));
+        assert_eq!(t.retry.remaining(at(0).mono), None, "no wait: the inspection that judges it comes at once");
+        handle_result(t, at(1), Op::Inspect, &container(ContainerState::Created, Some(127), Some("exec failed")));
+        let failure = t.state.failure.clone().unwrap();
+        assert_eq!((failure.reason, failure.exit_code), (reasons::START_FAILED, Some(127)));
+        assert!(failure.message.contains("executable file not found"), "{}", failure.message);
+    }
+
+    #[test]
+    fn a_start_that_did_happen_after_all_is_not_a_failure() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let lost = RuntimeError::Uncertain("timed out".into());
+        fail_start(t, 0, lost.clone(), container(ContainerState::Running, None, None));
+        fail_start(t, 10, lost, container(ContainerState::Exited, Some(0), None));
+        assert_eq!((t.state.failure.clone(), t.retry.failures(Op::Start)), (None, 0));
+    }
+
+    #[test]
+    fn starts_the_daemon_fails_without_a_record_go_on_at_the_cap_visibly() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let busy = || RuntimeError::Transient("500: busy".into());
+        for (i, ms) in [0, 1_000, 3_000, 33_000].into_iter().enumerate() {
+            fail_start(t, ms, busy(), container(ContainerState::Created, None, None));
+            assert_eq!(t.state.failure, None, "attempt {}", i + 1);
+        }
+        assert_eq!(t.retry.remaining(at(33_001).mono), Some(START_RETRY.cap()));
+        assert_eq!(t.state.retrying.as_deref(), Some("cannot start the container (4 attempts): 500: busy; retrying"));
+        handle_result(t, at(63_001), Op::Start, &Ok(RuntimeReply::Done));
+        assert_eq!((t.state.retrying.clone(), t.retry.failures(Op::Start)), (None, 0));
+    }
+
+    #[test]
+    fn an_invalid_create_is_failed_and_never_verified() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        handle_result(t, at(0), Op::Create, &Err(RuntimeError::Invalid("invalid mount config".into())));
+        assert_eq!(t.state.verify, None);
+        let failure = t.state.failure.clone().unwrap();
+        assert_eq!(failure.reason, reasons::CREATE_REFUSED);
+        assert!(failure.message.ends_with("invalid mount config"));
+    }
+
+    #[test]
+    fn a_create_backs_off_however_many_verifications_succeed() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let mut waits = Vec::new();
+        for n in 0..4u64 {
+            let ms = n * 100_000;
+            handle_result(t, at(ms), Op::Create, &Err(RuntimeError::Transient("500: busy".into())));
+            assert_eq!(t.state.verify, Some(Verify::AfterUncertain), "outcome unknown: verify first");
+            waits.push(t.retry.remaining(at(ms).mono).unwrap());
+            handle_result(t, at(ms + 1), Op::Verify, &Ok(RuntimeReply::Containers(Vec::new())));
+        }
+        let ms = Duration::from_millis;
+        assert_eq!(waits, [ms(200), ms(400), ms(800), ms(1_600)]);
+        assert!(t.state.retrying.as_deref().is_some_and(|m| m.starts_with("cannot create the container (4 attempts)")));
+        assert_eq!(t.state.failure, None, "retryable: never Failed");
     }
 }
