@@ -37,8 +37,9 @@ pub const STARTUP_LEASE_DURATION: Duration = Duration::from_secs(30);
 /// Cleanup also runs without it, to let this engine's startup lease go.
 const LOGICAL_FINALIZER: Finalizer<'static> =
     Finalizer::new(names::FINALIZER_LOGICAL).added_by_store().always_clean_up();
-/// How long to wait before looking again at a container found being removed.
-const REMOVING_RECHECK: Duration = Duration::from_secs(1);
+/// How long to wait before looking again at a container found being removed: 1 s, 2 s, ... up
+/// to 30 s while it stays `removing`.
+const REMOVING_RECHECK: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(500), Duration::from_secs(30));
 /// After a failed inspection or verification, per operation kind: look again in 1 s, 2 s, ...
 /// up to 30 s, for ever (both are reads: retrying them is always safe).
 const RETRY: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(500), Duration::from_secs(30));
@@ -76,6 +77,8 @@ struct Logical {
     failure: Option<(&'static str, String)>,
     /// The object was seen being deleted (its cleanup began).
     cleanup_began: bool,
+    /// Inspections in a row that found the runtime container being removed.
+    removing_checks: u32,
     cleanup_clear: bool,
     /// A backing create failed or its outcome is unknown: read the store before anything else.
     verify: bool,
@@ -528,11 +531,15 @@ impl Controller for LogicalContainerController {
         if matches!(result, Ok(_) | Err(RuntimeError::NotFound(_))) {
             tracked.retry.succeed(Op::InspectName);
         }
+        if !matches!(result, Ok(RuntimeReply::Container(c)) if c.state == ContainerState::Removing) {
+            tracked.state.removing_checks = 0;
+        }
         tracked.state.found = match result {
             // Being removed: neither reusable nor adoptable, and its name is not free yet. Look
             // again once it is gone.
             Ok(RuntimeReply::Container(c)) if c.state == ContainerState::Removing => {
-                tracked.retry.wait_until(now.mono + REMOVING_RECHECK);
+                tracked.state.removing_checks += 1;
+                tracked.retry.wait_until(now.mono + REMOVING_RECHECK.delay(tracked.state.removing_checks));
                 None
             }
             Ok(RuntimeReply::Container(c)) if c.labels.contains_key(names::LABEL_CREATOR) => {

@@ -530,3 +530,33 @@ fn a_delete_does_not_wait_out_the_backoff_of_a_start_it_makes_moot() {
     assert!(w.runtime.containers.is_empty());
     assert_eq!(w.runtime.starts().len(), starts, "and not started on the way out");
 }
+
+#[test]
+fn a_persistent_container_waits_for_a_namesake_being_removed_instead_of_reusing_it() {
+    let mut runtime = Runtime::new();
+    let labels = BTreeMap::from([(drydock_engine::api::names::LABEL_CREATOR.to_string(), "drydock-0".to_string())]);
+    let old = ContainerInfo {
+        id: "old".into(),
+        name: "ns-app".into(),
+        image: IMAGE.into(),
+        labels,
+        state: ContainerState::Removing,
+        exit_code: Some(0),
+        error: None,
+        ports: Vec::new(),
+    };
+    runtime.containers.insert(old.id.clone(), old);
+    let mut w = World::new(runtime);
+    let spec = LogicalContainerSpec { mode: LogicalMode::Persistent, image: Some(IMAGE.into()), ..Default::default() };
+    let key = w.create::<LogicalContainer>("app", &spec);
+    w.run_for(Duration::from_secs(20));
+    let inspects = w.runtime.times(|r| matches!(r, RuntimeRequest::InspectContainer { id } if id == "ns-app"));
+    assert!((2..=6).contains(&inspects.len()), "looked again, slower each time: {inspects:?}");
+    assert!(w.runtime.creates().is_empty() && w.runtime.starts().is_empty(), "neither reused nor replaced");
+
+    w.runtime.containers.remove("old");
+    w.run_for(Duration::from_secs(40));
+    let status = w.status::<LogicalContainer>(&key);
+    assert_eq!(status.phase, LogicalPhase::Running, "{status:?}");
+    assert_eq!(w.runtime.creates().len(), 1);
+}
