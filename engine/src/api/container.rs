@@ -1,7 +1,11 @@
 //! The parts of a container's description that more than one kind (and the runtime contract)
-//! share: environment, ports, mounts, copied files, network attachments.
+//! share: environment, ports, mounts, copied files, network attachments; and the validation of
+//! those parts that admission runs for every kind that has them, so the store refuses what the
+//! runtime would refuse (or accept and then fail on, for ever).
 
+use super::validation::{Claim, FieldError};
 use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,4 +66,222 @@ pub struct NetworkAttachment {
     pub name: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
+}
+
+/// What a container-creating object claims in its namespace: the name of its runtime container.
+pub const CLAIM_CONTAINER_NAME: &str = "container name";
+
+/// The claim of the runtime container name `name` (which `spec.containerName` sets, or which
+/// defaults from the object's namespace and name).
+pub(crate) fn container_name_claim(name: String) -> Claim {
+    Claim::new(CLAIM_CONTAINER_NAME, name, "spec.containerName")
+}
+
+/// An environment variable name Docker can pass: not empty, without `=` (which would end the
+/// name early) and without NUL (which no process environment can hold).
+pub(crate) fn check_env_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        Err("an environment variable name must not be empty".into())
+    } else if name.contains('=') {
+        Err(format!("environment variable name {name:?} must not contain '='"))
+    } else if name.contains('\0') {
+        Err(format!("environment variable name {name:?} must not contain NUL"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Ports as Docker publishes them: a container port in 1..=65535; a host port in 1..=65535, or
+/// 0 / absent for one the runtime picks; a host IP that is an IP address; and no two mappings
+/// binding one host port (same protocol, overlapping addresses), which Docker accepts at create
+/// and then fails to start, every time.
+pub(crate) fn validate_ports(path: &str, ports: &[PortMapping]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (i, port) in ports.iter().enumerate() {
+        if port.container_port == 0 {
+            errors.push(FieldError::new(format!("{path}[{i}].containerPort"), "must be between 1 and 65535"));
+        }
+        if let Some(ip) = &port.host_ip
+            && ip.parse::<IpAddr>().is_err()
+        {
+            errors.push(FieldError::new(format!("{path}[{i}].hostIp"), format!("{ip:?} is not an IP address")));
+        }
+        let Some(host_port) = port.host_port.filter(|p| *p != 0) else { continue };
+        let earlier = ports[..i].iter().position(|other| {
+            other.protocol == port.protocol
+                && other.host_port == Some(host_port)
+                && addresses_overlap(other.host_ip.as_deref(), port.host_ip.as_deref())
+        });
+        if let Some(j) = earlier {
+            errors.push(FieldError::new(
+                format!("{path}[{i}].hostPort"),
+                format!("host port {host_port} is already published by {path}[{j}]"),
+            ));
+        }
+    }
+    errors
+}
+
+/// Whether two host IPs (absent: every address) can bind the same port.
+fn addresses_overlap(a: Option<&str>, b: Option<&str>) -> bool {
+    let any = |ip: Option<&str>| ip.is_none_or(|ip| ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_unspecified()));
+    any(a) || any(b) || a == b
+}
+
+/// Bind mounts as Docker accepts them, and as drydock can clean up after:
+/// - the target is an absolute container path, not `/`, not mounted twice (compared cleaned:
+///   `/data` and `/data/` are one target);
+/// - the source is an absolute host path. A source without a slash would make Docker create a
+///   named volume, which outlives the container and which nothing in drydock would ever remove:
+///   refused until volumes are a resource of their own. A relative path is refused by Docker.
+/// - neither contains `:`, which Docker's bind syntax (`source:target[:ro]`) cannot carry.
+pub(crate) fn validate_mounts(path: &str, mounts: &[Mount]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut targets: Vec<String> = Vec::with_capacity(mounts.len());
+    for (i, mount) in mounts.iter().enumerate() {
+        let source_path = format!("{path}[{i}].source");
+        let source = mount.source.as_str();
+        if source.is_empty() {
+            errors.push(FieldError::new(source_path, "a mount needs a source (an absolute host path)"));
+        } else if !source.contains('/') {
+            errors.push(FieldError::new(
+                source_path,
+                format!(
+                    "{source:?} would be a named volume: named volumes are not supported yet (Docker would create one that outlives the container); use an absolute host path"
+                ),
+            ));
+        } else if !source.starts_with('/') {
+            errors.push(FieldError::new(source_path, format!("{source:?} must be an absolute host path")));
+        } else if source.contains(':') {
+            errors.push(FieldError::new(source_path, format!("{source:?} must not contain ':'")));
+        }
+        let target_path = format!("{path}[{i}].target");
+        let target = mount.target.as_str();
+        let cleaned = clean_path(target);
+        let duplicate = targets.iter().position(|t| *t == cleaned);
+        targets.push(cleaned.clone());
+        let problem = if !target.starts_with('/') {
+            format!("{target:?} must be an absolute container path")
+        } else if target.contains(':') {
+            format!("{target:?} must not contain ':'")
+        } else if cleaned == "/" {
+            "a mount cannot replace the container's root '/'".to_string()
+        } else if let Some(j) = duplicate {
+            format!("{cleaned} is already mounted by {path}[{j}]")
+        } else {
+            continue;
+        };
+        errors.push(FieldError::new(target_path, problem));
+    }
+    errors
+}
+
+/// A path with repeated `/`, `.` and `..` resolved (Go's `path.Clean`, which Docker applies to
+/// mount targets before comparing them).
+fn clean_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mount(source: &str, target: &str) -> Mount {
+        Mount { source: source.into(), target: target.into(), read_only: false }
+    }
+
+    fn paths(errors: &[FieldError]) -> Vec<&str> {
+        errors.iter().map(|e| e.path.as_str()).collect()
+    }
+
+    #[test]
+    fn mounts() {
+        let ok = [mount("/srv/data", "/data"), mount("/", "/host"), mount("/a/b", "/data/sub")];
+        assert_eq!(validate_mounts("spec.mounts", &ok), []);
+        let bad = [
+            mount("data", "/a"),     // a named volume
+            mount("./data", "/b"),   // relative
+            mount("", "/c"),         // no source
+            mount("/x:y", "/d"),     // ':' in the source
+            mount("/x", "relative"), // relative target
+            mount("/x", "/"),        // the root
+            mount("/x", "//./"),     // the root, cleaned
+            mount("/x", "/a/"),      // the same as [0]'s target, cleaned
+            mount("/x", "/e:ro"),    // ':' in the target
+        ];
+        let errors = validate_mounts("spec.mounts", &bad);
+        assert_eq!(
+            paths(&errors),
+            [
+                "spec.mounts[0].source",
+                "spec.mounts[1].source",
+                "spec.mounts[2].source",
+                "spec.mounts[3].source",
+                "spec.mounts[4].target",
+                "spec.mounts[5].target",
+                "spec.mounts[6].target",
+                "spec.mounts[7].target",
+                "spec.mounts[8].target",
+            ]
+        );
+        assert!(errors[0].message.contains("named volumes are not supported yet"), "{}", errors[0]);
+        assert!(errors[7].message.contains("spec.mounts[0]"), "{}", errors[7]);
+    }
+
+    #[test]
+    fn ports() {
+        let port = |container_port, host_port, host_ip: Option<&str>| PortMapping {
+            protocol: Protocol::Tcp,
+            host_port,
+            container_port,
+            host_ip: host_ip.map(str::to_string),
+        };
+        let ok = [
+            port(80, None, None),
+            port(81, Some(0), None),
+            port(82, Some(0), None), // ephemeral ports never collide
+            port(443, Some(8443), Some("127.0.0.1")),
+            port(444, Some(8443), Some("127.0.0.2")), // another address
+            PortMapping { protocol: Protocol::Udp, ..port(53, Some(8080), None) },
+            port(8080, Some(8080), Some("::1")),
+        ];
+        assert_eq!(validate_ports("spec.ports", &ok), []);
+        let bad = [
+            port(0, None, None),
+            port(80, Some(9000), Some("localhost")),
+            port(81, Some(9000), None),
+            port(82, Some(9000), Some("0.0.0.0")),
+        ];
+        let errors = validate_ports("spec.ports", &bad);
+        assert_eq!(
+            paths(&errors),
+            ["spec.ports[0].containerPort", "spec.ports[1].hostIp", "spec.ports[2].hostPort", "spec.ports[3].hostPort"]
+        );
+    }
+
+    #[test]
+    fn env_names() {
+        assert_eq!(check_env_name("PATH"), Ok(()));
+        assert_eq!(check_env_name("lower_1"), Ok(()));
+        assert!(check_env_name("").is_err());
+        assert!(check_env_name("A=B").is_err());
+        assert!(check_env_name("A\0").is_err());
+    }
+
+    #[test]
+    fn paths_are_cleaned_as_go_does() {
+        assert_eq!(clean_path("/a//b/./c/"), "/a/b/c");
+        assert_eq!(clean_path("/a/../.."), "/");
+        assert_eq!(clean_path("//"), "/");
+    }
 }

@@ -52,7 +52,8 @@ pub enum ImagePhase {
     Pending,
     Pulling,
     Ready,
-    /// Terminal: pulls failed more than `pullRetryLimit` times, or the image never verified.
+    /// Terminal: pulls failed more than `pullRetryLimit` times, the runtime refused the
+    /// reference, or the image never verified; `reason` says which.
     Failed,
     /// The pinned image disappeared from the runtime; it is not pulled again.
     Unavailable,
@@ -68,6 +69,9 @@ pub struct ContainerImageStatus {
     pub image_id: Option<String>,
     #[serde(default)]
     pub pull_attempts: u32,
+    /// Why the phase is `Failed`: one of [`super::reasons`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The last lines of pull progress.

@@ -1,11 +1,14 @@
 //! Logical containers: the lifecycle policy (session, persistent, existing) above physical
 //! containers and images.
 
-use super::container::{CopiedFile, EnvVar, Mount, NetworkAttachment, PortMapping};
+use super::container::{
+    CopiedFile, EnvVar, Mount, NetworkAttachment, PortMapping, check_env_name, container_name_claim, validate_mounts,
+    validate_ports,
+};
 use super::meta::{Condition, Uid};
-use super::object::Resource;
-use super::runtime_names::{is_runtime_name, validate_image_reference};
-use super::validation::FieldError;
+use super::object::{Object, Resource};
+use super::runtime_names::{RUNTIME_NAME_RULE, is_container_name, validate_image_reference};
+use super::validation::{Claim, FieldError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -76,7 +79,8 @@ pub enum LogicalPhase {
     Exited,
     /// Mode `existing`: no container of that name yet.
     NotFound,
-    /// Terminal.
+    /// Terminal: its backing or its own image failed, or it lost its backing; `reason` and
+    /// `message` carry the cause.
     Failed,
 }
 
@@ -100,6 +104,10 @@ pub struct LogicalContainerStatus {
     /// Startup output of an owned inline image (pull progress).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub startup_output: Vec<String>,
+    /// Why the phase is `Failed`: the backing's reason, or one of the logical container's own
+    /// ([`super::reasons`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -120,6 +128,14 @@ impl LogicalContainerSpec {
 
 /// Longest logical container name: room for the `-backing` and `-image` suffixes.
 pub const MAX_NAME: usize = 55;
+
+/// What a logical container holds alone in its namespace: its runtime container name, whatever its
+/// mode (an `existing` one adopts the container of that name: two in one namespace would both
+/// stop and track it). The backing it creates shares the claim: it is controlled by it.
+pub(crate) fn claims(object: &Object, spec: &LogicalContainerSpec) -> Vec<Claim> {
+    let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+    vec![container_name_claim(spec.runtime_name(namespace, &object.metadata.name))]
+}
 
 /// The spec may change only by setting `stop` (one-way), as for physical containers.
 pub(crate) fn validate_update(old: &LogicalContainerSpec, new: &LogicalContainerSpec) -> Vec<FieldError> {
@@ -152,9 +168,19 @@ pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<FieldError> {
         errors.push(FieldError::new("spec.image", message));
     }
     if let Some(name) = &spec.container_name
-        && !is_runtime_name(name)
+        && !is_container_name(name)
     {
-        errors.push(FieldError::new("spec.containerName", format!("{name:?} is not a valid container name")));
+        errors.push(FieldError::new(
+            "spec.containerName",
+            format!("{name:?} is not a valid container name: use {RUNTIME_NAME_RULE}"),
+        ));
     }
+    for (i, env) in spec.env.iter().enumerate() {
+        if let Err(message) = check_env_name(&env.name) {
+            errors.push(FieldError::new(format!("spec.env[{i}].name"), message));
+        }
+    }
+    errors.extend(validate_ports("spec.ports", &spec.ports));
+    errors.extend(validate_mounts("spec.mounts", &spec.mounts));
     errors
 }

@@ -12,6 +12,7 @@
 //!   contract share;
 //! - [`names`]: the labels, annotations and finalizers the engine owns;
 //! - `meta` and `object`: [`ObjectMeta`], [`Object`], [`ObjectKey`] and the [`Resource`] trait;
+//! - [`reasons`]: the machine-readable reasons a status gives for its phase;
 //! - one module per built-in kind, with its spec, status and the validation the store runs on
 //!   admission: [`namespace`], [`physical`] (`PhysicalContainer`), [`image`] (`ContainerImage`),
 //!   [`lease`] and [`logical`] (`LogicalContainer`).
@@ -28,6 +29,7 @@ pub mod names;
 pub mod namespace;
 mod object;
 pub mod physical;
+pub mod reasons;
 pub mod runtime_names;
 pub mod validation;
 
@@ -37,4 +39,4 @@ pub use meta::{Condition, ConditionStatus, ObjectMeta, OwnerReference, Uid};
 pub use namespace::{Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus};
 pub use object::{Object, ObjectKey, Resource, TypedError};
 pub use physical::{ContainerPhase, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus};
-pub use runtime_names::{familiar_image_reference, is_runtime_name, normalize_image_reference};
+pub use runtime_names::{familiar_image_reference, is_container_name, is_runtime_name, normalize_image_reference};

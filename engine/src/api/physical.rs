@@ -1,9 +1,9 @@
 //! `PhysicalContainer`: one runtime container, created from an image or tracked by id.
 
-use super::container::{Mount, PortMapping};
-use super::object::Resource;
-use super::runtime_names::{is_runtime_name, validate_image_reference};
-use super::validation::{FieldError, is_dns_label};
+use super::container::{Mount, PortMapping, check_env_name, container_name_claim, validate_mounts, validate_ports};
+use super::object::{Object, Resource};
+use super::runtime_names::{RUNTIME_NAME_RULE, is_container_name, validate_image_reference};
+use super::validation::{Claim, FieldError, is_dns_label};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -65,7 +65,8 @@ pub enum ContainerPhase {
     Exited,
     /// The runtime container was removed by someone else; it is never recreated.
     Missing,
-    /// Terminal: the container cannot be created (missing image, name taken by a stranger).
+    /// Terminal: the container cannot be created or started (the runtime refused it, a missing
+    /// image, a name taken by a stranger, a start that keeps failing); `reason` says which.
     Failed,
 }
 
@@ -78,6 +79,10 @@ pub struct PhysicalContainerStatus {
     pub runtime_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
+    /// Why the phase is `Failed` or `Missing`: one of [`super::reasons`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// In words; for a runtime failure, with the runtime's own message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -89,7 +94,8 @@ impl Resource for PhysicalContainer {
     type Status = PhysicalContainerStatus;
 }
 
-/// Validation of a physical container spec beyond its shape.
+/// Validation of a physical container spec beyond its shape: what the runtime would refuse (see
+/// [`super::container`] and [`super::runtime_names`]) is refused here, with its field path.
 pub(crate) fn validate(spec: &PhysicalContainerSpec) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let sources = [spec.image.is_some(), spec.image_ref.is_some(), spec.container_id.is_some()];
@@ -113,14 +119,31 @@ pub(crate) fn validate(spec: &PhysicalContainerSpec) -> Vec<FieldError> {
         errors.push(FieldError::new("spec.containerId", format!("{id:?} is not a container id or name")));
     }
     if let Some(name) = &spec.container_name
-        && !is_runtime_name(name)
+        && !is_container_name(name)
     {
         errors.push(FieldError::new(
             "spec.containerName",
-            format!("{name:?} is not a valid container name: use [a-zA-Z0-9][a-zA-Z0-9_.-]*"),
+            format!("{name:?} is not a valid container name: use {RUNTIME_NAME_RULE}"),
         ));
     }
+    for name in spec.env.keys() {
+        if let Err(message) = check_env_name(name) {
+            errors.push(FieldError::new(format!("spec.env[{name:?}]"), message));
+        }
+    }
+    errors.extend(validate_ports("spec.ports", &spec.ports));
+    errors.extend(validate_mounts("spec.mounts", &spec.mounts));
     errors
+}
+
+/// What a physical container holds alone in its namespace: the name of the runtime container it
+/// creates. One that tracks an existing container by id creates nothing and claims nothing.
+pub(crate) fn claims(object: &Object, spec: &PhysicalContainerSpec) -> Vec<Claim> {
+    if spec.container_id.is_some() {
+        return Vec::new();
+    }
+    let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+    vec![container_name_claim(spec.runtime_name(namespace, &object.metadata.name))]
 }
 
 /// The spec may change only by setting `stop` (one-way).

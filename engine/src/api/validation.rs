@@ -1,8 +1,10 @@
-//! What admission reports about a rejected object, and the naming rule every object name follows.
+//! What admission reports about a rejected object, what an object may hold alone ([`Claim`]),
+//! and the naming rule every object name follows.
 //!
-//! The kind modules validate their specs into [`FieldError`]s; the store collects them into
-//! `StoreError::Invalid`. Both sit here, below the kinds and the store, so that neither has to
-//! reach into the other.
+//! The kind modules validate their specs into [`FieldError`]s and say what their objects claim;
+//! the store collects the errors into `StoreError::Invalid` and refuses a claim another object
+//! holds. Both sit here, below the kinds and the store, so that neither has to reach into the
+//! other.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -23,6 +25,24 @@ impl FieldError {
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// A value an object holds alone within its namespace (a cluster-scoped object: among the
+/// cluster-scoped ones), such as the name of the runtime container it creates. The store refuses
+/// an object whose claim another object holds, unless one of the two controls the other.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Claim {
+    /// What kind of value: claims of different kinds never collide (`container name`).
+    pub what: &'static str,
+    pub value: String,
+    /// The field that asks for it, for the error (`spec.containerName`).
+    pub path: String,
+}
+
+impl Claim {
+    pub fn new(what: &'static str, value: impl Into<String>, path: impl Into<String>) -> Self {
+        Claim { what, value: value.into(), path: path.into() }
     }
 }
 

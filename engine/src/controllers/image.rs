@@ -5,7 +5,12 @@
 //! - Pulls of one normalized reference are serialized across resources and processes by an
 //!   exclusive lease; a contended pull stays Pending and is retried through reconciliation
 //!   without consuming pull attempts. The policy is re-evaluated once the lease is held.
-//! - At most `pullRetryLimit + 1` pulls per resource; then Failed, terminally.
+//! - At most `pullRetryLimit + 1` pulls per resource; then Failed (`PullFailed`), terminally,
+//!   with the last pull's error. A pull or an inspection the runtime refuses as invalid (Docker's
+//!   400) is Failed at once (`ReferenceRefused`): no attempt can succeed.
+//! - An inspection the runtime cannot answer (a 500, no reply) is retried per operation kind,
+//!   1 s doubling to 30 s, for ever, with the error in status; the resource is reported as
+//!   retrying (not steady) meanwhile, also under policy `never`.
 //! - The first verified image id is pinned in status and never changes. If that image
 //!   disappears the resource becomes Unavailable; it is never pulled again.
 //! - A NotFound on the inspection right after a pull is retried within a bounded budget (reset
@@ -14,14 +19,14 @@
 
 use crate::api::{
     ContainerImage, ContainerImageSpec, ContainerImageStatus, ImagePhase, Object, ObjectKey, PullPolicy, Resource, Uid,
-    names, normalize_image_reference,
+    names, normalize_image_reference, reasons,
 };
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::lease::{Acquire, LeaseClient, lease_name};
 use crate::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use crate::store::StoreResult;
 use crate::time::{MonoTime, Now};
-use crate::toolkit::{self, Cleanup, Finalizer, OpTracker, RetryPolicy, write_status};
+use crate::toolkit::{self, Cleanup, Finalizer, OpTracker, Retry, RetryPolicy, write_status};
 use std::time::Duration;
 
 /// How long a pull lease lasts without renewal.
@@ -33,9 +38,13 @@ const PROGRESS_LINES: usize = 20;
 /// Held until an in-flight pull is cancelled and the pull lease released. Cleanup also runs once
 /// it is gone: another engine may have removed it while this one still pulls or holds the lease.
 const IMAGE_FINALIZER: Finalizer<'static> = Finalizer::new(names::FINALIZER_IMAGE).always_clean_up();
-/// After failed pull attempt `n`: 2 s, 4 s, then 5 s.
+/// After failed pull attempt `n`: 2 s, 4 s, then 5 s. Pulls are bounded by `pullRetryLimit`,
+/// counted in status, not by this policy.
 const PULL_RETRY: RetryPolicy =
     RetryPolicy::exponential(Duration::from_secs(1), Duration::from_secs(5)).with_max_doublings(3);
+/// After any other failed runtime operation (an inspection the runtime could not answer), per
+/// operation kind: 1 s, 2 s, ... up to 30 s, for ever (a read is always safe to retry).
+const RETRY: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(500), Duration::from_secs(30));
 
 /// The name of the lease that serializes pulls of `reference`: one per *normalized* reference, so
 /// `busybox`, `busybox:latest` and `docker.io/library/busybox:latest` share it.
@@ -79,8 +88,11 @@ struct Image {
     verified: Option<String>,
     pull_attempts: u32,
     progress: Vec<String>,
-    failure: Option<String>,
+    /// Terminal: the reason (one of [`reasons`]) and the message.
+    failure: Option<(&'static str, String)>,
     waiting: Option<String>,
+    /// The last failed pull, in words: what giving up after the last attempt reports.
+    pull_error: Option<String>,
     missing: bool,
     inspected_at: Option<MonoTime>,
 }
@@ -97,6 +109,7 @@ impl Image {
             progress: status.progress.clone(),
             failure: None,
             waiting: None,
+            pull_error: None,
             missing: false,
             inspected_at: None,
         }
@@ -155,8 +168,11 @@ impl ContainerImageController {
             return Ok(Action::requeue(monitor));
         }
         if status.phase == ImagePhase::Failed || t.failure.is_some() {
-            let message = t.failure.clone().or(status.message.clone());
-            let next = ContainerImageStatus { phase: ImagePhase::Failed, message, ..status.clone() };
+            let (reason, message) = match t.failure.clone() {
+                Some((reason, message)) => (Some(reason.to_string()), Some(message)),
+                None => (status.reason.clone(), status.message.clone()),
+            };
+            let next = ContainerImageStatus { phase: ImagePhase::Failed, reason, message, ..status.clone() };
             write_status::<ContainerImage>(ctx, obj, &status, next);
             return Ok(Action::done());
         }
@@ -296,9 +312,16 @@ impl ContainerImageController {
                 t.step = Step::Verify { budget: VERIFY_BUDGET };
                 t.waiting = None;
             }
+            // The runtime says no pull of this reference can succeed: spend no more attempts.
+            (Op::Pull, Err(RuntimeError::Invalid(message))) => {
+                t.failure =
+                    Some((reasons::REFERENCE_REFUSED, format!("the runtime refused to pull the image: {message}")));
+            }
             (Op::Pull, Err(error)) => {
                 t.step = Step::NeedPull;
-                t.waiting = Some(format!("pull attempt {} failed: {error}", t.pull_attempts));
+                let failed = format!("pull attempt {} failed: {error}", t.pull_attempts);
+                t.waiting = Some(failed.clone());
+                t.pull_error = Some(failed);
                 // Counted by attempts (kept in status), not by failures in a row.
                 retry.wait_until(now.mono + PULL_RETRY.delay(t.pull_attempts));
             }
@@ -310,7 +333,8 @@ impl ContainerImageController {
                 if let Step::Verify { budget } = t.step {
                     let left = budget.saturating_sub(1);
                     if left == 0 {
-                        t.failure = Some("the image was pulled but inspecting it kept answering NotFound".into());
+                        let message = "the image was pulled but inspecting it kept answering NotFound".to_string();
+                        t.failure = Some((reasons::NOT_VERIFIED, message));
                     } else {
                         t.step = Step::Verify { budget: left };
                         retry.wait_until(now.mono + Duration::from_millis(200) * (VERIFY_BUDGET - left));
@@ -325,8 +349,24 @@ impl ContainerImageController {
                 t.missing = true;
                 t.inspected_at = Some(now.mono);
             }
-            (_, _) => retry.wait_until(now.mono + Duration::from_secs(1)),
+            (Op::Check | Op::Verify, Err(RuntimeError::Invalid(message))) => {
+                let message = format!("the runtime refused to inspect the image: {message}");
+                t.failure = Some((reasons::REFERENCE_REFUSED, message));
+            }
+            // The runtime could not answer (a 500, no reply): retryable, visibly, slower each time.
+            (_, Err(error)) => {
+                let _: Retry = retry.fail(op, now.mono, &RETRY);
+                let attempts = retry.failures(op);
+                t.waiting = Some(format!("cannot inspect the image ({attempts} attempts): {error}; retrying"));
+                return;
+            }
+            (_, Ok(other)) => {
+                tracing::warn!(?op, ?other, "unexpected runtime reply");
+                let _: Retry = retry.fail(op, now.mono, &RETRY);
+                return;
+            }
         }
+        retry.succeed(op);
     }
 
     /// The finalizer is in place: keep the lease of a running pull alive, wait out a retry,
@@ -355,16 +395,18 @@ impl ContainerImageController {
                     write_status::<ContainerImage>(ctx, obj, &status, next);
                 }
                 // Policy `never` waits for the image to appear, which is a steady state; anything
-                // else waiting here is a failed step about to be retried.
-                let steady = t.policy == PullPolicy::Never;
+                // else waiting here (an inspection that failed, also under policy `never`) is a
+                // failed step about to be retried.
+                let steady = t.policy == PullPolicy::Never && !tracked.retry.any_failing();
                 return Ok(if steady { Action::requeue(delay) } else { Action::retry_after(delay) });
             }
             // A failed pull with attempts left goes back to waiting for the lease; past the limit
             // it is terminal.
             let limit = obj.spec::<ContainerImage>().map(|s| s.pull_retry_limit).unwrap_or(0);
             if t.step == Step::NeedPull && t.failure.is_none() && t.pull_attempts > limit {
-                let last = t.waiting.clone().unwrap_or_default();
-                t.failure = Some(format!("gave up after {} pull attempts: {last}", t.pull_attempts));
+                let last = t.pull_error.clone().or_else(|| t.waiting.clone()).unwrap_or_default();
+                t.failure =
+                    Some((reasons::PULL_FAILED, format!("gave up after {} pull attempts: {last}", t.pull_attempts)));
             }
         }
         let uid = obj.metadata.uid.clone();

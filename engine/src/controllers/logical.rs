@@ -19,12 +19,12 @@
 use crate::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalContainerStatus, LogicalMode, LogicalPhase};
 use crate::api::{
     Condition, ConditionStatus, ContainerImage, ContainerImageSpec, ContainerPhase, Namespace, Object, ObjectKey,
-    ObjectMeta, OwnerReference, PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, Uid, names,
+    ObjectMeta, OwnerReference, PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, Uid, names, reasons,
 };
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::lease::{Acquire, LeaseClient, lease_name};
 use crate::lifecycle_key::lifecycle_key;
-use crate::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
+use crate::runtime::{ContainerState, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use crate::store::{DeleteOptions, StoreReply, StoreRequest, StoreResult};
 use crate::time::Now;
 use crate::toolkit::{Cleanup, Finalizer, OpTracker, RetryPolicy, write_status};
@@ -37,8 +37,12 @@ pub const STARTUP_LEASE_DURATION: Duration = Duration::from_secs(30);
 /// Cleanup also runs without it, to let this engine's startup lease go.
 const LOGICAL_FINALIZER: Finalizer<'static> =
     Finalizer::new(names::FINALIZER_LOGICAL).added_by_store().always_clean_up();
-/// After a failed inspection or verification: look again in a second.
-const RETRY: RetryPolicy = RetryPolicy::fixed(Duration::from_secs(1));
+/// How long to wait before looking again at a container found being removed: 1 s, 2 s, ... up
+/// to 30 s while it stays `removing`.
+const REMOVING_RECHECK: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(500), Duration::from_secs(30));
+/// After a failed inspection or verification, per operation kind: look again in 1 s, 2 s, ...
+/// up to 30 s, for ever (both are reads: retrying them is always safe).
+const RETRY: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(500), Duration::from_secs(30));
 
 /// What an inspection of the runtime container name found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,7 +73,12 @@ struct Logical {
     found: Option<Found>,
     /// The backing's uid, learned from its create or its verification.
     backing: Option<Uid>,
-    failure: Option<String>,
+    /// Terminal: the reason (one of [`reasons`]) and the message.
+    failure: Option<(&'static str, String)>,
+    /// The object was seen being deleted (its cleanup began).
+    cleanup_began: bool,
+    /// Inspections in a row that found the runtime container being removed.
+    removing_checks: u32,
     cleanup_clear: bool,
     /// A backing create failed or its outcome is unknown: read the store before anything else.
     verify: bool,
@@ -224,8 +233,13 @@ impl LogicalContainerController {
         if t.backing.is_none() {
             t.backing.clone_from(&status.backing_uid);
         }
-        if let Some(message) = t.failure.clone() {
-            let next = LogicalContainerStatus { phase: LogicalPhase::Failed, message: Some(message), ..status.clone() };
+        if let Some((reason, message)) = t.failure.clone() {
+            let next = LogicalContainerStatus {
+                phase: LogicalPhase::Failed,
+                reason: Some(reason.into()),
+                message: Some(message),
+                ..status.clone()
+            };
             write_status::<LogicalContainer>(ctx, obj, &status, next);
             return Ok(Action::done());
         }
@@ -241,7 +255,7 @@ impl LogicalContainerController {
                 Some(_) => None,
             };
             if let Some(lost) = lost {
-                t.failure = Some(format!("{lost}; it is not recreated"));
+                t.failure = Some((reasons::BACKING_LOST, format!("{lost}; it is not recreated")));
                 return self.apply(ctx, obj);
             }
             return self.project(ctx, obj, &spec, &status, &key, backing.as_deref());
@@ -263,7 +277,7 @@ impl LogicalContainerController {
                 write_status::<LogicalContainer>(ctx, obj, &status, next);
                 Ok(Action::done())
             } else {
-                t.failure = Some(format!("{backing_key} exists and is not ours"));
+                t.failure = Some((reasons::BACKING_NOT_OURS, format!("{backing_key} exists and is not ours")));
                 self.apply(ctx, obj)
             };
         }
@@ -335,14 +349,18 @@ impl LogicalContainerController {
             return Ok(Action::done());
         }
         let pc = backing.status::<PhysicalContainer>().unwrap_or_default();
-        let (phase, message) = match pc.phase {
-            ContainerPhase::Pending => (LogicalPhase::Starting, pc.message.clone()),
-            ContainerPhase::Running => (LogicalPhase::Running, None),
-            ContainerPhase::Exited => (LogicalPhase::Exited, None),
-            ContainerPhase::Missing => {
-                (LogicalPhase::Failed, Some("the runtime container was removed outside drydock".into()))
-            }
-            ContainerPhase::Failed => (LogicalPhase::Failed, pc.message.clone()),
+        // A backing that failed for good (its own image failing included) passes its reason and
+        // the runtime's message up: the logical container is as final as its backing.
+        let (phase, reason, message) = match pc.phase {
+            ContainerPhase::Pending => (LogicalPhase::Starting, None, pc.message.clone()),
+            ContainerPhase::Running => (LogicalPhase::Running, None, None),
+            ContainerPhase::Exited => (LogicalPhase::Exited, None, None),
+            ContainerPhase::Missing => (
+                LogicalPhase::Failed,
+                Some(reasons::REMOVED_EXTERNALLY.to_string()),
+                Some("the runtime container was removed outside drydock".into()),
+            ),
+            ContainerPhase::Failed => (LogicalPhase::Failed, pc.reason.clone(), pc.message.clone()),
         };
         let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
         let startup_output = match &spec.image {
@@ -361,6 +379,7 @@ impl LogicalContainerController {
         };
         let next = LogicalContainerStatus {
             phase,
+            reason,
             message,
             runtime_id: pc.runtime_id.clone(),
             lifecycle_key: Some(key.to_string()),
@@ -455,7 +474,12 @@ impl Controller for LogicalContainerController {
             self.ops.forget(key);
             return Ok(Action::done());
         };
-        if let Some(wait) = self.ops.entry(obj).blocked(ctx.now().mono) {
+        let tracked = self.ops.entry(obj);
+        if obj.metadata.is_deleting() && !std::mem::replace(&mut tracked.state.cleanup_began, true) {
+            // A delete makes a failed inspection or verification moot: no waiting out its backoff.
+            tracked.retry.clear_wait();
+        }
+        if let Some(wait) = tracked.blocked(ctx.now().mono) {
             return Ok(wait);
         }
         LOGICAL_FINALIZER.reconcile(ctx, obj, self, Self::apply, Self::cleanup)
@@ -472,23 +496,28 @@ impl Controller for LogicalContainerController {
             // Unknown outcome or a name collision: an uncached read decides, next reconcile.
             (Op::CreateBacking, Err(_)) => t.verify = true,
             (Op::VerifyBacking, Ok(StoreReply::Object(found))) => {
+                tracked.retry.succeed(Op::VerifyBacking);
                 t.verify = false;
                 let same_spec = t.expected_spec.as_ref().is_none_or(|spec| *spec == found.spec);
                 if owned_by(found, &uid) && found.metadata.has_finalizer(names::FINALIZER_HOLD) && same_spec {
                     t.backing = Some(found.metadata.uid.clone());
                 } else {
-                    t.failure = Some(format!(
+                    let message = format!(
                         "{} exists but is not the backing we created (owner, hold or spec differ)",
                         found.key()
-                    ));
+                    );
+                    t.failure = Some((reasons::BACKING_NOT_OURS, message));
                 }
             }
-            (Op::VerifyBacking, Err(e)) if e.is_not_found() => t.verify = false,
+            (Op::VerifyBacking, Err(e)) if e.is_not_found() => {
+                tracked.retry.succeed(Op::VerifyBacking);
+                t.verify = false;
+            }
             (Op::CleanupCheck, Ok(StoreReply::Objects(objects))) => {
                 t.cleanup_clear = !objects.iter().any(|o| owned_by(o, &uid));
             }
             (Op::VerifyBacking, _) => {
-                tracked.retry.fail(now.mono, &RETRY);
+                let _ = tracked.retry.fail(Op::VerifyBacking, now.mono, &RETRY);
             }
             (Op::CleanupCheck, _) | (Op::InspectName, _) | (Op::CreateBacking, Ok(_)) => {}
         }
@@ -499,14 +528,27 @@ impl Controller for LogicalContainerController {
         if done.op != Op::InspectName {
             return;
         }
+        if matches!(result, Ok(_) | Err(RuntimeError::NotFound(_))) {
+            tracked.retry.succeed(Op::InspectName);
+        }
+        if !matches!(result, Ok(RuntimeReply::Container(c)) if c.state == ContainerState::Removing) {
+            tracked.state.removing_checks = 0;
+        }
         tracked.state.found = match result {
+            // Being removed: neither reusable nor adoptable, and its name is not free yet. Look
+            // again once it is gone.
+            Ok(RuntimeReply::Container(c)) if c.state == ContainerState::Removing => {
+                tracked.state.removing_checks += 1;
+                tracked.retry.wait_until(now.mono + REMOVING_RECHECK.delay(tracked.state.removing_checks));
+                None
+            }
             Ok(RuntimeReply::Container(c)) if c.labels.contains_key(names::LABEL_CREATOR) => {
                 Some(Found::Ours { id: c.id.clone(), key: c.labels.get(names::LABEL_LIFECYCLE_KEY).cloned() })
             }
             Ok(RuntimeReply::Container(c)) => Some(Found::Stranger { id: c.id.clone() }),
             Err(RuntimeError::NotFound(_)) => Some(Found::Absent),
             _ => {
-                tracked.retry.fail(now.mono, &RETRY);
+                let _ = tracked.retry.fail(Op::InspectName, now.mono, &RETRY);
                 None
             }
         };

@@ -1,5 +1,6 @@
 //! Admission: what a write must satisfy before the store applies it.
 
+use super::claims::ClaimIndex;
 use super::{Backend, Registry, StoreError};
 use crate::api::validation::{FieldError, is_dns_label};
 use crate::api::{Namespace, Object, Resource};
@@ -66,6 +67,21 @@ pub(super) fn validate(
     if errors.is_empty() { Ok(()) } else { Err(StoreError::Invalid { key, errors }) }
 }
 
+/// No other object holds what `object` claims (see `claims`). Run once the object is otherwise
+/// admissible, and for a create once its namespace is active and its name free: a claim still
+/// held by what a terminating namespace is tearing down is not the reason to give. `previous`
+/// is the stored version for an update.
+pub(super) fn check_claims(
+    registry: &Registry,
+    backend: &impl Backend,
+    claims: &ClaimIndex,
+    object: &Object,
+    previous: Option<&Object>,
+) -> Result<(), StoreError> {
+    let errors = claims.conflicts(registry, backend, object, previous);
+    if errors.is_empty() { Ok(()) } else { Err(StoreError::Invalid { key: object.key().to_string(), errors }) }
+}
+
 fn check_owner(
     registry: &Registry,
     backend: &impl Backend,
@@ -119,4 +135,110 @@ pub(super) fn check_namespace_active(backend: &impl Backend, object: &Object) ->
         namespace: namespace.clone(),
         reason: reason.into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! What the runtime would refuse is refused at admission, each with its field path.
+    #![allow(clippy::unwrap_used)]
+    use crate::api::container::{EnvVar, Mount, PortMapping};
+    use crate::api::logical::{LogicalContainer, LogicalContainerSpec};
+    use crate::api::{
+        ContainerImage, ContainerImageSpec, NamespaceSpec, Object, ObjectMeta, PhysicalContainer,
+        PhysicalContainerSpec, Resource,
+    };
+    use crate::store::{Registry, Store, StoreConfig, StoreError};
+    use crate::time::WallTime;
+    use std::collections::BTreeMap;
+
+    fn store() -> Store {
+        let mut store = Store::in_memory(Registry::builtin(), StoreConfig::default());
+        let ns = Object::from_spec::<crate::api::Namespace>(ObjectMeta::named(None, "ns"), &NamespaceSpec {});
+        store.create(WallTime(1), ns).unwrap();
+        store
+    }
+
+    /// The field paths (and messages) a create of `spec` as `R` is refused with.
+    fn refused<R: Resource>(spec: &R::Spec) -> Vec<(String, String)> {
+        let object = Object::from_spec::<R>(ObjectMeta::named(Some("ns"), "x"), spec);
+        match store().create(WallTime(1), object) {
+            Err(StoreError::Invalid { errors, .. }) => errors.into_iter().map(|e| (e.path, e.message)).collect(),
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    fn paths(errors: &[(String, String)]) -> Vec<&str> {
+        errors.iter().map(|(path, _)| path.as_str()).collect()
+    }
+
+    fn mount(source: &str, target: &str) -> Mount {
+        Mount { source: source.into(), target: target.into(), read_only: false }
+    }
+
+    fn port(container_port: u16, host_port: Option<u16>) -> PortMapping {
+        PortMapping { protocol: Default::default(), host_port, container_port, host_ip: None }
+    }
+
+    #[test]
+    fn a_physical_container_docker_would_refuse_is_refused_field_by_field() {
+        let spec = PhysicalContainerSpec {
+            image: Some("app-".into()),
+            container_name: Some("a".into()),
+            env: BTreeMap::from([(String::new(), "v".into()), ("A=B".into(), "v".into())]),
+            ports: vec![port(0, None), port(80, Some(8080)), port(81, Some(8080))],
+            mounts: vec![mount("cache", "/cache"), mount("/srv", "data"), mount("/srv", "/"), mount("/x", "/cache/")],
+            ..Default::default()
+        };
+        let errors = refused::<PhysicalContainer>(&spec);
+        assert_eq!(
+            paths(&errors),
+            [
+                "spec.image",
+                "spec.containerName",
+                "spec.env[\"\"]",
+                "spec.env[\"A=B\"]",
+                "spec.ports[0].containerPort",
+                "spec.ports[2].hostPort",
+                "spec.mounts[0].source",
+                "spec.mounts[1].target",
+                "spec.mounts[2].target",
+                "spec.mounts[3].target",
+            ],
+            "{errors:#?}"
+        );
+        assert!(errors[1].1.contains("at least two characters"), "{}", errors[1].1);
+        assert!(errors[6].1.contains("named volumes are not supported yet"), "{}", errors[6].1);
+
+        let tag = PhysicalContainerSpec { image: Some("app:-x".into()), ..Default::default() };
+        assert_eq!(paths(&refused::<PhysicalContainer>(&tag)), ["spec.image"]);
+    }
+
+    #[test]
+    fn a_logical_container_docker_would_refuse_is_refused_field_by_field() {
+        let spec = LogicalContainerSpec {
+            image: Some("Upper/case/App".into()),
+            container_name: Some("-x".into()),
+            env: vec![
+                EnvVar { name: "OK".into(), value: String::new() },
+                EnvVar { name: String::new(), value: "v".into() },
+            ],
+            ports: vec![port(80, Some(0)), PortMapping { host_ip: Some("::g".into()), ..port(81, Some(1)) }],
+            mounts: vec![mount("/srv", "/data"), mount("/srv", "/data/./")],
+            ..Default::default()
+        };
+        let errors = refused::<LogicalContainer>(&spec);
+        assert_eq!(
+            paths(&errors),
+            ["spec.image", "spec.containerName", "spec.env[1].name", "spec.ports[1].hostIp", "spec.mounts[1].target"],
+            "{errors:#?}"
+        );
+    }
+
+    #[test]
+    fn an_image_docker_would_refuse_is_refused() {
+        for bad in ["app-", "app:-x", "a..b", "x@sha256:123"] {
+            let spec = ContainerImageSpec { image: bad.into(), ..Default::default() };
+            assert_eq!(paths(&refused::<ContainerImage>(&spec)), ["spec.image"], "{bad}");
+        }
+    }
 }

@@ -10,6 +10,8 @@
 //!   type in `api`), and owner references name a registered kind and a uid, never an owner in
 //!   another namespace nor the object itself (unless [`AdmissionConfig`] allows that, for the
 //!   simulator). A namespaced create also needs its namespace to exist and not be terminating.
+//! - No two objects of one namespace hold one claim ([`KindInfo::with_claims`]: a runtime
+//!   container name), unless one controls the other; see `claims`.
 //! - Every successful mutation gets a fresh, strictly increasing resource version and appends
 //!   exactly one [`WatchEvent`] to the log; a no-op update changes nothing and appends nothing.
 //! - Updates carry their resource version as a precondition: a stale one is a `Conflict`.
@@ -29,6 +31,7 @@
 
 mod admission;
 mod backend;
+mod claims;
 mod error;
 mod registry;
 
@@ -198,6 +201,7 @@ pub struct Store<B: Backend = MemoryBackend> {
     revision: u64,
     log: VecDeque<WatchEvent>,
     uids: ChaCha8Rng,
+    claims: claims::ClaimIndex,
 }
 
 impl Store<MemoryBackend> {
@@ -209,7 +213,8 @@ impl Store<MemoryBackend> {
 impl<B: Backend> Store<B> {
     pub fn new(backend: B, registry: Registry, config: StoreConfig) -> Self {
         let uids = ChaCha8Rng::seed_from_u64(config.uid_seed);
-        Store { backend, registry, config, revision: 0, log: VecDeque::new(), uids }
+        let claims = claims::ClaimIndex::build(&registry, &backend);
+        Store { backend, registry, config, revision: 0, log: VecDeque::new(), uids, claims }
     }
 
     pub fn registry(&self) -> &Registry {
@@ -276,6 +281,7 @@ impl<B: Backend> Store<B> {
         if self.backend.get(&object.key()).is_some() {
             return Err(StoreError::AlreadyExists { key: object.key().to_string() });
         }
+        admission::check_claims(&self.registry, &self.backend, &self.claims, &object, None)?;
         let info = self.registry.get(&object.kind).cloned();
         let meta = &mut object.metadata;
         meta.uid = self.next_uid();
@@ -288,7 +294,9 @@ impl<B: Backend> Store<B> {
             }
         }
         object.status = serde_json::Value::Object(serde_json::Map::new());
-        Ok(self.commit(EventType::Added, object))
+        let stored = self.commit(EventType::Added, object);
+        self.claims.add(&self.registry, &stored);
+        Ok(stored)
     }
 
     /// Replace spec and metadata (labels, annotations, ownerReferences, finalizers).
@@ -313,6 +321,7 @@ impl<B: Backend> Store<B> {
                 )],
             });
         }
+        admission::check_claims(&self.registry, &self.backend, &self.claims, &object, Some(&stored))?;
         let mut next = (*stored).clone();
         let spec_changed = next.spec != object.spec;
         next.spec = object.spec;
@@ -329,7 +338,12 @@ impl<B: Backend> Store<B> {
         if next.metadata.is_deleting() && next.metadata.finalizers.is_empty() {
             return Ok(self.remove(next));
         }
-        Ok(self.commit(EventType::Modified, next))
+        let updated = self.commit(EventType::Modified, next);
+        if spec_changed {
+            self.claims.remove(&self.registry, &stored);
+            self.claims.add(&self.registry, &updated);
+        }
+        Ok(updated)
     }
 
     /// Replace status only.
@@ -418,7 +432,10 @@ impl<B: Backend> Store<B> {
         self.revision += 1;
         object.metadata.resource_version = self.revision;
         let object = Arc::new(object);
-        self.backend.remove(&object.key());
+        if let Some(removed) = self.backend.remove(&object.key()) {
+            // The stored version's claims: the one indexed.
+            self.claims.remove(&self.registry, &removed);
+        }
         self.append(EventType::Deleted, object.clone());
         object
     }

@@ -1,14 +1,16 @@
-//! The kinds a store admits, with their scope, default finalizers and validation. The built-in
-//! kinds' validation functions live with their types, in `api`; this module only wires them up.
+//! The kinds a store admits, with their scope, default finalizers, validation and claims. The
+//! built-in kinds' validation and claim functions live with their types, in `api`; this module
+//! only wires them up.
 
 use crate::api::logical::{self, LogicalContainer};
-use crate::api::validation::FieldError;
+use crate::api::validation::{Claim, FieldError};
 use crate::api::{ContainerImage, Lease, Namespace, Object, PhysicalContainer, Resource, image, names, physical};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 type Validate = Arc<dyn Fn(&Object) -> Vec<FieldError> + Send + Sync>;
 type ValidateUpdate = Arc<dyn Fn(&Object, &Object) -> Vec<FieldError> + Send + Sync>;
+type Claims = Arc<dyn Fn(&Object) -> Vec<Claim> + Send + Sync>;
 
 /// What the store knows about one kind.
 #[derive(Clone)]
@@ -22,6 +24,8 @@ pub struct KindInfo {
     pub cleanup_rank: u8,
     validate: Validate,
     validate_update: ValidateUpdate,
+    /// What an object of this kind holds alone in its namespace; `None`: nothing.
+    claims: Option<Claims>,
 }
 
 impl KindInfo {
@@ -37,6 +41,7 @@ impl KindInfo {
                 _ => vec![FieldError::new("spec", "must be an object")],
             }),
             validate_update: Arc::new(|_, _| Vec::new()),
+            claims: None,
         }
     }
 
@@ -63,6 +68,18 @@ impl KindInfo {
         self
     }
 
+    /// Objects of this kind hold what `claims` returns alone in their namespace: the store
+    /// refuses a create (or a spec change) that claims what another object holds, unless one of
+    /// the two is the other's controller (see [`crate::store`]'s claims). `claims` must depend
+    /// only on the object's namespace, name and spec.
+    pub fn with_claims<R: Resource + 'static>(mut self, claims: fn(&Object, &R::Spec) -> Vec<Claim>) -> Self {
+        self.claims = Some(Arc::new(move |o| match o.spec::<R>() {
+            Ok(spec) => claims(o, &spec),
+            Err(_) => Vec::new(), // shape errors are reported by `validate`
+        }));
+        self
+    }
+
     pub fn with_finalizer(mut self, finalizer: &str) -> Self {
         self.default_finalizers.push(finalizer.to_string());
         self
@@ -79,6 +96,16 @@ impl KindInfo {
 
     pub fn validate_update(&self, old: &Object, new: &Object) -> Vec<FieldError> {
         (self.validate_update)(old, new)
+    }
+
+    /// Whether objects of this kind claim anything.
+    pub fn has_claims(&self) -> bool {
+        self.claims.is_some()
+    }
+
+    /// What `object` holds alone in its namespace.
+    pub fn claims(&self, object: &Object) -> Vec<Claim> {
+        self.claims.as_ref().map(|claims| claims(object)).unwrap_or_default()
     }
 }
 
@@ -102,6 +129,7 @@ impl Registry {
         registry.register(
             KindInfo::typed::<PhysicalContainer>(physical::validate)
                 .with_update_check::<PhysicalContainer>(physical::validate_update)
+                .with_claims::<PhysicalContainer>(physical::claims)
                 .with_cleanup_rank(20),
         );
         registry.register(
@@ -113,6 +141,7 @@ impl Registry {
         registry.register(
             KindInfo::typed::<LogicalContainer>(logical::validate)
                 .with_update_check::<LogicalContainer>(logical::validate_update)
+                .with_claims::<LogicalContainer>(logical::claims)
                 .with_finalizer(names::FINALIZER_LOGICAL)
                 .with_cleanup_rank(10),
         );

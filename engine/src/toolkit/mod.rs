@@ -2,7 +2,8 @@
 //! needs, which the built-in controllers use too.
 //!
 //! - [`OpTracker`]: one operation in flight per object, routing of its reply, a per-object
-//!   [`RetryGate`] with a [`RetryPolicy`] of the controller's choosing, and the controller's own
+//!   [`RetryGate`] that counts failures per operation kind against a [`RetryPolicy`] of the
+//!   controller's choosing (backoff to a cap, optionally a budget), and the controller's own
 //!   per-object state.
 //! - [`Finalizer`]: add a finalizer before any apply work, run apply or cleanup, and remove the
 //!   finalizer once cleanup is [`Cleanup::Done`].
@@ -138,12 +139,13 @@
 //!             (Op::Create, Ok(RuntimeReply::Created { id })) => tracked.state.id = Some(id.clone()),
 //!             (Op::Remove, Ok(_) | Err(RuntimeError::NotFound(_))) => tracked.state.removed = true,
 //!             // A real controller verifies an uncertain create by its labels before retrying.
-//!             (_, _) => {
-//!                 tracked.retry.fail(now.mono, &RETRY);
+//!             (op, _) => {
+//!                 // Back off; this example never gives up (RETRY has no budget).
+//!                 let _ = tracked.retry.fail(op, now.mono, &RETRY);
 //!                 return;
 //!             }
 //!         }
-//!         tracked.retry.succeed();
+//!         tracked.retry.succeed(done.op);
 //!     }
 //! }
 //!
@@ -202,7 +204,7 @@ mod retry;
 mod tracker;
 
 pub use finalizer::{Cleanup, Finalizer};
-pub use retry::{RetryGate, RetryPolicy};
+pub use retry::{Retry, RetryGate, RetryPolicy};
 pub use tracker::{InFlight, OpTracker, RequestKind, Tracked};
 
 use crate::api::{Object, Resource};

@@ -57,8 +57,8 @@ pub struct Tracked<Op, S> {
     uid: Uid,
     key: ObjectKey,
     in_flight: Option<InFlight<Op>>,
-    /// Failures in a row and the time before which no new operation starts.
-    pub retry: RetryGate,
+    /// Failures in a row per operation kind, and the time before which no new operation starts.
+    pub retry: RetryGate<Op>,
     /// The controller's own per-object state.
     pub state: S,
 }
@@ -338,7 +338,10 @@ mod tests {
         let now = MonoTime(1_000 * 1_000_000);
         assert_eq!(tracker.get(&a.metadata.uid).unwrap().blocked(now), Some(Action::done()));
         let (_, tracked) = tracker.claim(op).unwrap();
-        tracked.retry.fail(now, &policy);
+        assert_eq!(
+            tracked.retry.fail(Op::Inspect, now, &policy),
+            crate::toolkit::Retry::After(Duration::from_millis(500))
+        );
         assert_eq!(
             tracked.blocked(now + Duration::from_millis(100)),
             Some(Action::retry_after(Duration::from_millis(400)))

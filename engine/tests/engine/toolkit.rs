@@ -102,12 +102,12 @@ impl Controller for SandboxController {
         match (done.op, result) {
             (Op::Create, Ok(RuntimeReply::Created { id })) => tracked.state.id = Some(id.clone()),
             (Op::Remove, Ok(_)) => tracked.state.removed = true,
-            _ => {
-                tracked.retry.fail(now.mono, &RETRY);
+            (op, _) => {
+                let _ = tracked.retry.fail(op, now.mono, &RETRY);
                 return;
             }
         }
-        tracked.retry.succeed();
+        tracked.retry.succeed(done.op);
     }
 }
 

@@ -1,0 +1,407 @@
+//! Physical containers: one runtime container per object, created from an image present in the
+//! runtime, started, stopped when `spec.stop` is set, removed on delete.
+//!
+//! *Guarantees*
+//! - One runtime operation per object at a time; a delete waits for it to finish.
+//! - Every container created carries the object's uid as a label. After a create whose outcome is
+//!   unknown (lost reply, error, name conflict) the runtime is listed by that label *before* any
+//!   retry: our container is adopted, a stranger holding the name is never adopted.
+//! - The runtime-cleanup finalizer is released only after the runtime container was removed and
+//!   a list by uid label found nothing left.
+//! - A container removed behind our back is reported `Missing` and never recreated; one seen
+//!   `removing` is neither started nor called `Exited` meanwhile.
+//! - Every permanent failure ends in `Failed`, for good (also for a later life of the engine),
+//!   with a [`reason`](crate::api::reasons) and the runtime's own message: a create the runtime
+//!   refuses or cannot make (no image), a name held by a stranger, a start refused or failing on
+//!   the container for the whole start budget, the `ContainerImage` it waits for failing. No
+//!   operation is retried faster than its backoff, which a success of another operation never
+//!   shortens (the policies and the judging of failed starts are in `state`).
+//!
+//! *Assumptions*: names are unique in the runtime, so two creates for one object cannot both
+//! succeed. In-memory state (what is in flight, what was observed) is a cache of the runtime:
+//! after a crash it is rebuilt from `status.runtimeId`, inspection and the uid label.
+
+mod state;
+
+pub use state::{INSPECT_BUDGET, NOTFOUND_BUDGET, NOTFOUND_SETTLE};
+
+use crate::api::{
+    ContainerImage, ContainerImageStatus, ContainerPhase, ImagePhase, Namespace, Object, ObjectKey, PhysicalContainer,
+    PhysicalContainerSpec, PhysicalContainerStatus, Resource, Uid, names, reasons,
+};
+use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
+use crate::runtime::{ContainerCreate, ContainerState, RuntimeEvent, RuntimeRequest, RuntimeResult};
+use crate::time::Now;
+use crate::toolkit::{Cleanup, Finalizer, OpTracker, write_status};
+use state::{Container, Failure, Observed, Op, Verify};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Held until the runtime container is removed (or kept: `retain`, or not ours: tracked by id).
+const RUNTIME_FINALIZER: Finalizer<'static> = Finalizer::new(names::FINALIZER_RUNTIME);
+
+/// Whether nothing an earlier life of this engine did can concern the object: this life saw it
+/// created, or saw it before its runtime finalizer (which precedes any create) was added.
+fn unknown_to_earlier_lives(t: &Container, ctx: &Context<'_>, uid: &Uid) -> bool {
+    t.seen_unstarted || ctx.saw_created(uid)
+}
+
+#[derive(Debug)]
+pub struct PhysicalContainerController {
+    monitor_interval: Duration,
+    ops: OpTracker<Op, Container>,
+}
+
+impl PhysicalContainerController {
+    pub fn new(monitor_interval: Duration) -> Self {
+        PhysicalContainerController { monitor_interval, ops: OpTracker::new() }
+    }
+
+    /// Start `op`; its reply reconciles the object again.
+    fn start_op(&mut self, ctx: &mut Context<'_>, uid: &Uid, op: Op, request: RuntimeRequest) -> ReconcileResult {
+        self.ops.start_runtime(ctx, uid, op, request);
+        Ok(Action::done())
+    }
+
+    fn uid_filter(uid: &Uid) -> BTreeMap<String, String> {
+        BTreeMap::from([(names::LABEL_OWNER_UID.to_string(), uid.0.clone())])
+    }
+
+    fn create_request(
+        ctx: &Context<'_>,
+        obj: &Object,
+        ns: &Object,
+        spec: &PhysicalContainerSpec,
+        image: String,
+    ) -> RuntimeRequest {
+        let namespace = obj.metadata.namespace.clone().unwrap_or_default();
+        let mut labels = spec.labels.clone();
+        // System labels last, so a caller can never override them.
+        labels.insert(names::LABEL_OWNER_UID.into(), obj.metadata.uid.0.clone());
+        labels.insert(names::LABEL_NAMESPACE.into(), namespace.clone());
+        labels.insert(names::LABEL_NAMESPACE_UID.into(), ns.metadata.uid.0.clone());
+        labels.insert(names::LABEL_CREATOR.into(), ctx.identity().to_string());
+        if spec.retain {
+            labels.insert(names::LABEL_RETAIN.into(), "true".into());
+        } else {
+            labels.remove(names::LABEL_RETAIN);
+        }
+        RuntimeRequest::CreateContainer(ContainerCreate {
+            name: spec.runtime_name(&namespace, &obj.metadata.name),
+            image,
+            command: spec.command.clone(),
+            env: spec.env.clone(),
+            labels,
+            ports: spec.ports.clone(),
+            mounts: spec.mounts.clone(),
+        })
+    }
+
+    fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
+        let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+        let Some(ns) = ctx.get(&ObjectKey::cluster(Namespace::KIND, namespace)) else {
+            // Not seen yet (stale cache): no side effects outside a known, active namespace.
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        };
+        if ns.metadata.is_deleting() {
+            return Ok(Action::done());
+        }
+        let spec = obj.spec::<PhysicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
+        let status = obj.status::<PhysicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
+        let t = &mut self.ops.entry(obj).state;
+        if t.runtime_id.is_none() {
+            t.runtime_id = spec.container_id.clone().or_else(|| status.runtime_id.clone());
+        }
+        if let Some(failure) = &t.failure {
+            write_status::<PhysicalContainer>(ctx, obj, &status, failure.status(&status));
+            return Ok(Action::done());
+        }
+        if status.phase == ContainerPhase::Failed {
+            // Terminal, also for a later life of this engine that never learnt why.
+            return Ok(Action::done());
+        }
+        match t.runtime_id.clone() {
+            None => self.create(ctx, obj, ns, &spec, &status),
+            Some(runtime_id) => self.run(ctx, obj, &spec, &status, runtime_id),
+        }
+    }
+
+    /// No runtime container is known: verify what an uncertain create did, replace a stranger,
+    /// or create one.
+    fn create(
+        &mut self,
+        ctx: &mut Context<'_>,
+        obj: &Object,
+        ns: &Object,
+        spec: &PhysicalContainerSpec,
+        status: &PhysicalContainerStatus,
+    ) -> ReconcileResult {
+        let uid = &obj.metadata.uid;
+        let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+        let t = &mut self.ops.entry(obj).state;
+        // An earlier life of this engine may have created the container without recording it (a
+        // crash, a lost reply): look for our label before creating, as after an uncertain
+        // create. (Waiting for a name conflict is not enough: with the image gone the runtime
+        // answers NotFound first.)
+        if !unknown_to_earlier_lives(t, ctx, uid) && !std::mem::replace(&mut t.label_checked, true) {
+            t.verify.get_or_insert(Verify::AfterUncertain);
+        }
+        let name = spec.runtime_name(namespace, &obj.metadata.name);
+        match (t.verify, t.stranger.clone()) {
+            (Some(Verify::Replace), Some(stranger)) => {
+                let remove = RuntimeRequest::RemoveContainer { id: stranger, force: true };
+                self.start_op(ctx, uid, Op::RemoveStranger, remove)
+            }
+            (Some(Verify::Replace), None) => {
+                self.start_op(ctx, uid, Op::ResolveName, RuntimeRequest::InspectContainer { id: name })
+            }
+            (Some(_), _) => {
+                let list = RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) };
+                self.start_op(ctx, uid, Op::Verify, list)
+            }
+            (None, _) => match resolve_image(ctx, obj, spec) {
+                ImageSource::Ready(image) => {
+                    let request = Self::create_request(ctx, obj, ns, spec, image);
+                    self.start_op(ctx, uid, Op::Create, request)
+                }
+                // Only a create waits for the image: verification and cleanup never do.
+                ImageSource::Waiting(waiting) => {
+                    let next = PhysicalContainerStatus {
+                        phase: ContainerPhase::Pending,
+                        message: Some(waiting),
+                        ..status.clone()
+                    };
+                    write_status::<PhysicalContainer>(ctx, obj, status, next);
+                    Ok(Action::done())
+                }
+                ImageSource::Failed(message) => {
+                    let failure = Failure::new(reasons::IMAGE_FAILED, message);
+                    write_status::<PhysicalContainer>(ctx, obj, status, failure.status(status));
+                    t.failure = Some(failure);
+                    Ok(Action::done())
+                }
+            },
+        }
+    }
+
+    /// The runtime container is known: record it, look at it when the last look is stale, start
+    /// or stop it as the spec says, and report what it is doing.
+    fn run(
+        &mut self,
+        ctx: &mut Context<'_>,
+        obj: &Object,
+        spec: &PhysicalContainerSpec,
+        status: &PhysicalContainerStatus,
+        runtime_id: String,
+    ) -> ReconcileResult {
+        let uid = &obj.metadata.uid;
+        let now = ctx.now();
+        let monitor = self.monitor_interval;
+        let t = &mut self.ops.entry(obj).state;
+        if status.runtime_id.as_deref() != Some(runtime_id.as_str()) {
+            let next = PhysicalContainerStatus { runtime_id: Some(runtime_id), ..status.clone() };
+            write_status::<PhysicalContainer>(ctx, obj, status, next);
+            return Ok(Action::done());
+        }
+        let freshness = t.freshness(monitor);
+        let stale = t.inspected_at.is_none_or(|at| now.mono.since(at) >= freshness);
+        let observed = match &t.observed {
+            Some(Observed::Missing) => None,
+            Some(Observed::State(state, code)) if !stale => Some((*state, *code)),
+            _ => return self.start_op(ctx, uid, Op::Inspect, RuntimeRequest::InspectContainer { id: runtime_id }),
+        };
+        let inspect_message = t.inspect_message.clone();
+        // A tracked container (reused or adopted) that is not running is started once; after that
+        // its exits are its own business, as for any container.
+        let start_tracked = spec.container_id.is_some() && !t.started_tracked;
+        t.started_tracked |= spec.container_id.is_some();
+        let next = match observed {
+            None => PhysicalContainerStatus {
+                phase: ContainerPhase::Missing,
+                reason: Some(reasons::REMOVED_EXTERNALLY.into()),
+                message: Some("the runtime container was removed outside drydock; it is not recreated".into()),
+                ..status.clone()
+            },
+            Some((ContainerState::Running, _)) if spec.stop => {
+                let stop = RuntimeRequest::StopContainer { id: runtime_id, timeout_secs: 10 };
+                return self.start_op(ctx, uid, Op::Stop, stop);
+            }
+            Some((ContainerState::Created, _)) if !spec.stop => {
+                return self.start_op(ctx, uid, Op::Start, RuntimeRequest::StartContainer { id: runtime_id });
+            }
+            Some((ContainerState::Exited, _)) if !spec.stop && start_tracked => {
+                return self.start_op(ctx, uid, Op::Start, RuntimeRequest::StartContainer { id: runtime_id });
+            }
+            // Someone else is removing it (drydock removes only in cleanup, which does not look):
+            // it is about to be gone, and then Missing. Nothing to start or stop meanwhile.
+            Some((ContainerState::Removing, _)) => {
+                let next = PhysicalContainerStatus {
+                    message: Some("the runtime container is being removed outside drydock".into()),
+                    ..status.clone()
+                };
+                write_status::<PhysicalContainer>(ctx, obj, status, next);
+                return Ok(Action::requeue(freshness));
+            }
+            Some((state, exit_code)) => PhysicalContainerStatus {
+                phase: match state {
+                    ContainerState::Running => ContainerPhase::Running,
+                    // Created: stopped (spec.stop) before it ever ran.
+                    ContainerState::Exited | ContainerState::Created | ContainerState::Removing => {
+                        ContainerPhase::Exited
+                    }
+                },
+                exit_code,
+                reason: None,
+                message: inspect_message,
+                ..status.clone()
+            },
+        };
+        let missing = next.phase == ContainerPhase::Missing;
+        write_status::<PhysicalContainer>(ctx, obj, status, next);
+        Ok(if missing { Action::done() } else { Action::requeue(monitor) })
+    }
+
+    /// Remove the runtime container, then make sure nothing carries our label any more.
+    fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> Result<Cleanup, ReconcileError> {
+        let uid = &obj.metadata.uid;
+        let status = obj.status::<PhysicalContainer>().unwrap_or_default();
+        let spec = obj.spec::<PhysicalContainer>().unwrap_or_default();
+        if spec.retain || spec.container_id.is_some() {
+            // Kept (retain) or never ours (tracked by id): nothing to remove.
+            return Ok(Cleanup::Done);
+        }
+        let t = &mut self.ops.entry(obj).state;
+        if !t.removed
+            && let Some(id) = t.runtime_id.clone().or(status.runtime_id)
+        {
+            let remove = RuntimeRequest::RemoveContainer { id, force: true };
+            return self.start_op(ctx, uid, Op::Remove, remove).map(Cleanup::Waiting);
+        }
+        if !t.cleanup_verified {
+            // A create sent by an earlier life of this engine (before a crash) may still land:
+            // "nothing carries our label" is final only once such requests have settled.
+            if !unknown_to_earlier_lives(t, ctx, uid)
+                && let Some(settled) = ctx.earlier_lives_pending()
+            {
+                return Ok(Cleanup::Waiting(Action::requeue(settled - ctx.now().mono)));
+            }
+            let check = RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) };
+            return self.start_op(ctx, uid, Op::CleanupCheck, check).map(Cleanup::Waiting);
+        }
+        Ok(Cleanup::Done)
+    }
+}
+
+/// While a create or start that keeps failing waits to be retried, say so in status (once: an
+/// unchanged status is not written again).
+fn show_retrying(ctx: &mut Context<'_>, obj: &Object, t: &Container) {
+    let Some(retrying) = &t.retrying else { return };
+    let Ok(status) = obj.status::<PhysicalContainer>() else { return };
+    let settled = matches!(status.phase, ContainerPhase::Failed | ContainerPhase::Missing);
+    if obj.metadata.is_deleting() || settled || t.failure.is_some() {
+        return;
+    }
+    let next = PhysicalContainerStatus { message: Some(retrying.clone()), ..status.clone() };
+    write_status::<PhysicalContainer>(ctx, obj, &status, next);
+}
+
+/// What a create would be made from.
+enum ImageSource {
+    /// This reference or image id.
+    Ready(String),
+    /// Not yet: what we are waiting for, in words.
+    Waiting(String),
+    /// Never: the referenced `ContainerImage` failed for good.
+    Failed(String),
+}
+
+/// The image to create from: the spec's reference, or the pinned id of the referenced
+/// ContainerImage once it is Ready.
+fn resolve_image(ctx: &Context<'_>, obj: &Object, spec: &PhysicalContainerSpec) -> ImageSource {
+    if let Some(image) = &spec.image {
+        return ImageSource::Ready(image.clone());
+    }
+    let Some(name) = &spec.image_ref else {
+        return ImageSource::Ready(String::new()); // tracking an existing container: nothing to create from
+    };
+    let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+    let Some(image) = ctx.get(&ObjectKey::namespaced(ContainerImage::KIND, namespace, name)) else {
+        return ImageSource::Waiting(format!("waiting for ContainerImage {name}"));
+    };
+    let status = image.status::<ContainerImage>().unwrap_or_default();
+    match status {
+        ContainerImageStatus { phase: ImagePhase::Ready, image_id: Some(id), .. } if !image.metadata.is_deleting() => {
+            ImageSource::Ready(id)
+        }
+        // Failed is terminal for the image: waiting for it would be waiting for ever.
+        ContainerImageStatus { phase: ImagePhase::Failed, message, .. } if !image.metadata.is_deleting() => {
+            let why = message.unwrap_or_else(|| "no reason given".into());
+            ImageSource::Failed(format!("ContainerImage {name} failed: {why}"))
+        }
+        ContainerImageStatus { phase, .. } => {
+            ImageSource::Waiting(format!("waiting for ContainerImage {name} (phase {phase:?})"))
+        }
+    }
+}
+
+impl Controller for PhysicalContainerController {
+    fn name(&self) -> &str {
+        "physical-container"
+    }
+
+    fn watches(&self) -> Vec<Watch> {
+        vec![
+            Watch::own(PhysicalContainer::KIND),
+            // An image becoming Ready unblocks the containers that reference it.
+            Watch::custom(ContainerImage::KIND, |image, cache| {
+                let ns = image.metadata.namespace.as_deref();
+                cache
+                    .list(PhysicalContainer::KIND, ns)
+                    .filter(|pc| pc.spec.get("imageRef").and_then(|r| r.as_str()) == Some(image.metadata.name.as_str()))
+                    .map(|pc| pc.key())
+                    .collect()
+            }),
+        ]
+    }
+
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
+        let Some(obj) = ctx.get(key) else {
+            self.ops.forget(key);
+            return Ok(Action::done());
+        };
+        let tracked = self.ops.entry(obj);
+        tracked.state.replace_existing = obj.spec::<PhysicalContainer>().is_ok_and(|s| s.replace_existing);
+        if obj.metadata.is_deleting() && !std::mem::replace(&mut tracked.state.cleanup_began, true) {
+            // A delete makes a create or start waiting to be retried moot: it does not wait out
+            // their backoff (only an operation in flight, and then its own removal's backoff).
+            tracked.retry.clear_wait();
+        }
+        // One runtime operation at a time; a delete waits for it too.
+        if let Some(wait) = tracked.blocked(ctx.now().mono) {
+            if !tracked.is_busy() {
+                show_retrying(ctx, obj, &tracked.state);
+            }
+            return Ok(wait);
+        }
+        // Seen live before its finalizer, which precedes any create: no earlier life of this
+        // engine can have a create in flight for it.
+        tracked.state.seen_unstarted |= RUNTIME_FINALIZER.needs_adding(obj);
+        RUNTIME_FINALIZER.reconcile(ctx, obj, self, Self::apply, Self::cleanup)
+    }
+
+    fn on_runtime_event(&mut self, _now: Now, key: &ObjectKey, _event: &RuntimeEvent) -> bool {
+        if key.kind != PhysicalContainer::KIND {
+            return false;
+        }
+        // Something changed: look again instead of waiting for the monitoring pass.
+        for t in self.ops.for_key_mut(key) {
+            t.state.inspected_at = None;
+        }
+        true
+    }
+
+    fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
+        let Some((done, tracked)) = self.ops.claim(op) else { return };
+        state::handle_result(tracked, now, done.op, result);
+    }
+}

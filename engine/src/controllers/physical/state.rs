@@ -1,0 +1,466 @@
+//! What the physical-container controller knows about one object's runtime container, and how
+//! each runtime reply changes that knowledge. Nothing here issues requests: the controller's
+//! reconcile (in the parent module) decides from this state what to do next.
+//!
+//! *Failures, and when they end*
+//! - Retryable ones (a 500, no reply, a 409 while something else happens) back off per operation
+//!   kind with [`RETRY`], for ever: a success of another operation never shortens the wait.
+//! - A create the runtime refuses as invalid (Docker's 400) or answers with NotFound (no such
+//!   image) was not applied and cannot succeed as written: `Failed` at once, never verified.
+//! - A failed start is judged on what the runtime recorded on the container: the inspection
+//!   that follows it shows Docker's `State.Error` and exit code. A start refused as invalid, or
+//!   one whose failure the container records for the whole [`START_RETRY`] budget, is `Failed`
+//!   with that message. A start that fails without the container recording anything is the
+//!   daemon failing, not the container: it is retried at the policy's cap, for ever.
+
+use crate::api::{ContainerPhase, PhysicalContainerStatus, reasons};
+use crate::runtime::{ContainerInfo, ContainerState, RuntimeError, RuntimeReply, RuntimeResult};
+use crate::time::{MonoTime, Now};
+use crate::toolkit::{self, Retry, RetryGate, RetryPolicy};
+use std::time::Duration;
+
+/// Inspection errors in a row before they are reported in status (retrying continues, slower).
+pub const INSPECT_BUDGET: u32 = 5;
+/// How long NotFound answers may be the runtime lagging (a container just created, a daemon or
+/// an engine just restarted) rather than the container being gone.
+pub const NOTFOUND_SETTLE: Duration = Duration::from_secs(10);
+/// NotFound answers in a row, within that window, before the container counts as Missing.
+pub const NOTFOUND_BUDGET: u32 = 4;
+/// Creates failing in a row before the failure is reported in status (retrying continues).
+pub const CREATE_REPORT_AFTER: u32 = 3;
+
+/// After failed runtime operations, per operation kind: 200 ms, 400 ms, ... up to 30 s, for ever
+/// (they are retryable: a daemon that answers 500 or not at all may be back soon). A success of
+/// one kind (an inspect) never shortens the wait of another (a create).
+pub(super) const RETRY: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(100), Duration::from_secs(30));
+/// After a failed start: 1 s, then 2 s; the third failure in a row that the container records
+/// ends the object `Failed`. Starts the daemon fails without a record go on at 30 s.
+pub(super) const START_RETRY: RetryPolicy =
+    RetryPolicy::exponential(Duration::from_millis(500), Duration::from_secs(30)).with_budget(3);
+/// A container seen `removing` is looked at again after 1 s, 2 s, ... up to 30 s, until it is
+/// gone (then it is Missing) or back.
+pub(super) const REMOVING_RECHECK: RetryPolicy =
+    RetryPolicy::exponential(Duration::from_millis(500), Duration::from_secs(30));
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Op {
+    Create,
+    /// replaceExisting: find which container holds our name.
+    ResolveName,
+    /// replaceExisting: remove exactly the container resolved by name.
+    RemoveStranger,
+    /// List by uid label after an uncertain create.
+    Verify,
+    Start,
+    Stop,
+    Inspect,
+    Remove,
+    /// List by uid label before releasing the finalizer.
+    CleanupCheck,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Observed {
+    State(ContainerState, Option<i64>),
+    Missing,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Verify {
+    /// The create's outcome is unknown: if nothing carries our label, create again.
+    AfterUncertain,
+    /// The name was taken: if nothing carries our label, the name belongs to a stranger.
+    AfterConflict,
+    /// The name belongs to a stranger and `replaceExisting` is set: remove it, then create.
+    Replace,
+}
+
+/// Why the object is `Failed`, for good.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Failure {
+    reason: &'static str,
+    message: String,
+    exit_code: Option<i64>,
+}
+
+impl Failure {
+    pub(super) fn new(reason: &'static str, message: String) -> Self {
+        Failure { reason, message, exit_code: None }
+    }
+
+    /// `status` as it reads once the object has failed.
+    pub(super) fn status(&self, status: &PhysicalContainerStatus) -> PhysicalContainerStatus {
+        PhysicalContainerStatus {
+            phase: ContainerPhase::Failed,
+            reason: Some(self.reason.to_string()),
+            message: Some(self.message.clone()),
+            exit_code: self.exit_code.or(status.exit_code),
+            ..status.clone()
+        }
+    }
+}
+
+/// A start that failed, waiting for the inspection that shows what the runtime recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct FailedStart {
+    /// The runtime's answer to the start.
+    message: String,
+    /// The runtime said the start can never succeed (Docker's 400).
+    refused: bool,
+}
+
+/// What this engine knows about one object's runtime container.
+#[derive(Debug, Default)]
+pub(super) struct Container {
+    pub(super) runtime_id: Option<String>,
+    pub(super) observed: Option<Observed>,
+    pub(super) inspected_at: Option<MonoTime>,
+    pub(super) verify: Option<Verify>,
+    pub(super) failure: Option<Failure>,
+    pub(super) removed: bool,
+    /// The object was seen being deleted (its cleanup began).
+    pub(super) cleanup_began: bool,
+    pub(super) cleanup_verified: bool,
+    /// replaceExisting: the stranger holding our name, once resolved.
+    pub(super) stranger: Option<String>,
+    /// The last inspection error, once they have lasted [`INSPECT_BUDGET`] attempts.
+    pub(super) inspect_message: Option<String>,
+    /// A retryable create or start failure that has lasted, in words, for status while the
+    /// object waits to try again.
+    pub(super) retrying: Option<String>,
+    pub(super) replace_existing: bool,
+    pub(super) started_tracked: bool,
+    /// When the current run of NotFound answers began.
+    notfound_since: Option<MonoTime>,
+    /// NotFound answers in a row.
+    notfound_retries: u32,
+    /// Inspections in a row that found the container `removing`.
+    pub(super) removing_checks: u32,
+    /// The last start failed; the next inspection judges it.
+    failed_start: Option<FailedStart>,
+    /// This engine saw the object before its runtime finalizer was added, so no earlier life of
+    /// the engine can have a create for it in flight.
+    pub(super) seen_unstarted: bool,
+    /// This engine listed the runtime by the object's uid label before its first create.
+    pub(super) label_checked: bool,
+}
+
+pub(super) type Tracked = toolkit::Tracked<Op, Container>;
+
+/// The text of a runtime error, without the kind's prefix.
+fn runtime_message(error: &RuntimeError) -> &str {
+    match error {
+        RuntimeError::NotFound(m)
+        | RuntimeError::Conflict(m)
+        | RuntimeError::Uncertain(m)
+        | RuntimeError::Invalid(m)
+        | RuntimeError::Transient(m) => m,
+    }
+}
+
+impl Container {
+    fn observe(&mut self, now: Now, info: &ContainerInfo) {
+        self.runtime_id = Some(info.id.clone());
+        self.observed = Some(Observed::State(info.state, info.exit_code));
+        self.inspected_at = Some(now.mono);
+        self.removing_checks = if info.state == ContainerState::Removing { self.removing_checks + 1 } else { 0 };
+    }
+
+    /// How long an observation stays fresh: the monitoring period, or less while the container
+    /// is being removed (it will be gone, or back, soon).
+    pub(super) fn freshness(&self, monitor: Duration) -> Duration {
+        match self.observed {
+            Some(Observed::State(ContainerState::Removing, _)) => {
+                REMOVING_RECHECK.delay(self.removing_checks).min(monitor)
+            }
+            _ => monitor,
+        }
+    }
+
+    /// A start failed: look at the container before deciding (what the runtime recorded on it
+    /// tells a container that cannot start from a daemon that failed the request).
+    fn start_failed(&mut self, now: Now, retry: &mut RetryGate<Op>, error: &RuntimeError) {
+        self.inspected_at = None;
+        let refused = matches!(error, RuntimeError::Invalid(_));
+        if !refused {
+            // Within the budget this sets the wait before the inspection and the next start;
+            // past it no wait is set, so the inspection that judges it comes at once.
+            let _: Retry = retry.fail(Op::Start, now.mono, &START_RETRY);
+        }
+        self.failed_start = Some(FailedStart { message: runtime_message(error).to_string(), refused });
+    }
+
+    /// The inspection after a failed start: is the failure the container's own, and for good?
+    fn judge_failed_start(&mut self, now: Now, retry: &mut RetryGate<Op>, info: &ContainerInfo, failed: FailedStart) {
+        // Running, or exited without a start failure on record: it did start (the reply was
+        // lost or wrong), and what it does now is its own business.
+        let started = match info.state {
+            ContainerState::Running => true,
+            ContainerState::Exited => info.error.is_none(),
+            ContainerState::Created | ContainerState::Removing => false,
+        };
+        if started {
+            retry.succeed(Op::Start);
+            self.retrying = None;
+            return;
+        }
+        let attempts = retry.failures(Op::Start);
+        if !failed.refused && !START_RETRY.exhausted_by(attempts) {
+            return; // the wait the failure set stands; then start again
+        }
+        let message = match (&info.error, failed.refused) {
+            (Some(recorded), false) => format!("cannot start the container ({attempts} attempts): {recorded}"),
+            (_, true) => format!("the runtime refused to start the container: {}", failed.message),
+            (None, false) => {
+                // The request failed but the container records no failed start: the daemon is
+                // failing, not the container. Keep trying, slowly.
+                tracing::warn!(attempts, last = %failed.message, "start keeps failing without a record on the container");
+                retry.wait_until(now.mono + START_RETRY.cap());
+                self.retrying =
+                    Some(format!("cannot start the container ({attempts} attempts): {}; retrying", failed.message));
+                return;
+            }
+        };
+        self.failure = Some(Failure { reason: reasons::START_FAILED, message, exit_code: info.exit_code });
+    }
+
+    /// Right after a create, or after a restart of the daemon or of this engine (which then
+    /// cannot know the container is fresh), the runtime may not show the container yet: look
+    /// again a few times before calling it Missing, which is final.
+    fn not_found(&mut self, now: Now, retry: &mut RetryGate<Op>) {
+        let since = *self.notfound_since.get_or_insert(now.mono);
+        if now.mono.since(since) < NOTFOUND_SETTLE && self.notfound_retries < NOTFOUND_BUDGET {
+            self.notfound_retries += 1;
+            self.inspected_at = None;
+            retry.wait_until(now.mono + Duration::from_millis(200) * (1 << self.notfound_retries));
+        } else {
+            self.observed = Some(Observed::Missing);
+        }
+    }
+}
+
+/// What a runtime reply to `op` tells about the object's container.
+pub(super) fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &RuntimeResult) {
+    use RuntimeError as E;
+    use RuntimeReply as R;
+    let (t, retry) = (&mut tracked.state, &mut tracked.retry);
+    match (op, result) {
+        (Op::Create, Ok(R::Created { id })) => {
+            t.retrying = None;
+            t.runtime_id = Some(id.clone());
+            t.observed = Some(Observed::State(ContainerState::Created, None));
+            t.inspected_at = Some(now.mono);
+            t.verify = None;
+        }
+        // Nothing was created, and nothing will be: no verification, no retry.
+        (Op::Create, Err(E::Invalid(message))) => {
+            let message = format!("the runtime refused to create the container: {message}");
+            t.failure = Some(Failure::new(reasons::CREATE_REFUSED, message));
+        }
+        (Op::Create, Err(E::NotFound(message))) => {
+            t.failure = Some(Failure::new(reasons::IMAGE_NOT_FOUND, format!("cannot create the container: {message}")));
+        }
+        (Op::Create, Err(E::Conflict(_))) => t.verify = Some(Verify::AfterConflict),
+        (Op::Create, Err(e)) => {
+            t.verify = Some(Verify::AfterUncertain);
+            let _: Retry = retry.fail(op, now.mono, &RETRY);
+            let attempts = retry.failures(op);
+            if attempts >= CREATE_REPORT_AFTER {
+                t.retrying = Some(format!("cannot create the container ({attempts} attempts): {e}; retrying"));
+            }
+        }
+        (Op::Verify, Ok(R::Containers(found))) => match (found.first(), t.verify) {
+            (Some(ours), _) => {
+                t.observe(now, ours);
+                t.verify = None;
+                t.retrying = None;
+            }
+            (None, Some(Verify::AfterConflict)) if t.replace_existing => t.verify = Some(Verify::Replace),
+            (None, Some(Verify::AfterConflict)) => {
+                t.failure = Some(Failure::new(
+                    reasons::NAME_TAKEN,
+                    "the container name is taken by a container drydock did not create for this object (set replaceExisting to replace it)".into(),
+                ));
+            }
+            (None, _) => t.verify = None,
+        },
+        (Op::Start, Ok(_)) => {
+            t.observed = Some(Observed::State(ContainerState::Running, None));
+            t.failed_start = None;
+            t.retrying = None;
+        }
+        (Op::Start, Err(e)) if !matches!(e, E::NotFound(_)) => t.start_failed(now, retry, e),
+        // Stopped: inspect to learn the exit code.
+        (Op::Stop, Ok(_)) => t.inspected_at = None,
+        (Op::Inspect, Ok(R::Container(info))) => {
+            t.observe(now, info);
+            t.notfound_retries = 0;
+            t.notfound_since = None;
+            t.inspect_message = None;
+            if let Some(failed) = t.failed_start.take() {
+                t.judge_failed_start(now, retry, info, failed);
+            }
+        }
+        (Op::ResolveName, Ok(R::Container(holder))) => t.stranger = Some(holder.id.clone()),
+        (Op::ResolveName, Err(E::NotFound(_))) => t.verify = None, // gone meanwhile: create
+        (Op::RemoveStranger, Ok(_) | Err(E::NotFound(_))) => {
+            t.stranger = None;
+            t.verify = None;
+        }
+        (Op::Inspect, Err(e)) if !matches!(e, E::NotFound(_)) => {
+            let _: Retry = retry.fail(op, now.mono, &RETRY);
+            let attempts = retry.failures(op);
+            if attempts >= INSPECT_BUDGET {
+                t.inspect_message = Some(format!("cannot inspect the runtime container ({attempts} attempts): {e}"));
+            }
+        }
+        (Op::Start | Op::Stop | Op::Inspect, Err(E::NotFound(_))) => t.not_found(now, retry),
+        (Op::Remove, Ok(_) | Err(E::NotFound(_))) => {
+            t.removed = true;
+            t.cleanup_verified = false;
+        }
+        (Op::CleanupCheck, Ok(R::Containers(found))) => match found.first() {
+            Some(leftover) => {
+                t.runtime_id = Some(leftover.id.clone());
+                t.removed = false;
+            }
+            None => t.cleanup_verified = true,
+        },
+        (_, Ok(other)) => tracing::warn!(?op, ?other, "unexpected runtime reply"),
+        (_, Err(_)) => {
+            if op == Op::Stop {
+                t.inspected_at = None;
+            }
+            let _: Retry = retry.fail(op, now.mono, &RETRY);
+        }
+    }
+    if result.is_ok() {
+        retry.succeed(op);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::time::WallTime;
+    use crate::toolkit::OpTracker;
+    use crate::toolkit::testing::widget;
+
+    fn at(ms: u64) -> Now {
+        Now::new(MonoTime(ms * 1_000_000), WallTime(ms))
+    }
+
+    fn container(state: ContainerState, exit_code: Option<i64>, error: Option<&str>) -> RuntimeResult {
+        Ok(RuntimeReply::Container(ContainerInfo {
+            id: "c1".into(),
+            name: "ns-web".into(),
+            image: "busybox".into(),
+            labels: Default::default(),
+            state,
+            exit_code,
+            error: error.map(str::to_string),
+            ports: Vec::new(),
+        }))
+    }
+
+    /// A start that fails with `error` at `ms`, then the inspection that follows it.
+    fn fail_start(t: &mut Tracked, ms: u64, error: RuntimeError, inspected: RuntimeResult) {
+        handle_result(t, at(ms), Op::Start, &Err(error));
+        assert_eq!(t.state.inspected_at, None, "a failed start is always looked at");
+        handle_result(t, at(ms + 1), Op::Inspect, &inspected);
+    }
+
+    fn port_taken() -> RuntimeError {
+        RuntimeError::Transient("port is already allocated".into())
+    }
+
+    #[test]
+    fn a_start_recorded_as_failed_three_times_is_failed_with_the_recorded_error() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let recorded = || {
+            container(ContainerState::Created, Some(128), Some("Bind for 0.0.0.0:80 failed: port is already allocated"))
+        };
+        fail_start(t, 0, port_taken(), recorded());
+        assert_eq!(t.state.failure, None);
+        assert_eq!(t.retry.remaining(at(1).mono), Some(Duration::from_millis(999)), "1 s before the next start");
+        fail_start(t, 1_000, port_taken(), recorded());
+        assert_eq!(t.retry.remaining(at(1_001).mono), Some(Duration::from_millis(1_999)), "then 2 s");
+        fail_start(t, 3_000, port_taken(), recorded());
+        let failure = t.state.failure.clone().unwrap();
+        assert_eq!(failure.reason, reasons::START_FAILED);
+        assert_eq!(failure.exit_code, Some(128));
+        assert_eq!(
+            failure.message,
+            "cannot start the container (3 attempts): Bind for 0.0.0.0:80 failed: port is already allocated"
+        );
+    }
+
+    #[test]
+    fn a_start_refused_as_invalid_is_failed_at_once() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let refused = RuntimeError::Invalid("exec: \"nope\": executable file not found in $PATH".into());
+        handle_result(t, at(0), Op::Start, &Err(refused));
+        assert_eq!(t.retry.remaining(at(0).mono), None, "no wait: the inspection that judges it comes at once");
+        handle_result(t, at(1), Op::Inspect, &container(ContainerState::Created, Some(127), Some("exec failed")));
+        let failure = t.state.failure.clone().unwrap();
+        assert_eq!((failure.reason, failure.exit_code), (reasons::START_FAILED, Some(127)));
+        assert!(failure.message.contains("executable file not found"), "{}", failure.message);
+    }
+
+    #[test]
+    fn a_start_that_did_happen_after_all_is_not_a_failure() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let lost = RuntimeError::Uncertain("timed out".into());
+        fail_start(t, 0, lost.clone(), container(ContainerState::Running, None, None));
+        fail_start(t, 10, lost, container(ContainerState::Exited, Some(0), None));
+        assert_eq!((t.state.failure.clone(), t.retry.failures(Op::Start)), (None, 0));
+    }
+
+    #[test]
+    fn starts_the_daemon_fails_without_a_record_go_on_at_the_cap_visibly() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let busy = || RuntimeError::Transient("500: busy".into());
+        for (i, ms) in [0, 1_000, 3_000, 33_000].into_iter().enumerate() {
+            fail_start(t, ms, busy(), container(ContainerState::Created, None, None));
+            assert_eq!(t.state.failure, None, "attempt {}", i + 1);
+        }
+        assert_eq!(t.retry.remaining(at(33_001).mono), Some(START_RETRY.cap()));
+        assert_eq!(t.state.retrying.as_deref(), Some("cannot start the container (4 attempts): 500: busy; retrying"));
+        handle_result(t, at(63_001), Op::Start, &Ok(RuntimeReply::Done));
+        assert_eq!((t.state.retrying.clone(), t.retry.failures(Op::Start)), (None, 0));
+    }
+
+    #[test]
+    fn an_invalid_create_is_failed_and_never_verified() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        handle_result(t, at(0), Op::Create, &Err(RuntimeError::Invalid("invalid mount config".into())));
+        assert_eq!(t.state.verify, None);
+        let failure = t.state.failure.clone().unwrap();
+        assert_eq!(failure.reason, reasons::CREATE_REFUSED);
+        assert!(failure.message.ends_with("invalid mount config"));
+    }
+
+    #[test]
+    fn a_create_backs_off_however_many_verifications_succeed() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let mut waits = Vec::new();
+        for n in 0..4u64 {
+            let ms = n * 100_000;
+            handle_result(t, at(ms), Op::Create, &Err(RuntimeError::Transient("500: busy".into())));
+            assert_eq!(t.state.verify, Some(Verify::AfterUncertain), "outcome unknown: verify first");
+            waits.push(t.retry.remaining(at(ms).mono).unwrap());
+            handle_result(t, at(ms + 1), Op::Verify, &Ok(RuntimeReply::Containers(Vec::new())));
+        }
+        let ms = Duration::from_millis;
+        assert_eq!(waits, [ms(200), ms(400), ms(800), ms(1_600)]);
+        assert!(t.state.retrying.as_deref().is_some_and(|m| m.starts_with("cannot create the container (4 attempts)")));
+        assert_eq!(t.state.failure, None, "retryable: never Failed");
+    }
+}

@@ -1,0 +1,562 @@
+//! Permanent and retryable runtime failures, end to end: the built-in controllers against the
+//! in-memory store and a small scripted runtime that fails the way Docker does. Every permanent
+//! failure must end in a terminal status carrying the runtime's own message, after a bounded
+//! number of attempts, and then cost nothing more; every retryable one must back off to a cap.
+
+use drydock_engine::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalMode, LogicalPhase};
+use drydock_engine::api::{
+    ContainerImage, ContainerImageSpec, ContainerPhase, ImagePhase, Namespace, NamespaceSpec, Object, ObjectKey,
+    ObjectMeta, PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, reasons,
+};
+use drydock_engine::controllers::{ControllerConfig, builtin};
+use drydock_engine::runtime::{
+    ContainerInfo, ContainerState, ImageInfo, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult,
+};
+use drydock_engine::store::{Registry, Store, StoreConfig};
+use drydock_engine::{Engine, EngineConfig, Input, MonoTime, Now, Output, WallTime};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const NS: &str = "ns";
+const IMAGE: &str = "busybox:latest";
+const IMAGE_ID: &str = "sha256:b0b0";
+
+/// How the runtime answers starts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum StartFault {
+    None,
+    /// A command not in the image (Docker 20.10): 400, the container stays `created` with exit
+    /// code 127 and the error recorded on it.
+    MissingCommand,
+    /// A host port held by someone else: 500, the error recorded on the container (exit 128).
+    PortTaken,
+    /// The daemon fails the request (500) and records nothing on the container.
+    DaemonError,
+}
+
+const MISSING_COMMAND: &str = "failed to create shim task: OCI runtime create failed: exec: \"nope\": executable file not found in $PATH: unknown";
+const PORT_TAKEN: &str = "driver failed programming external connectivity on endpoint ns-web: Bind for 0.0.0.0:8080 failed: port is already allocated";
+
+/// A runtime with Docker's observable contract, reduced to what these tests need, plus the
+/// failures they script.
+struct Runtime {
+    /// Reference -> image id.
+    images: BTreeMap<String, String>,
+    containers: BTreeMap<String, ContainerInfo>,
+    next_id: u64,
+    create_error: Option<RuntimeError>,
+    start_fault: StartFault,
+    /// What every pull answers (`None`: the image arrives).
+    pull_error: Option<RuntimeError>,
+    inspect_image_error: Option<RuntimeError>,
+    /// Every request, with the time it was made (ms).
+    requests: Vec<(u64, RuntimeRequest)>,
+}
+
+impl Runtime {
+    fn new() -> Self {
+        Runtime {
+            images: BTreeMap::from([(IMAGE.to_string(), IMAGE_ID.to_string())]),
+            containers: BTreeMap::new(),
+            next_id: 0,
+            create_error: None,
+            start_fault: StartFault::None,
+            pull_error: None,
+            inspect_image_error: None,
+            requests: Vec::new(),
+        }
+    }
+
+    fn resolve(&self, id_or_name: &str) -> Result<String, RuntimeError> {
+        let found = self.containers.values().find(|c| c.id == id_or_name || c.name == id_or_name);
+        found.map(|c| c.id.clone()).ok_or_else(|| RuntimeError::NotFound(format!("No such container: {id_or_name}")))
+    }
+
+    fn has_image(&self, reference: &str) -> bool {
+        self.images.contains_key(reference) || self.images.values().any(|id| id == reference)
+    }
+
+    fn answer(&mut self, at_ms: u64, request: RuntimeRequest) -> RuntimeResult {
+        self.requests.push((at_ms, request.clone()));
+        match request {
+            RuntimeRequest::CreateContainer(c) => {
+                if let Some(error) = self.create_error.clone() {
+                    return Err(error);
+                }
+                if !self.has_image(&c.image) {
+                    return Err(RuntimeError::NotFound(format!("No such image: {}", c.image)));
+                }
+                if self.containers.values().any(|x| x.name == c.name) {
+                    return Err(RuntimeError::Conflict(format!("the container name {:?} is already in use", c.name)));
+                }
+                self.next_id += 1;
+                let id = format!("{:064x}", self.next_id);
+                let info = ContainerInfo {
+                    id: id.clone(),
+                    name: c.name,
+                    image: c.image,
+                    labels: c.labels,
+                    state: ContainerState::Created,
+                    exit_code: None,
+                    error: None,
+                    ports: Vec::new(),
+                };
+                self.containers.insert(id.clone(), info);
+                Ok(RuntimeReply::Created { id })
+            }
+            RuntimeRequest::StartContainer { id } => {
+                let id = self.resolve(&id)?;
+                let fault = self.start_fault;
+                let Some(c) = self.containers.get_mut(&id) else { return Err(RuntimeError::NotFound(id)) };
+                let (code, error) = match fault {
+                    StartFault::None => {
+                        c.state = ContainerState::Running;
+                        (c.exit_code, c.error) = (None, None);
+                        return Ok(RuntimeReply::Done);
+                    }
+                    StartFault::DaemonError => return Err(RuntimeError::Transient("500: the daemon is busy".into())),
+                    StartFault::MissingCommand => (127, RuntimeError::Invalid(MISSING_COMMAND.into())),
+                    StartFault::PortTaken => (128, RuntimeError::Transient(PORT_TAKEN.into())),
+                };
+                let (RuntimeError::Invalid(message) | RuntimeError::Transient(message)) = &error else {
+                    unreachable!("scripted above")
+                };
+                (c.exit_code, c.error) = (Some(code), Some(message.clone()));
+                Err(error)
+            }
+            RuntimeRequest::StopContainer { id, .. } => {
+                let id = self.resolve(&id)?;
+                if let Some(c) = self.containers.get_mut(&id).filter(|c| c.state == ContainerState::Running) {
+                    (c.state, c.exit_code) = (ContainerState::Exited, Some(137));
+                }
+                Ok(RuntimeReply::Done)
+            }
+            RuntimeRequest::RemoveContainer { id, .. } => {
+                let id = self.resolve(&id)?;
+                self.containers.remove(&id);
+                Ok(RuntimeReply::Done)
+            }
+            RuntimeRequest::InspectContainer { id } => {
+                let id = self.resolve(&id)?;
+                Ok(RuntimeReply::Container(self.containers[&id].clone()))
+            }
+            RuntimeRequest::ListContainers { labels } => Ok(RuntimeReply::Containers(
+                self.containers
+                    .values()
+                    .filter(|c| labels.iter().all(|(k, v)| c.labels.get(k) == Some(v)))
+                    .cloned()
+                    .collect(),
+            )),
+            RuntimeRequest::InspectImage { reference } => {
+                if let Some(error) = self.inspect_image_error.clone() {
+                    return Err(error);
+                }
+                // By reference or by id, as Docker does.
+                match self.images.iter().find(|(r, id)| **r == reference || **id == reference) {
+                    Some((r, id)) => Ok(RuntimeReply::Image(ImageInfo { id: id.clone(), tags: vec![r.clone()] })),
+                    None => Err(RuntimeError::NotFound(format!("No such image: {reference}"))),
+                }
+            }
+            RuntimeRequest::PullImage { reference } => {
+                if let Some(error) = self.pull_error.clone() {
+                    return Err(error);
+                }
+                self.images.insert(reference.clone(), format!("sha256:{reference}"));
+                Ok(RuntimeReply::Pulled { progress: vec![format!("pulled {reference}")] })
+            }
+            RuntimeRequest::RemoveImage { .. } => Ok(RuntimeReply::Done),
+            RuntimeRequest::ContainerEvents { .. } => Ok(RuntimeReply::Events(Vec::new())),
+        }
+    }
+
+    /// Times (ms) of the requests `which` picks.
+    fn times(&self, which: impl Fn(&RuntimeRequest) -> bool) -> Vec<u64> {
+        self.requests.iter().filter(|(_, r)| which(r)).map(|(at, _)| *at).collect()
+    }
+
+    fn starts(&self) -> Vec<u64> {
+        self.times(|r| matches!(r, RuntimeRequest::StartContainer { .. }))
+    }
+
+    fn creates(&self) -> Vec<u64> {
+        self.times(|r| matches!(r, RuntimeRequest::CreateContainer(_)))
+    }
+}
+
+struct World {
+    store: Store,
+    engine: Engine,
+    runtime: Runtime,
+    now_ms: u64,
+    fed: u64,
+}
+
+impl World {
+    fn new(runtime: Runtime) -> Self {
+        let registry = Registry::builtin();
+        let mut world = World {
+            store: Store::in_memory(registry.clone(), StoreConfig::default()),
+            engine: Engine::new(EngineConfig::default(), registry, builtin(&ControllerConfig::default())),
+            runtime,
+            now_ms: 1_000,
+            fed: 0,
+        };
+        let ns = Object::from_spec::<Namespace>(ObjectMeta::named(None, NS), &NamespaceSpec {});
+        world.store.create(WallTime(world.now_ms), ns).unwrap();
+        world.run_for(Duration::from_secs(1));
+        world
+    }
+
+    fn now(&self) -> Now {
+        Now::new(MonoTime(self.now_ms * 1_000_000), WallTime(self.now_ms))
+    }
+
+    /// A new engine process over the same store and runtime: all memory lost.
+    fn restart_engine(&mut self) {
+        let config = EngineConfig { first_op: 1 << 40, ..EngineConfig::default() };
+        self.engine = Engine::new(config, Registry::builtin(), builtin(&ControllerConfig::default()));
+        self.fed = 0;
+    }
+
+    /// Drive the engine for `duration` of simulated time; the runtime answers at once.
+    fn run_for(&mut self, duration: Duration) {
+        let end = self.now_ms + u64::try_from(duration.as_millis()).unwrap();
+        for _ in 0..1_000_000 {
+            let now = self.now();
+            let events: Vec<_> = self.store.events_since(self.fed).unwrap().cloned().collect();
+            for event in events {
+                self.fed = event.resource_version();
+                self.engine.handle(now, Input::Watch(event));
+            }
+            if let Some(output) = self.engine.poll(now) {
+                match output {
+                    Output::Store { id, request, .. } => {
+                        let result = self.store.execute(now.wall, request);
+                        self.engine.handle(now, Input::StoreDone { id, result });
+                    }
+                    Output::Runtime { id, request, .. } => {
+                        let result = self.runtime.answer(self.now_ms, request);
+                        self.engine.handle(now, Input::RuntimeDone { id, result });
+                    }
+                    Output::Cancel { .. } => {}
+                }
+                continue;
+            }
+            match self.engine.next_wakeup() {
+                Some(due) if due.0.div_ceil(1_000_000) <= end => {
+                    self.now_ms = due.0.div_ceil(1_000_000).max(self.now_ms + 1);
+                }
+                _ => {
+                    self.now_ms = end;
+                    return;
+                }
+            }
+        }
+        panic!("the engine never went quiet: a hot loop");
+    }
+
+    fn create<R: Resource>(&mut self, name: &str, spec: &R::Spec) -> ObjectKey {
+        let object = Object::from_spec::<R>(ObjectMeta::named(Some(NS), name), spec);
+        self.store.create(WallTime(self.now_ms), object).unwrap().key()
+    }
+
+    fn status<R: Resource>(&self, key: &ObjectKey) -> R::Status {
+        self.store.get(key).unwrap().status::<R>().unwrap()
+    }
+
+    /// Runtime requests made from now on, over `duration`.
+    fn requests_over(&mut self, duration: Duration) -> Vec<RuntimeRequest> {
+        let before = self.runtime.requests.len();
+        self.run_for(duration);
+        self.runtime.requests[before..].iter().map(|(_, r)| r.clone()).collect()
+    }
+}
+
+fn web() -> PhysicalContainerSpec {
+    PhysicalContainerSpec { image: Some(IMAGE.into()), ..Default::default() }
+}
+
+fn gaps(times: &[u64]) -> Vec<u64> {
+    times.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+const FIVE_MINUTES: Duration = Duration::from_secs(300);
+
+#[test]
+fn an_invalid_create_fails_at_once_and_is_never_verified_or_retried() {
+    let mut runtime = Runtime::new();
+    runtime.create_error = Some(RuntimeError::Invalid("invalid mount config: mount path must be absolute".into()));
+    let mut w = World::new(runtime);
+    let key = w.create::<PhysicalContainer>("web", &web());
+    w.run_for(Duration::from_secs(5));
+
+    let status = w.status::<PhysicalContainer>(&key);
+    assert_eq!(status.phase, ContainerPhase::Failed, "{status:?}");
+    assert_eq!(status.reason.as_deref(), Some(reasons::CREATE_REFUSED));
+    assert!(status.message.unwrap().contains("mount path must be absolute"), "the runtime's own message");
+    assert_eq!(w.runtime.creates().len(), 1);
+    let lists = w.runtime.times(|r| matches!(r, RuntimeRequest::ListContainers { .. }));
+    assert!(lists.is_empty(), "an invalid create is never uncertain: {lists:?}");
+    assert_eq!(w.requests_over(FIVE_MINUTES), [], "nothing more once Failed");
+}
+
+#[test]
+fn a_missing_command_fails_after_one_start_with_the_exit_code_and_the_runtime_message() {
+    let mut runtime = Runtime::new();
+    runtime.start_fault = StartFault::MissingCommand;
+    let mut w = World::new(runtime);
+    let key = w.create::<PhysicalContainer>("web", &web());
+    w.run_for(Duration::from_secs(5));
+
+    let status = w.status::<PhysicalContainer>(&key);
+    assert_eq!(status.phase, ContainerPhase::Failed, "{status:?}");
+    assert_eq!(status.reason.as_deref(), Some(reasons::START_FAILED));
+    assert_eq!(status.exit_code, Some(127));
+    assert!(status.message.unwrap().contains("executable file not found in $PATH"));
+    assert!(status.runtime_id.is_some(), "the container exists (created) and is recorded");
+    assert_eq!(w.runtime.starts().len(), 1, "the runtime said it can never succeed");
+    assert_eq!(w.requests_over(FIVE_MINUTES), []);
+}
+
+#[test]
+fn a_taken_host_port_fails_after_three_spaced_starts_however_many_inspections_succeed() {
+    let mut runtime = Runtime::new();
+    runtime.start_fault = StartFault::PortTaken;
+    let mut w = World::new(runtime);
+    let key = w.create::<PhysicalContainer>("web", &web());
+    w.run_for(Duration::from_secs(10));
+
+    let status = w.status::<PhysicalContainer>(&key);
+    assert_eq!(status.phase, ContainerPhase::Failed, "{status:?}");
+    assert_eq!(status.reason.as_deref(), Some(reasons::START_FAILED));
+    assert_eq!(status.exit_code, Some(128));
+    let message = status.message.unwrap();
+    assert!(message.contains("port is already allocated") && message.contains("3 attempts"), "{message}");
+    let starts = w.runtime.starts();
+    assert_eq!(starts.len(), 3, "{starts:?}");
+    let gaps = gaps(&starts);
+    assert!(gaps[0] >= 1_000 && gaps[1] >= 2_000, "backs off between starts: {gaps:?}");
+    let inspects = w.runtime.times(|r| matches!(r, RuntimeRequest::InspectContainer { .. }));
+    assert!(inspects.len() >= 3, "each failed start is followed by a successful inspection: {inspects:?}");
+    assert_eq!(w.requests_over(FIVE_MINUTES), []);
+
+    // Terminal for a later life of the engine too, which never saw the starts fail.
+    w.restart_engine();
+    w.run_for(FIVE_MINUTES);
+    assert_eq!(w.runtime.starts().len(), 3, "never started again");
+    assert_eq!(w.status::<PhysicalContainer>(&key).phase, ContainerPhase::Failed);
+}
+
+#[test]
+fn a_start_the_daemon_keeps_failing_backs_off_to_the_cap_visibly_and_recovers() {
+    let mut runtime = Runtime::new();
+    runtime.start_fault = StartFault::DaemonError;
+    let mut w = World::new(runtime);
+    let key = w.create::<PhysicalContainer>("web", &web());
+    w.run_for(FIVE_MINUTES);
+
+    let status = w.status::<PhysicalContainer>(&key);
+    assert_ne!(status.phase, ContainerPhase::Failed, "the container recorded no failure: the daemon may recover");
+    let message = status.message.unwrap_or_default();
+    assert!(message.contains("cannot start the container") && message.contains("daemon is busy"), "{message}");
+    let starts = w.runtime.starts();
+    assert!(starts.len() <= 14, "1 s, 2 s, then every 30 s: {starts:?}");
+    let gaps = gaps(&starts);
+    assert!(gaps.iter().skip(2).all(|g| *g >= 30_000), "capped at 30 s, never less: {gaps:?}");
+
+    w.runtime.start_fault = StartFault::None;
+    w.run_for(Duration::from_secs(31));
+    let status = w.status::<PhysicalContainer>(&key);
+    assert_eq!(status.phase, ContainerPhase::Running, "{status:?}");
+    assert_eq!(status.message, None, "the retry message goes once it runs");
+}
+
+#[test]
+fn a_create_that_keeps_failing_backs_off_exponentially_to_thirty_seconds() {
+    let mut runtime = Runtime::new();
+    runtime.create_error = Some(RuntimeError::Transient("500: the daemon is busy".into()));
+    let mut w = World::new(runtime);
+    let key = w.create::<PhysicalContainer>("web", &web());
+    w.run_for(FIVE_MINUTES);
+
+    let creates = w.runtime.creates();
+    let gaps = gaps(&creates);
+    assert!(gaps.windows(2).all(|g| g[1] >= g[0]), "never shorter, though each is verified by a list: {gaps:?}");
+    assert!(gaps.iter().all(|g| *g <= 31_000), "capped: {gaps:?}");
+    assert!(gaps.last().is_some_and(|g| *g >= 30_000), "reaches the cap: {gaps:?}");
+    assert!(creates.len() <= 20, "{} creates in five minutes", creates.len());
+    let status = w.status::<PhysicalContainer>(&key);
+    assert_eq!(status.phase, ContainerPhase::Pending, "retryable: never Failed");
+    assert!(status.message.unwrap_or_default().contains("cannot create the container"), "but visible");
+
+    w.runtime.create_error = None;
+    w.run_for(Duration::from_secs(31));
+    assert_eq!(w.status::<PhysicalContainer>(&key).phase, ContainerPhase::Running);
+}
+
+#[test]
+fn an_image_that_can_never_be_pulled_fails_its_containers_and_their_logical_container() {
+    let mut runtime = Runtime::new();
+    runtime.pull_error = Some(RuntimeError::NotFound("pull access denied for ghost, repository does not exist".into()));
+    let mut w = World::new(runtime);
+    let image = ContainerImageSpec { image: "ghost:1".into(), pull_policy: PullPolicy::Missing, pull_retry_limit: 1 };
+    let image_key = w.create::<ContainerImage>("ghost", &image);
+    let pc = PhysicalContainerSpec { image_ref: Some("ghost".into()), ..Default::default() };
+    let pc_key = w.create::<PhysicalContainer>("by-ref", &pc);
+    let lc = LogicalContainerSpec { mode: LogicalMode::Session, image: Some("ghost:2".into()), ..Default::default() };
+    let lc_key = w.create::<LogicalContainer>("app", &lc);
+    w.run_for(Duration::from_secs(30));
+
+    let image = w.status::<ContainerImage>(&image_key);
+    assert_eq!((image.phase, image.pull_attempts), (ImagePhase::Failed, 2), "{image:?}");
+    assert_eq!(image.reason.as_deref(), Some(reasons::PULL_FAILED));
+    assert!(image.message.unwrap().contains("repository does not exist"));
+
+    let pc = w.status::<PhysicalContainer>(&pc_key);
+    assert_eq!(pc.phase, ContainerPhase::Failed, "{pc:?}");
+    assert_eq!(pc.reason.as_deref(), Some(reasons::IMAGE_FAILED));
+    assert!(pc.message.unwrap().contains("repository does not exist"), "the cause, all the way down");
+
+    let lc = w.status::<LogicalContainer>(&lc_key);
+    assert_eq!(lc.phase, LogicalPhase::Failed, "{lc:?}");
+    assert_eq!(lc.reason.as_deref(), Some(reasons::IMAGE_FAILED));
+    assert!(lc.message.unwrap().contains("repository does not exist"));
+    assert_eq!(w.runtime.creates(), Vec::<u64>::new());
+    assert_eq!(w.requests_over(FIVE_MINUTES), []);
+}
+
+#[test]
+fn a_pull_the_runtime_refuses_fails_at_once() {
+    let mut runtime = Runtime::new();
+    runtime.pull_error = Some(RuntimeError::Invalid("invalid reference format".into()));
+    let mut w = World::new(runtime);
+    let image = ContainerImageSpec { image: "ghost:1".into(), pull_policy: PullPolicy::Always, pull_retry_limit: 5 };
+    let key = w.create::<ContainerImage>("ghost", &image);
+    w.run_for(Duration::from_secs(10));
+
+    let status = w.status::<ContainerImage>(&key);
+    assert_eq!((status.phase, status.pull_attempts), (ImagePhase::Failed, 1), "{status:?}");
+    assert_eq!(status.reason.as_deref(), Some(reasons::REFERENCE_REFUSED));
+    assert!(status.message.unwrap().contains("invalid reference format"));
+}
+
+#[test]
+fn an_image_inspection_that_keeps_failing_is_retried_slower_and_visibly() {
+    let mut runtime = Runtime::new();
+    runtime.inspect_image_error = Some(RuntimeError::Transient("500: the daemon is busy".into()));
+    let mut w = World::new(runtime);
+    let image = ContainerImageSpec { image: IMAGE.into(), ..Default::default() };
+    let key = w.create::<ContainerImage>("busybox", &image);
+    w.run_for(FIVE_MINUTES);
+
+    let inspects = w.runtime.times(|r| matches!(r, RuntimeRequest::InspectImage { .. }));
+    assert!(inspects.len() <= 16, "1 s doubling to 30 s: {inspects:?}");
+    assert!(gaps(&inspects).last().is_some_and(|g| *g >= 30_000));
+    let status = w.status::<ContainerImage>(&key);
+    assert_eq!(status.phase, ImagePhase::Pending);
+    assert!(status.message.unwrap_or_default().contains("daemon is busy"));
+
+    w.runtime.inspect_image_error = None;
+    w.run_for(Duration::from_secs(31));
+    assert_eq!(w.status::<ContainerImage>(&key).phase, ImagePhase::Ready);
+}
+
+#[test]
+fn a_logical_container_fails_with_its_backings_start_failure() {
+    let mut runtime = Runtime::new();
+    runtime.start_fault = StartFault::MissingCommand;
+    let mut w = World::new(runtime);
+    let spec = LogicalContainerSpec {
+        mode: LogicalMode::Session,
+        image: Some(IMAGE.into()),
+        command: vec!["nope".into()],
+        ..Default::default()
+    };
+    let key = w.create::<LogicalContainer>("app", &spec);
+    w.run_for(Duration::from_secs(10));
+
+    let status = w.status::<LogicalContainer>(&key);
+    assert_eq!(status.phase, LogicalPhase::Failed, "{status:?}");
+    assert_eq!(status.reason.as_deref(), Some(reasons::START_FAILED));
+    assert!(status.message.unwrap().contains("executable file not found"));
+}
+
+#[test]
+fn a_container_being_removed_is_neither_started_nor_called_exited_and_ends_missing() {
+    let mut w = World::new(Runtime::new());
+    let key = w.create::<PhysicalContainer>("web", &web());
+    w.run_for(Duration::from_secs(2));
+    assert_eq!(w.status::<PhysicalContainer>(&key).phase, ContainerPhase::Running);
+
+    // Someone runs `docker rm -f`; the removal takes a while.
+    let id = w.status::<PhysicalContainer>(&key).runtime_id.unwrap();
+    let c = w.runtime.containers.get_mut(&id).unwrap();
+    (c.state, c.exit_code) = (ContainerState::Removing, Some(137));
+    w.runtime.start_fault = StartFault::DaemonError; // a start would show up as a request anyway
+    w.engine.handle(
+        w.now(),
+        Input::RuntimeEvent(drydock_engine::runtime::RuntimeEvent {
+            container_id: id.clone(),
+            action: drydock_engine::runtime::EventAction::Die { exit_code: Some(137) },
+            time: WallTime(w.now_ms),
+            labels: w.runtime.containers[&id].labels.clone(),
+        }),
+    );
+    w.run_for(Duration::from_secs(5));
+    let status = w.status::<PhysicalContainer>(&key);
+    assert_eq!(status.phase, ContainerPhase::Running, "not Exited: it is about to be gone");
+    assert!(status.message.unwrap().contains("being removed"));
+    assert_eq!(w.runtime.starts().len(), 1, "only the first start, before the removal");
+
+    w.runtime.containers.remove(&id);
+    w.run_for(Duration::from_secs(30));
+    let status = w.status::<PhysicalContainer>(&key);
+    assert_eq!(status.phase, ContainerPhase::Missing, "{status:?}");
+    assert_eq!(status.reason.as_deref(), Some(reasons::REMOVED_EXTERNALLY));
+}
+
+#[test]
+fn a_delete_does_not_wait_out_the_backoff_of_a_start_it_makes_moot() {
+    let mut runtime = Runtime::new();
+    runtime.start_fault = StartFault::DaemonError;
+    let mut w = World::new(runtime);
+    let key = w.create::<PhysicalContainer>("web", &web());
+    w.run_for(Duration::from_secs(40)); // into a 30 s wait between starts
+    let starts = w.runtime.starts().len();
+
+    w.store.delete(WallTime(w.now_ms), &key, &Default::default()).unwrap();
+    w.run_for(Duration::from_secs(1));
+    assert!(w.store.get(&key).is_none(), "removed within a second, not after the wait");
+    assert!(w.runtime.containers.is_empty());
+    assert_eq!(w.runtime.starts().len(), starts, "and not started on the way out");
+}
+
+#[test]
+fn a_persistent_container_waits_for_a_namesake_being_removed_instead_of_reusing_it() {
+    let mut runtime = Runtime::new();
+    let labels = BTreeMap::from([(drydock_engine::api::names::LABEL_CREATOR.to_string(), "drydock-0".to_string())]);
+    let old = ContainerInfo {
+        id: "old".into(),
+        name: "ns-app".into(),
+        image: IMAGE.into(),
+        labels,
+        state: ContainerState::Removing,
+        exit_code: Some(0),
+        error: None,
+        ports: Vec::new(),
+    };
+    runtime.containers.insert(old.id.clone(), old);
+    let mut w = World::new(runtime);
+    let spec = LogicalContainerSpec { mode: LogicalMode::Persistent, image: Some(IMAGE.into()), ..Default::default() };
+    let key = w.create::<LogicalContainer>("app", &spec);
+    w.run_for(Duration::from_secs(20));
+    let inspects = w.runtime.times(|r| matches!(r, RuntimeRequest::InspectContainer { id } if id == "ns-app"));
+    assert!((2..=6).contains(&inspects.len()), "looked again, slower each time: {inspects:?}");
+    assert!(w.runtime.creates().is_empty() && w.runtime.starts().is_empty(), "neither reused nor replaced");
+
+    w.runtime.containers.remove("old");
+    w.run_for(Duration::from_secs(40));
+    let status = w.status::<LogicalContainer>(&key);
+    assert_eq!(status.phase, LogicalPhase::Running, "{status:?}");
+    assert_eq!(w.runtime.creates().len(), 1);
+}
