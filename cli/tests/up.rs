@@ -26,6 +26,15 @@ fn docker_names_with(prefix: &str) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
 }
 
+/// Removes the containers of a test's namespace when the test ends, however it ends.
+struct RemoveOnDrop(String);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        remove_containers_with(&self.0);
+    }
+}
+
 /// `docker rm -f` every container whose name starts with `prefix` (cleaning up after a failed test).
 fn remove_containers_with(prefix: &str) {
     for name in docker_names_with(prefix) {
@@ -265,16 +274,17 @@ async fn starts_that_can_never_succeed_end_failed_with_dockers_message() {
     }
     ensure_test_image().unwrap();
     let proxy = DockerProxy::start().await;
+    let ns = unique("fail");
+    let _cleanup = RemoveOnDrop(ns.clone());
     // A host process holds a port: Docker cannot publish on it.
     let held = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = held.local_addr().unwrap().port();
-    let ns = unique("fail");
     let path = manifest(
         "failing.yaml",
         &format!(
             "kind: Namespace\nmetadata: {{name: {ns}}}\n---\n\
              kind: PhysicalContainer\nmetadata: {{name: missing, namespace: {ns}}}\n\
-             spec: {{image: '{TEST_IMAGE}', command: [/no/such/program]}}\n---\n\
+             spec: {{image: '{TEST_IMAGE}', command: [nosuchprogram]}}\n---\n\
              kind: PhysicalContainer\nmetadata: {{name: porty, namespace: {ns}}}\n\
              spec: {{image: '{TEST_IMAGE}', command: [sleep, '3600'], ports: [{{containerPort: 80, hostPort: {port}}}]}}\n"
         ),
@@ -311,7 +321,6 @@ async fn starts_that_can_never_succeed_end_failed_with_dockers_message() {
                         format!("{name}: {} start requests", proxy.starts_of(&id))
                     })
                     .collect();
-                remove_containers_with(&ns);
                 panic!("not both Failed within 10 s ({}); output so far:\n{}", starts.join(", "), lines.join("\n"));
             }
         }
@@ -326,6 +335,10 @@ async fn starts_that_can_never_succeed_end_failed_with_dockers_message() {
     for name in ["missing", "porty"] {
         let id = container_id(&format!("{ns}-{name}")).expect("the container exists until teardown");
         let starts = proxy.starts_of(&id);
+        eprintln!(
+            "{name}: Failed after {starts} start requests, {:.1} s after up began",
+            started.elapsed().as_secs_f64()
+        );
         assert!((1..=5).contains(&starts), "{name}: {starts} start requests reached Docker");
     }
     let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();

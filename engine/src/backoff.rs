@@ -1,4 +1,9 @@
-//! Per-key exponential backoff with seeded jitter, reset on success.
+//! Per-key exponential backoff with seeded jitter.
+//!
+//! A key's failures are counted until a success of the kind that failed (a reconcile whose
+//! writes went through): a reconcile that only read, or sent only runtime requests, ends the
+//! key's wait (it is no longer retrying) but not its count, so a write that keeps failing between
+//! clean reads still backs off exponentially instead of restarting at the base delay each time.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
@@ -9,7 +14,14 @@ use std::time::Duration;
 pub struct Backoff<K: Ord> {
     base: Duration,
     max: Duration,
-    failures: BTreeMap<K, u32>,
+    failures: BTreeMap<K, Failures>,
+}
+
+#[derive(Debug, Default)]
+struct Failures {
+    count: u32,
+    /// The last attempt failed and its retry is pending.
+    waiting: bool,
 }
 
 impl<K: Ord> Backoff<K> {
@@ -20,28 +32,38 @@ impl<K: Ord> Backoff<K> {
     /// The delay before retrying `key` after one more failure: `base * 2^failures`, capped at
     /// `max`, plus up to 25% jitter so keys that failed together do not retry together.
     pub fn next_delay(&mut self, key: K, rng: &mut ChaCha8Rng) -> Duration {
-        let failures = self.failures.entry(key).or_insert(0);
-        let exp = self.base.saturating_mul(1u32 << (*failures).min(20)).min(self.max);
-        *failures = failures.saturating_add(1);
+        let failures = self.failures.entry(key).or_default();
+        let exp = self.base.saturating_mul(1u32 << failures.count.min(20)).min(self.max);
+        failures.count = failures.count.saturating_add(1);
+        failures.waiting = true;
         let jitter_permille = rng.next_u32() % 250;
         exp + exp * jitter_permille / 1000
     }
 
+    /// What failed succeeded: the count starts over.
     pub fn reset(&mut self, key: &K) {
         self.failures.remove(key);
     }
 
-    /// Keys currently backing off (failed since their last success).
+    /// An attempt that could not fail the way the counted ones did went fine: the key is no
+    /// longer waiting to retry, but its count stands.
+    pub fn settled(&mut self, key: &K) {
+        if let Some(failures) = self.failures.get_mut(key) {
+            failures.waiting = false;
+        }
+    }
+
+    /// Keys currently backing off: their last attempt failed.
     pub fn len(&self) -> usize {
-        self.failures.len()
+        self.failures.values().filter(|f| f.waiting).count()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.failures.is_empty()
+        self.len() == 0
     }
 
     pub fn failures(&self, key: &K) -> u32 {
-        self.failures.get(key).copied().unwrap_or(0)
+        self.failures.get(key).map_or(0, |f| f.count)
     }
 }
 
@@ -60,5 +82,18 @@ mod tests {
         assert!(d[9] >= Duration::from_secs(1) && d[9] < Duration::from_millis(1250));
         b.reset(&"k");
         assert!(b.next_delay("k", &mut rng) < Duration::from_millis(13));
+    }
+
+    #[test]
+    fn a_settled_key_keeps_its_count_but_is_not_waiting() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut b = Backoff::new(Duration::from_millis(10), Duration::from_secs(1));
+        b.next_delay("k", &mut rng);
+        b.next_delay("k", &mut rng);
+        assert_eq!(b.len(), 1);
+        b.settled(&"k");
+        assert_eq!((b.len(), b.failures(&"k")), (0, 2), "no longer waiting, still counted");
+        let third = b.next_delay("k", &mut rng);
+        assert!(third >= Duration::from_millis(40), "the count went on: {third:?}");
     }
 }

@@ -81,8 +81,14 @@ impl Cache {
         applied
     }
 
-    /// Apply an object state the engine learned from its own write's reply.
+    /// Apply an object state the engine learned from its own write's reply. A reply at or below
+    /// the version the watch stream has reached carries no news (the cache already shows that
+    /// version or a later one) and is ignored: applying it could bring back an object whose
+    /// deletion the watch delivered before the reply came.
     pub fn apply_own_write(&mut self, object: &Arc<Object>) -> bool {
+        if object.metadata.resource_version <= self.watch_rv {
+            return false;
+        }
         self.apply(object, is_removed(object))
     }
 
@@ -179,6 +185,19 @@ mod tests {
         let gone = WatchEvent { event: EventType::Deleted, object: obj("a", 10, false) };
         assert!(cache.apply_watched(&gone), "a Deleted event removes even without a deletionTimestamp");
         assert!(cache.get(&obj("a", 0, false).key()).is_none());
+    }
+
+    /// The reply to a write can arrive after the watch delivered the object's deletion (its last
+    /// finalizer removed by a later write): the object must not come back from the reply.
+    #[test]
+    fn a_late_reply_does_not_bring_back_an_object_the_watch_deleted() {
+        let mut cache = Cache::default();
+        assert!(cache.apply_watched(&ev(obj("a", 161, false))));
+        assert!(cache.apply_watched(&ev(obj("a", 162, false))), "the reply's version, seen first on the watch");
+        let gone = WatchEvent { event: EventType::Deleted, object: obj("a", 163, true) };
+        assert!(cache.apply_watched(&gone));
+        assert!(!cache.apply_own_write(&obj("a", 162, false)), "the reply of the write at 162 is old news");
+        assert!(cache.get(&obj("a", 0, false).key()).is_none(), "resurrected");
     }
 
     fn ev(object: Arc<Object>) -> WatchEvent {

@@ -133,6 +133,7 @@ struct PendingOp {
 struct ActiveReconcile {
     outstanding: usize,
     made_reads: bool,
+    made_writes: bool,
     write_error: Option<String>,
     result: ReconcileResult,
 }
@@ -169,6 +170,11 @@ pub struct Engine {
     seen_created: std::collections::BTreeSet<crate::api::Uid>,
     /// Keys whose last reconcile asked for a retry (`Action::retry_after`).
     retries: std::collections::BTreeSet<WorkKey>,
+    /// Keys backing off after a failure, until their retry is due: events about other objects
+    /// (a child, an owner) do not bring them back earlier; an event about the key's own object
+    /// does (it may be what the failure waited for, e.g. the cache catching up after a
+    /// conflict).
+    holding: BTreeMap<WorkKey, MonoTime>,
     /// The first time this engine was handed: requests of an earlier life settle a runtime
     /// timeout later.
     booted_at: Option<MonoTime>,
@@ -198,6 +204,7 @@ impl Engine {
             deadlines: Default::default(),
             booted_at: None,
             retries: Default::default(),
+            holding: BTreeMap::new(),
             seen_created: Default::default(),
             active: BTreeMap::new(),
             stats: EngineStats::default(),
@@ -321,7 +328,12 @@ impl Engine {
         for (controller, watch) in &self.watches {
             if watch.matches(&object.kind) {
                 for key in watch.keys(object, &self.cache) {
-                    self.queue.add((*controller, key), at);
+                    let work = (*controller, key);
+                    let due = match self.holding.get(&work) {
+                        Some(until) if work.1 != object.key() => (*until).max(at),
+                        _ => at,
+                    };
+                    self.queue.add(work, due);
                 }
             }
         }
@@ -344,6 +356,7 @@ impl Engine {
     }
 
     fn reconcile(&mut self, now: Now, work: WorkKey) {
+        self.holding.remove(&work);
         if !self.responsible_for(&work.1) {
             // Another engine's now: forget any retry we owed it.
             self.backoff.reset(&work);
@@ -371,12 +384,13 @@ impl Engine {
         let origin = Origin::new(&self.names[*index], key);
         let first_output = self.outbox.len();
         let mut outstanding = 0;
-        let mut made_reads = false;
+        let (mut made_reads, mut made_writes) = (false, false);
         for request in issued {
             match request {
                 Issued::Store(id, request) => {
                     outstanding += 1;
                     made_reads |= request.is_read();
+                    made_writes |= !request.is_read();
                     self.stats.store_requests += 1;
                     let op = PendingOp {
                         work: work.clone(),
@@ -418,9 +432,10 @@ impl Engine {
         }
         mark_writes_that_follow(self.outbox.range_mut(first_output..));
         if outstanding == 0 {
-            self.finish(now, work, result, None, false);
+            self.finish(now, work, result, None, false, false);
         } else {
-            self.active.insert(work, ActiveReconcile { outstanding, made_reads, write_error: None, result });
+            let active = ActiveReconcile { outstanding, made_reads, made_writes, write_error: None, result };
+            self.active.insert(work, active);
         }
     }
 
@@ -444,7 +459,7 @@ impl Engine {
         if active.outstanding == 0
             && let Some(done) = self.active.remove(&op.work)
         {
-            self.finish(now, op.work, done.result, done.write_error, done.made_reads);
+            self.finish(now, op.work, done.result, done.write_error, done.made_reads, done.made_writes);
         }
     }
 
@@ -455,13 +470,21 @@ impl Engine {
         result: ReconcileResult,
         write_error: Option<String>,
         made_reads: bool,
+        made_writes: bool,
     ) {
         self.queue.done(&work);
         let error = match (result, write_error) {
             (Err(e), _) => Some(e.0),
             (Ok(_), Some(e)) => Some(e),
             (Ok(Action { requeue_after, retry }), None) => {
-                self.backoff.reset(&work);
+                // Only writes that went through end a run of failed writes: a reconcile that
+                // only read or asked the runtime in between must not restart the backoff (a
+                // status write conflicting with a stale cache would retry every few ms).
+                if made_writes {
+                    self.backoff.reset(&work);
+                } else {
+                    self.backoff.settled(&work);
+                }
                 if retry {
                     self.retries.insert(work.clone());
                 } else {
@@ -477,9 +500,9 @@ impl Engine {
             self.stats.reconcile_errors += 1;
             let delay = self.backoff.next_delay(work.clone(), &mut self.rng);
             tracing::debug!(key = %work.1, %error, ?delay, "reconcile failed; backing off");
-            self.queue.add(work.clone(), now.mono + delay);
-        }
-        if made_reads {
+            self.holding.insert(work.clone(), now.mono + delay);
+            self.queue.add(work, now.mono + delay);
+        } else if made_reads {
             self.queue.add(work, now.mono);
         }
     }

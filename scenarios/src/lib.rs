@@ -13,6 +13,7 @@ mod physical;
 mod pull_storm;
 mod rdd;
 pub mod schedule;
+mod shapes;
 mod teardown;
 
 use drydock_faults::FaultPlan;

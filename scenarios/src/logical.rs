@@ -1,6 +1,7 @@
 //! Logical-container scenarios: `session`, `persistent-reuse`, `adopt-existing`, and `mixed`.
 
 use crate::draw::{Ops, between, chance, pick};
+use crate::shapes::{self, Behaviour, Flaw};
 use drydock_engine::api::PullPolicy;
 use drydock_engine::api::container::{EnvVar, NetworkAttachment};
 use drydock_engine::api::logical::{LogicalContainerSpec, LogicalMode};
@@ -47,7 +48,17 @@ fn session_ops(rng: &mut ChaCha8Rng, ops: &mut Ops, prefix: &str) {
         let (ns, t) = pick(rng, &namespaces).clone();
         let mut spec = LogicalContainerSpec { mode: LogicalMode::Session, ..Default::default() };
         image_source(rng, &mut spec, &["shared".to_string()]);
-        spec.env.push(EnvVar { name: "N".into(), value: j.to_string() });
+        let flaw = Flaw::draw(rng);
+        spec.env = shapes::env(rng, flaw == Flaw::Env, j);
+        spec.command = Behaviour::draw(rng).command();
+        spec.ports = shapes::ports(rng);
+        spec.mounts = shapes::mounts(rng, flaw == Flaw::Mount);
+        if flaw == Flaw::Name {
+            spec.container_name = Some("x".into());
+        } else if j > 0 && chance(rng, 0.05) {
+            // The runtime name of another logical container of the namespace: refused.
+            spec.container_name = Some(format!("{ns}-s-0"));
+        }
         let name = format!("s-{j}");
         let created = t + between(rng, 200, 20_000);
         ops.at(created, ClientOp::CreateLogical { namespace: ns.clone(), name: name.clone(), spec: Box::new(spec) });

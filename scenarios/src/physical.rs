@@ -4,6 +4,7 @@
 //! owners and dependents, stops, deletes racing creates, namespace deletes.
 
 use crate::draw::{Ops, between, chance, pick};
+use crate::shapes::{self, Behaviour, Flaw};
 use drydock_engine::api::PullPolicy;
 use drydock_sim::workload::{ClientOp, ContainerOp, ExternalOp, Workload};
 use drydock_sim::{Latency, ProcessKnobs, WatchKnobs, WorldConfig};
@@ -56,6 +57,13 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
         }
         let (image, image_ref) =
             if chance(rng, 0.3) { (None, Some("app".to_string())) } else { (Some("busybox:latest".to_string()), None) };
+        let flaw = Flaw::draw(rng);
+        let container_name = match flaw {
+            Flaw::Name => Some("x".to_string()),
+            // Now and then the runtime name of another container of the namespace: refused.
+            _ if !siblings.is_empty() && chance(rng, 0.05) => Some(format!("{namespace}-{}", pick(rng, &siblings))),
+            _ => None,
+        };
         let container = ContainerOp {
             namespace: namespace.clone(),
             name: name.clone(),
@@ -65,7 +73,11 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             retain: chance(rng, 0.2),
             replace_existing: chance(rng, 0.5),
             labels,
-            ..ContainerOp::default()
+            command: Behaviour::draw(rng).command(),
+            ports: shapes::ports(rng),
+            mounts: shapes::mounts(rng, flaw == Flaw::Mount),
+            env: shapes::env(rng, flaw == Flaw::Env, j).into_iter().map(|e| (e.name, e.value)).collect(),
+            container_name,
         };
         ops.at(created, ClientOp::CreateContainer(container));
         if chance(rng, 0.2) {

@@ -23,15 +23,19 @@ catalog! {
         RelistAfterGone = ("relist-after-gone", "a watch resumed from a compacted version and relisted (needs the Gone fault)"),
         CrashDuringCreate = ("crash-during-create", "an engine crashed with a create in flight (needs the crash fault)"),
         HungRequestTimedOut = ("hung-request-timed-out", "a runtime request that never answered was cancelled at its deadline"),
+        AdmissionRefused = ("admission-refused", "a client's object that Docker would refuse was refused by admission, with a field path"),
+        StartFailedForGood = ("start-failed-for-good", "a container whose start can never succeed (missing command, port taken) ended Failed"),
+        ProcessEndedByItself = ("process-ended-by-itself", "a container's main process ended by itself after running for a while"),
+        RemovalSeenInProgress = ("removal-seen-in-progress", "an inspection or list saw a container being removed"),
     }
 }
 
 use crate::checker::{Happening, View};
 use crate::facts::process_identity;
 use drydock_engine::api::logical::{LogicalContainer, LogicalMode, LogicalPhase};
-use drydock_engine::api::{ContainerPhase, Lease, Namespace, Object, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::api::{ContainerPhase, Lease, Namespace, Object, PhysicalContainer, Resource, Uid, names, reasons};
 use drydock_engine::controllers::image::pull_lease_name;
-use drydock_engine::runtime::{RuntimeReply, RuntimeRequest};
+use drydock_engine::runtime::{ContainerState, RuntimeReply, RuntimeRequest};
 use drydock_engine::store::{StoreReply, StoreRequest};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -110,11 +114,19 @@ impl Probes {
             {
                 self.hit(Probe::PullAvoidedUnderLease);
             }
-            (RuntimeRequest::InspectContainer { id }, Ok(_)) => {
+            (RuntimeRequest::InspectContainer { id }, Ok(RuntimeReply::Container(info))) => {
+                if info.state == ContainerState::Removing {
+                    self.hit(Probe::RemovalSeenInProgress);
+                }
                 let id = view.runtime.container(id).map(|c| c.id.clone()).unwrap_or_default();
                 if self.was_hidden.remove(&id) {
                     self.hit(Probe::NotFoundAfterCreateRetried);
                 }
+            }
+            (RuntimeRequest::ListContainers { .. }, Ok(RuntimeReply::Containers(found)))
+                if found.iter().any(|c| c.state == ContainerState::Removing) =>
+            {
+                self.hit(Probe::RemovalSeenInProgress);
             }
             _ => {}
         }
@@ -169,10 +181,13 @@ impl Probes {
                     self.hit(Probe::PersistentReused);
                 }
             }
-            (StoreRequest::UpdateStatus { .. }, PhysicalContainer::KIND)
-                if object.status::<PhysicalContainer>().is_ok_and(|s| s.phase == ContainerPhase::Missing) =>
-            {
-                self.hit(Probe::MissingAfterExternalRemoval);
+            (StoreRequest::UpdateStatus { .. }, PhysicalContainer::KIND) => {
+                let status = object.status::<PhysicalContainer>().unwrap_or_default();
+                match (status.phase, status.reason.as_deref()) {
+                    (ContainerPhase::Missing, _) => self.hit(Probe::MissingAfterExternalRemoval),
+                    (ContainerPhase::Failed, Some(reasons::START_FAILED)) => self.hit(Probe::StartFailedForGood),
+                    _ => {}
+                }
             }
             (StoreRequest::UpdateStatus { .. }, LogicalContainer::KIND) => {
                 let phase = object.status::<LogicalContainer>().map(|s| s.phase).unwrap_or_default();

@@ -113,6 +113,9 @@ impl World<'_> {
                 return;
             }
         };
+        if let Err(StoreError::Invalid { .. }) = &result {
+            self.probes.hit(Probe::AdmissionRefused);
+        }
         if let Ok(object) = &result {
             self.observe(Happening::ClientWrote { object });
             if matches!(op, ClientOp::DeleteNamespace { .. }) && self.facts.in_flight.any_pull() {
@@ -200,14 +203,18 @@ impl World<'_> {
         self.runtime.set_now(super::true_now(now).wall);
         match op {
             ExternalOp::RemoveContainer { name } => {
+                // `docker rm -f` takes a moment: the container shows `removing` meanwhile.
                 let container = self.runtime.container(name).cloned();
-                let removed = self.runtime.remove_externally(name);
-                if let (true, Some(container)) = (removed, &container) {
+                let removing = self.runtime_link.begin_removal(&mut self.env, &mut self.runtime, now, name, true);
+                if let (Ok(_), Some(container)) = (&removing, &container) {
                     self.observe(Happening::ExternallyRemoved { container });
                 }
                 self.env.note(format_args!(
                     "external docker rm -f {name} -> {}",
-                    if removed { "removed" } else { "no such container" }
+                    match removing {
+                        Ok(_) => "removing",
+                        Err(_) => "refused",
+                    }
                 ));
             }
             ExternalOp::CreateContainer { name, image } => {

@@ -217,6 +217,9 @@ impl World<'_> {
         let before = self.runtime.events().len();
         self.runtime.advance(super::true_now(now).wall);
         let ended = self.runtime.events().len() - before;
+        if ended > 0 {
+            self.probes.hit(Probe::ProcessEndedByItself);
+        }
         self.env.note(format_args!("runtime clock: {ended} main processes ended by themselves"));
         self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);

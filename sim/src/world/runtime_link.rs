@@ -55,7 +55,7 @@ impl Default for RuntimeLinkKnobs {
             hung_unapplied: 0.5,
             hidden_for: Latency::millis(200, 2_000),
             restart_downtime: Latency::millis(300, 3_000),
-            removal_takes: Latency::millis(1, 40),
+            removal_takes: Latency::millis(5, 500),
         }
     }
 }
@@ -178,11 +178,8 @@ impl RuntimeLink {
             hidden = Some(container);
             Err(RuntimeError::NotFound(format!("No such container: {asked}")))
         } else if let RuntimeRequest::RemoveContainer { id, force } = request {
-            // Docker removes in two steps: `removing` at once, gone a moment later; the request
-            // answers once it is gone.
-            runtime.begin_removal(id, *force).map(|container| {
-                let done = now + env.draw(self.knobs.removal_takes);
-                env.owe(done, Event::RemovalDone { container });
+            // The request answers once the container is gone.
+            self.begin_removal(env, runtime, now, id, *force).map(|done| {
                 busy_until = Some(done);
                 RuntimeReply::Done
             })
@@ -190,6 +187,22 @@ impl RuntimeLink {
             runtime.execute(request)
         };
         Some(Met { result, hangs, hidden, busy_until })
+    }
+
+    /// Docker removes a container in two steps: `removing` at once (a running one is killed
+    /// first when forced), gone a moment later. Returns when it will be gone.
+    pub fn begin_removal(
+        &mut self,
+        env: &mut Env,
+        runtime: &mut SimRuntime,
+        now: MonoTime,
+        id_or_name: &str,
+        force: bool,
+    ) -> Result<MonoTime, RuntimeError> {
+        let container = runtime.begin_removal(id_or_name, force)?;
+        let done = now + env.draw(self.knobs.removal_takes);
+        env.owe(done, Event::RemovalDone { container });
+        Ok(done)
     }
 
     /// Wake the world when the runtime's next main process ends by itself.

@@ -338,8 +338,10 @@ impl Invariant for NamespaceCleanupOrder {
     }
 }
 
-/// What Docker would refuse as invalid never reaches the runtime: admission refuses it first, with
-/// a field path the user can act on, instead of an object failing later with a runtime message.
+/// What Docker would refuse as invalid in a spec never reaches the runtime: admission refuses it
+/// first, with a field path the user can act on, instead of an object failing later with a runtime
+/// message. (A start refused because the command is not in the image is not a spec's fault that
+/// admission could see: the engine ends it in `Failed`.)
 #[derive(Default)]
 pub(super) struct AdmissionBeforeRuntime {
     seen: Seen,
@@ -353,9 +355,15 @@ impl Invariant for AdmissionBeforeRuntime {
     }
 
     fn observe(&mut self, _view: &View<'_>, happening: &Happening<'_>) {
-        if let Happening::RuntimeApplied { process, request, result: Err(RuntimeError::Invalid(message)), .. } =
-            happening
-        {
+        let Happening::RuntimeApplied { process, request, result: Err(RuntimeError::Invalid(message)), .. } = happening
+        else {
+            return;
+        };
+        let from_spec = matches!(
+            request,
+            RuntimeRequest::CreateContainer(_) | RuntimeRequest::PullImage { .. } | RuntimeRequest::InspectImage { .. }
+        );
+        if from_spec {
             self.seen.flag(format!(
                 "p{process} sent `{}`, which the runtime refused as invalid ({message}): admission let it through",
                 request.describe()
