@@ -120,6 +120,12 @@ fn the_default_sweep_fires_every_fault_kind_and_reaches_every_probe() {
         assert!(list.contains(kind.as_str()), "{kind} is not listed by sim list");
     }
     assert_eq!(summary["probes_unreached"].as_array().unwrap().len(), 0, "{}", summary["probes"]);
+    // The efficiency checker ran: the most work one object did in a minute after the heal is
+    // reported, and within its budgets (or the sweep would have failed).
+    let work = &summary["work_after_heal"];
+    assert!((1..=60).contains(&work["runtime_requests"].as_u64().unwrap()), "{work}");
+    assert!((1..=40).contains(&work["store_writes"].as_u64().unwrap()), "{work}");
+    assert!(list.contains("efficiency") && list.contains("admission-before-runtime"), "{list}");
     assert_eq!(summary["determinism_checked"], 100, "5% of the seeds run twice");
     assert_eq!(summary["nondeterministic"].as_array().unwrap().len(), 0);
 }
