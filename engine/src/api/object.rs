@@ -41,6 +41,10 @@ impl fmt::Display for ObjectKey {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Object {
+    /// The group and version a client named (`v1`, `drydock.dev/v1`): checked against the kind
+    /// on admission and not stored (the kind's registration says it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
     pub kind: String,
     pub metadata: ObjectMeta,
     #[serde(default = "empty_map")]
@@ -55,7 +59,7 @@ fn empty_map() -> Value {
 
 impl Object {
     pub fn new(kind: &str, metadata: ObjectMeta, spec: Value) -> Self {
-        Object { kind: kind.to_string(), metadata, spec, status: empty_map() }
+        Object { api_version: None, kind: kind.to_string(), metadata, spec, status: empty_map() }
     }
 
     /// A new object of a typed kind.

@@ -38,6 +38,12 @@ pub(super) fn validate(
         });
     };
     let mut errors = Vec::new();
+    if let Some(api_version) = object.api_version.as_deref().filter(|v| *v != info.group_version) {
+        errors.push(FieldError::new(
+            "apiVersion",
+            format!("{} is served as {}, not {api_version:?}", info.kind, info.group_version),
+        ));
+    }
     if !is_dns_label(&object.metadata.name) {
         errors.push(FieldError::new(
             "metadata.name",

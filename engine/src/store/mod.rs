@@ -40,7 +40,7 @@ pub use crate::api::validation::FieldError;
 pub use admission::AdmissionConfig;
 pub use backend::{Backend, MemoryBackend};
 pub use error::StoreError;
-pub use registry::{KindInfo, Registry};
+pub use registry::{DRYDOCK_GROUP_VERSION, KindInfo, Registry};
 
 use crate::api::{Object, ObjectKey, Uid};
 use crate::time::WallTime;
@@ -294,6 +294,7 @@ impl<B: Backend> Store<B> {
             }
         }
         object.status = serde_json::Value::Object(serde_json::Map::new());
+        object.api_version = None;
         let stored = self.commit(EventType::Added, object);
         self.claims.add(&self.registry, &stored);
         Ok(stored)

@@ -8,6 +8,9 @@ use crate::api::{ContainerImage, Lease, Namespace, Object, PhysicalContainer, Re
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// The API group and version of drydock's own kinds.
+pub const DRYDOCK_GROUP_VERSION: &str = "drydock.dev/v1";
+
 type Validate = Arc<dyn Fn(&Object) -> Vec<FieldError> + Send + Sync>;
 type ValidateUpdate = Arc<dyn Fn(&Object, &Object) -> Vec<FieldError> + Send + Sync>;
 type Claims = Arc<dyn Fn(&Object) -> Vec<Claim> + Send + Sync>;
@@ -16,6 +19,9 @@ type Claims = Arc<dyn Fn(&Object) -> Vec<Claim> + Send + Sync>;
 #[derive(Clone)]
 pub struct KindInfo {
     pub kind: String,
+    /// The API group and version of the kind, as clients name it in `apiVersion`: `v1` for the
+    /// core kinds (Namespace), `drydock.dev/v1` for drydock's.
+    pub group_version: String,
     pub namespaced: bool,
     /// Finalizers the store puts on every new object of this kind (like Kubernetes'
     /// namespace finalizer), so no controller has to win a race to add them.
@@ -33,6 +39,7 @@ impl KindInfo {
     pub fn untyped(kind: &str, namespaced: bool) -> Self {
         KindInfo {
             kind: kind.to_string(),
+            group_version: DRYDOCK_GROUP_VERSION.to_string(),
             namespaced,
             default_finalizers: Vec::new(),
             cleanup_rank: 50,
@@ -77,6 +84,12 @@ impl KindInfo {
             Ok(spec) => claims(o, &spec),
             Err(_) => Vec::new(), // shape errors are reported by `validate`
         }));
+        self
+    }
+
+    /// The kind's group and version, if not drydock's (`v1` for core kinds).
+    pub fn with_group_version(mut self, group_version: &str) -> Self {
+        self.group_version = group_version.to_string();
         self
     }
 
@@ -125,7 +138,11 @@ impl Registry {
     /// `Namespace`, `PhysicalContainer`, `ContainerImage`, `Lease` and `LogicalContainer`.
     pub fn builtin() -> Self {
         let mut registry = Registry::default();
-        registry.register(KindInfo::typed::<Namespace>(|_| Vec::new()).with_finalizer(names::FINALIZER_NAMESPACE));
+        registry.register(
+            KindInfo::typed::<Namespace>(|_| Vec::new())
+                .with_group_version("v1")
+                .with_finalizer(names::FINALIZER_NAMESPACE),
+        );
         registry.register(
             KindInfo::typed::<PhysicalContainer>(physical::validate)
                 .with_update_check::<PhysicalContainer>(physical::validate_update)

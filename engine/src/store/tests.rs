@@ -1312,3 +1312,27 @@ fn different_seeds_give_different_uids() {
     }
     assert_ne!(uids_with_seed(0), a);
 }
+
+#[test]
+fn an_api_version_is_checked_against_the_kind_and_not_stored() {
+    let mut store = empty_store();
+    let mut ns = namespace("core");
+    ns.api_version = Some("v1".into());
+    let stored = store.create(NOW, ns).unwrap();
+    assert_eq!(stored.api_version, None, "the registration says it; nothing to store");
+    let mut pc = container("core", "web");
+    pc.api_version = Some("drydock.dev/v1".into());
+    store.create(NOW, pc).unwrap();
+    let mut wrong = container("core", "db");
+    wrong.api_version = Some("v1".into());
+    let err = store.create(NOW, wrong).unwrap_err();
+    let StoreError::Invalid { errors, .. } = err else { panic!("{err:?}") };
+    assert_eq!(errors[0].path, "apiVersion");
+    assert!(errors[0].message.contains("served as drydock.dev/v1"), "{}", errors[0].message);
+    let parsed: Object = serde_json::from_value(serde_json::json!({
+        "apiVersion": "drydock.dev/v1", "kind": "PhysicalContainer",
+        "metadata": {"name": "x", "namespace": "core"}, "spec": {"image": "busybox"}
+    }))
+    .unwrap();
+    assert_eq!(parsed.api_version.as_deref(), Some("drydock.dev/v1"));
+}
