@@ -1,7 +1,7 @@
 //! Admission: what a write must satisfy before the store applies it.
 
 use super::claims::ClaimIndex;
-use super::{Backend, Registry, StoreError};
+use super::{Objects, Registry, StoreError};
 use crate::api::validation::{FieldError, is_dns_label};
 use crate::api::{Namespace, Object, Resource};
 
@@ -22,7 +22,7 @@ impl Default for AdmissionConfig {
 /// Shape, spec and ownership checks shared by create and update.
 pub(super) fn validate(
     registry: &Registry,
-    backend: &impl Backend,
+    backend: &Objects,
     config: &AdmissionConfig,
     object: &Object,
 ) -> Result<(), StoreError> {
@@ -79,7 +79,7 @@ pub(super) fn validate(
 /// is the stored version for an update.
 pub(super) fn check_claims(
     registry: &Registry,
-    backend: &impl Backend,
+    backend: &Objects,
     claims: &ClaimIndex,
     object: &Object,
     previous: Option<&Object>,
@@ -90,7 +90,7 @@ pub(super) fn check_claims(
 
 fn check_owner(
     registry: &Registry,
-    backend: &impl Backend,
+    backend: &Objects,
     config: &AdmissionConfig,
     object: &Object,
     owner: &crate::api::OwnerReference,
@@ -128,7 +128,7 @@ fn check_owner(
 }
 
 /// A namespaced create needs its namespace to exist and not be terminating.
-pub(super) fn check_namespace_active(backend: &impl Backend, object: &Object) -> Result<(), StoreError> {
+pub(super) fn check_namespace_active(backend: &Objects, object: &Object) -> Result<(), StoreError> {
     let Some(namespace) = &object.metadata.namespace else { return Ok(()) };
     let ns_key = crate::api::ObjectKey::cluster(Namespace::KIND, namespace);
     let reason = match backend.get(&ns_key) {

@@ -1,60 +1,164 @@
-//! Where the store keeps its objects. The semantics live in [`super::Store`]; a backend only
-//! persists. The simulator uses [`MemoryBackend`]; the daemon will add a durable one.
+//! Where the store's data lasts. The semantics live in [`super::Store`]; a backend only persists
+//! what the store decided and hands it back when a store is opened over it.
+//!
+//! The store keeps its objects and its change log in memory (they are its read path: objects are
+//! few); a backend is the durable copy. [`MemoryBackend`] keeps nothing beyond the store itself
+//! (the simulator, tests, a throwaway daemon); drydock-store-sqlite has a durable one.
 
-use crate::api::{Object, ObjectKey, Uid};
-use std::collections::BTreeMap;
+use super::{EventType, WatchEvent};
+use crate::api::{Object, ObjectKey};
 use std::sync::Arc;
 
-/// Persistence for objects, indexed by key and by uid.
+/// One mutation of the store, handed to [`Backend::apply`] before the store changes anything.
 ///
-/// *Assumptions*: the store calls `put` and `remove` only for objects it has admitted, and never
-/// holds two objects with one uid.
-pub trait Backend {
-    fn get(&self, key: &ObjectKey) -> Option<&Arc<Object>>;
-    fn get_by_uid(&self, uid: &Uid) -> Option<&Arc<Object>>;
-    fn put(&mut self, object: Arc<Object>);
-    fn remove(&mut self, key: &ObjectKey) -> Option<Arc<Object>>;
-    /// Objects of `kind` (all kinds if `None`) in `namespace` (all if `None`), in key order.
-    fn list(&self, kind: Option<&str>, namespace: Option<&str>) -> Vec<Arc<Object>>;
-    fn len(&self) -> usize;
-    fn is_empty(&self) -> bool {
-        self.len() == 0
+/// *Guarantees* (from the store): `event.object.metadata.resource_version` is the new revision,
+/// exactly one more than the previous change's; log entries are contiguous revisions, so the
+/// persisted log after the change is the revisions in `compacted_through + 1..=revision()`.
+#[derive(Clone, Copy, Debug)]
+pub struct Change<'a> {
+    /// The event appended to the change log; its object is the object as stored (or, for
+    /// `Deleted`, as last stored with the deleting revision).
+    pub event: &'a WatchEvent,
+    /// Log entries at or below this revision are compacted away (0: keep everything).
+    pub compacted_through: u64,
+}
+
+/// What a change does to the objects.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ObjectWrite<'a> {
+    /// Store this object (insert or replace by key).
+    Put(&'a Arc<Object>),
+    /// Remove the object of this key (the event's object).
+    Remove(&'a Arc<Object>),
+}
+
+impl<'a> Change<'a> {
+    /// The store's revision after the change.
+    pub fn revision(&self) -> u64 {
+        self.event.resource_version()
+    }
+
+    /// The put or remove this change makes: `Deleted` removes, anything else puts.
+    pub fn write(&self) -> ObjectWrite<'a> {
+        match self.event.event {
+            EventType::Deleted => ObjectWrite::Remove(&self.event.object),
+            EventType::Added | EventType::Modified => ObjectWrite::Put(&self.event.object),
+        }
     }
 }
 
-/// Objects in two ordered maps.
+/// What a backend holds, as a store opened over it starts from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Snapshot {
+    /// The revision of the last committed change (0: none).
+    pub revision: u64,
+    /// Every stored object, in any order.
+    pub objects: Vec<Arc<Object>>,
+    /// The kept change log, oldest first: contiguous revisions ending at `revision` (or empty).
+    pub log: Vec<WatchEvent>,
+}
+
+/// Why a backend could not load or commit.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// The change was not committed; the backend holds what it held before.
+    #[error("could not commit revision {revision}: {reason}")]
+    Commit { revision: u64, reason: String },
+    /// The stored data could not be read back, or does not hold together.
+    #[error("could not load the stored data: {reason}")]
+    Load { reason: String },
+}
+
+/// Persistence for the store: objects, the change log that feeds watches, and the revision.
+///
+/// *Guarantees* (from the store): `load` is called once, when a store is opened, before any
+/// `apply`; `apply` is called once per mutation, in revision order, and the store changes its own
+/// state only after `apply` returned `Ok`.
+///
+/// *Assumptions* (of the store): `apply` is all-or-nothing and durable once it returns `Ok` (a
+/// write is acknowledged only after it is committed); after an `Err` the backend holds exactly
+/// what it held before.
+pub trait Backend: Send {
+    /// Everything committed so far.
+    fn load(&mut self) -> Result<Snapshot, BackendError>;
+    /// Commit one change: the object write, the log entry, the log compaction and the revision,
+    /// all or nothing.
+    fn apply(&mut self, change: &Change<'_>) -> Result<(), BackendError>;
+}
+
+impl<B: Backend + ?Sized> Backend for Box<B> {
+    fn load(&mut self) -> Result<Snapshot, BackendError> {
+        (**self).load()
+    }
+
+    fn apply(&mut self, change: &Change<'_>) -> Result<(), BackendError> {
+        (**self).apply(change)
+    }
+}
+
+/// No persistence: the store's own memory is all there is. Never fails.
+///
+/// *Caveats*: nothing survives the store. [`MemoryBackend::holding`] seeds a store opened over it
+/// with existing data (tests of a store that starts non-empty).
 #[derive(Clone, Debug, Default)]
 pub struct MemoryBackend {
-    objects: BTreeMap<ObjectKey, Arc<Object>>,
-    uids: BTreeMap<Uid, ObjectKey>,
+    initial: Snapshot,
+}
+
+impl MemoryBackend {
+    /// A backend whose `load` hands over `snapshot` (once).
+    pub fn holding(snapshot: Snapshot) -> Self {
+        MemoryBackend { initial: snapshot }
+    }
 }
 
 impl Backend for MemoryBackend {
-    fn get(&self, key: &ObjectKey) -> Option<&Arc<Object>> {
-        self.objects.get(key)
+    fn load(&mut self) -> Result<Snapshot, BackendError> {
+        Ok(std::mem::take(&mut self.initial))
     }
 
-    fn get_by_uid(&self, uid: &Uid) -> Option<&Arc<Object>> {
-        self.uids.get(uid).and_then(|key| self.objects.get(key))
+    #[inline]
+    fn apply(&mut self, _change: &Change<'_>) -> Result<(), BackendError> {
+        Ok(())
+    }
+}
+
+/// The objects, indexed by key and by uid: the store's read path.
+///
+/// *Assumptions*: the store never holds two objects with one uid.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Objects {
+    by_key: std::collections::BTreeMap<ObjectKey, Arc<Object>>,
+    uids: std::collections::BTreeMap<crate::api::Uid, ObjectKey>,
+}
+
+impl Objects {
+    pub(super) fn get(&self, key: &ObjectKey) -> Option<&Arc<Object>> {
+        self.by_key.get(key)
     }
 
-    fn put(&mut self, object: Arc<Object>) {
+    pub(super) fn get_by_uid(&self, uid: &crate::api::Uid) -> Option<&Arc<Object>> {
+        self.uids.get(uid).and_then(|key| self.by_key.get(key))
+    }
+
+    pub(super) fn put(&mut self, object: Arc<Object>) {
         self.uids.insert(object.metadata.uid.clone(), object.key());
-        self.objects.insert(object.key(), object);
+        self.by_key.insert(object.key(), object);
     }
 
-    fn remove(&mut self, key: &ObjectKey) -> Option<Arc<Object>> {
-        let removed = self.objects.remove(key)?;
+    pub(super) fn remove(&mut self, key: &ObjectKey) -> Option<Arc<Object>> {
+        let removed = self.by_key.remove(key)?;
         self.uids.remove(&removed.metadata.uid);
         Some(removed)
     }
 
-    fn list(&self, kind: Option<&str>, namespace: Option<&str>) -> Vec<Arc<Object>> {
+    /// Objects of `kind` (all kinds if `None`) in `namespace` (all if `None`), in key order.
+    pub(super) fn list(&self, kind: Option<&str>, namespace: Option<&str>) -> Vec<Arc<Object>> {
         let matches = |o: &&Arc<Object>| namespace.is_none_or(|ns| o.metadata.namespace.as_deref() == Some(ns));
         match kind {
             Some(kind) => {
                 let start = ObjectKey { kind: kind.to_string(), namespace: None, name: String::new() };
-                self.objects
+                self.by_key
                     .range(start..)
                     .take_while(|(k, _)| k.kind == kind)
                     .map(|(_, o)| o)
@@ -62,11 +166,11 @@ impl Backend for MemoryBackend {
                     .cloned()
                     .collect()
             }
-            None => self.objects.values().filter(matches).cloned().collect(),
+            None => self.by_key.values().filter(matches).cloned().collect(),
         }
     }
 
-    fn len(&self) -> usize {
-        self.objects.len()
+    pub(super) fn len(&self) -> usize {
+        self.by_key.len()
     }
 }

@@ -20,7 +20,7 @@
 //! *Assumptions*: claims depend only on the object's kind, namespace, name and spec, so they can
 //! change only when the spec does.
 
-use super::{Backend, Registry};
+use super::{Objects, Registry};
 use crate::api::validation::{Claim, FieldError};
 use crate::api::{Object, Uid};
 use std::collections::BTreeMap;
@@ -49,7 +49,7 @@ fn controls(a: &Object, b: &Object) -> bool {
 
 impl ClaimIndex {
     /// The claims of everything `backend` holds (a store opened over existing data).
-    pub(super) fn build(registry: &Registry, backend: &impl Backend) -> Self {
+    pub(super) fn build(registry: &Registry, backend: &Objects) -> Self {
         let mut index = ClaimIndex::default();
         for object in backend.list(None, None) {
             index.add(registry, &object);
@@ -85,7 +85,7 @@ impl ClaimIndex {
     pub(super) fn conflicts(
         &self,
         registry: &Registry,
-        backend: &impl Backend,
+        backend: &Objects,
         object: &Object,
         previous: Option<&Object>,
     ) -> Vec<FieldError> {
@@ -129,7 +129,7 @@ mod tests {
     use crate::api::{
         Namespace, NamespaceSpec, ObjectKey, ObjectMeta, PhysicalContainer, PhysicalContainerSpec, Resource,
     };
-    use crate::store::{DeleteOptions, MemoryBackend, Store, StoreConfig, StoreError};
+    use crate::store::{DeleteOptions, MemoryBackend, Snapshot, Store, StoreConfig, StoreError};
     use crate::time::WallTime;
     use std::sync::Arc;
 
@@ -231,14 +231,13 @@ mod tests {
 
     #[test]
     fn a_store_opened_over_existing_objects_knows_their_claims() {
-        let mut backend = MemoryBackend::default();
         let mut ns = Object::from_spec::<Namespace>(ObjectMeta::named(None, "a"), &NamespaceSpec {});
         ns.metadata.uid = Uid("uid-ns".into());
         let mut web = pc("a", "web", Some("shared"));
         web.metadata.uid = Uid("uid-web".into());
-        backend.put(Arc::new(ns));
-        backend.put(Arc::new(web));
-        let mut store = Store::new(backend, Registry::builtin(), StoreConfig::default());
+        let snapshot = Snapshot { revision: 2, objects: vec![Arc::new(ns), Arc::new(web)], log: Vec::new() };
+        let backend = MemoryBackend::holding(snapshot);
+        let mut store = Store::open(backend, Registry::builtin(), StoreConfig::default()).unwrap();
         assert_eq!(refused(store.create(NOW, pc("a", "api", Some("shared")))).path, "spec.containerName");
     }
 }

@@ -27,6 +27,12 @@ pub enum StoreError {
     /// not have been applied. Re-read before deciding what to do next.
     #[error("no answer to the write of {key} ({reason}); it may have been applied: re-read the object before retrying")]
     Uncertain { key: String, reason: String },
+    /// The store could not commit the write (its backend failed: a full or failing disk, a
+    /// database that went read-only). Nothing was applied and nothing changed: retry later.
+    #[error(
+        "the write of {key} was not applied: the store could not commit it ({reason}); nothing changed: retry later, and if it keeps failing check the store's disk and the daemon's log"
+    )]
+    Unavailable { key: String, reason: String },
 }
 
 fn join(errors: &[FieldError]) -> String {
@@ -52,6 +58,7 @@ impl StoreError {
             StoreError::NamespaceNotActive { .. } => "NamespaceNotActive",
             StoreError::Gone { .. } => "Gone",
             StoreError::Uncertain { .. } => "Uncertain",
+            StoreError::Unavailable { .. } => "Unavailable",
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! The store is sans-IO like the rest of the engine: every call is synchronous and takes the
 //! wall time it should stamp. The simulator and the production driver (drydock-adapters'
-//! `SharedStore`) run this same code.
+//! `SharedStore`) run this same code. Durability is a [`Backend`]'s job: the store hands it every
+//! change before applying it, and keeps its objects and log in memory as its read path.
 //!
 //! *Guarantees*
 //! - Creates and updates are admitted first (`admission`): the kind is registered ([`Registry`]),
@@ -14,6 +15,8 @@
 //!   container name), unless one controls the other; see `claims`.
 //! - Every successful mutation gets a fresh, strictly increasing resource version and appends
 //!   exactly one [`WatchEvent`] to the log; a no-op update changes nothing and appends nothing.
+//! - A mutation is acknowledged only after the backend committed it ([`Backend::apply`]); if it
+//!   could not, the request fails with [`StoreError::Unavailable`] and the store is as before.
 //! - Updates carry their resource version as a precondition: a stale one is a `Conflict`.
 //! - An object with finalizers is only marked deleted (`deletionTimestamp`); it disappears when
 //!   its last finalizer is removed. No finalizer can be added once it is marked.
@@ -32,13 +35,16 @@
 mod admission;
 mod backend;
 mod claims;
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance;
 mod error;
 mod registry;
 
 /// The API's field error, re-exported because [`StoreError::Invalid`] carries it.
 pub use crate::api::validation::FieldError;
 pub use admission::AdmissionConfig;
-pub use backend::{Backend, MemoryBackend};
+use backend::Objects;
+pub use backend::{Backend, BackendError, Change, MemoryBackend, ObjectWrite, Snapshot};
 pub use error::StoreError;
 pub use registry::{DRYDOCK_GROUP_VERSION, KindInfo, Registry};
 
@@ -194,27 +200,56 @@ impl Default for StoreConfig {
 }
 
 /// The store. See the module documentation for its guarantees.
-pub struct Store<B: Backend = MemoryBackend> {
-    backend: B,
+///
+/// Not generic over its backend: the backend is only called on writes (once per mutation), so a
+/// boxed one costs nothing measurable, and every user (the simulator's checkers, the daemon's
+/// `SharedStore`) names one type whatever keeps the data.
+pub struct Store {
+    objects: Objects,
     registry: Registry,
     config: StoreConfig,
     revision: u64,
     log: VecDeque<WatchEvent>,
     uids: ChaCha8Rng,
     claims: claims::ClaimIndex,
+    backend: Box<dyn Backend>,
 }
 
-impl Store<MemoryBackend> {
+impl Store {
+    /// An empty store over a [`MemoryBackend`]: nothing outlives it.
     pub fn in_memory(registry: Registry, config: StoreConfig) -> Self {
-        Store::new(MemoryBackend::default(), registry, config)
+        Store::build(Box::new(MemoryBackend::default()), registry, config)
     }
-}
 
-impl<B: Backend> Store<B> {
-    pub fn new(backend: B, registry: Registry, config: StoreConfig) -> Self {
+    /// A store over what `backend` holds: its objects, its change log (the newest
+    /// `config.log_capacity` events of it) and its revision.
+    ///
+    /// *Caveats*: uids come from `config.uid_seed`, which is not persisted: give a reopened
+    /// store a fresh random seed (production does) or its uids may repeat ones already used.
+    pub fn open(
+        backend: impl Backend + 'static,
+        registry: Registry,
+        config: StoreConfig,
+    ) -> Result<Self, BackendError> {
+        let mut backend: Box<dyn Backend> = Box::new(backend);
+        let snapshot = backend.load()?;
+        check_snapshot(&snapshot)?;
+        let mut store = Store::build(backend, registry, config);
+        store.revision = snapshot.revision;
+        for object in snapshot.objects {
+            store.objects.put(object);
+        }
+        let compacted_through = store.compacted_through(snapshot.revision);
+        store.log = snapshot.log.into_iter().filter(|e| e.resource_version() > compacted_through).collect();
+        store.claims = claims::ClaimIndex::build(&store.registry, &store.objects);
+        Ok(store)
+    }
+
+    fn build(backend: Box<dyn Backend>, registry: Registry, config: StoreConfig) -> Self {
         let uids = ChaCha8Rng::seed_from_u64(config.uid_seed);
-        let claims = claims::ClaimIndex::build(&registry, &backend);
-        Store { backend, registry, config, revision: 0, log: VecDeque::new(), uids, claims }
+        let objects = Objects::default();
+        let claims = claims::ClaimIndex::build(&registry, &objects);
+        Store { objects, registry, config, revision: 0, log: VecDeque::new(), uids, claims, backend }
     }
 
     pub fn registry(&self) -> &Registry {
@@ -227,23 +262,24 @@ impl<B: Backend> Store<B> {
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<&Arc<Object>> {
-        self.backend.get(key)
+        self.objects.get(key)
     }
 
     pub fn get_by_uid(&self, uid: &Uid) -> Option<&Arc<Object>> {
-        self.backend.get_by_uid(uid)
+        self.objects.get_by_uid(uid)
     }
 
+    /// Objects of `kind` (all kinds if `None`) in `namespace` (all if `None`), in key order.
     pub fn list(&self, kind: Option<&str>, namespace: Option<&str>) -> Vec<Arc<Object>> {
-        self.backend.list(kind, namespace)
+        self.objects.list(kind, namespace)
     }
 
     pub fn len(&self) -> usize {
-        self.backend.len()
+        self.objects.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.backend.is_empty()
+        self.objects.len() == 0
     }
 
     /// Events after `resource_version`, in order. `Gone` if the log no longer reaches back there.
@@ -276,13 +312,14 @@ impl<B: Backend> Store<B> {
     /// and the kind's default finalizers; drops any status the client sent.
     pub fn create(&mut self, now: WallTime, mut object: Object) -> Result<Arc<Object>, StoreError> {
         object.metadata.uid = Uid::default();
-        admission::validate(&self.registry, &self.backend, &self.config.admission, &object)?;
-        admission::check_namespace_active(&self.backend, &object)?;
-        if self.backend.get(&object.key()).is_some() {
+        admission::validate(&self.registry, &self.objects, &self.config.admission, &object)?;
+        admission::check_namespace_active(&self.objects, &object)?;
+        if self.objects.get(&object.key()).is_some() {
             return Err(StoreError::AlreadyExists { key: object.key().to_string() });
         }
-        admission::check_claims(&self.registry, &self.backend, &self.claims, &object, None)?;
+        admission::check_claims(&self.registry, &self.objects, &self.claims, &object, None)?;
         let info = self.registry.get(&object.kind).cloned();
+        let uid_position = self.uids.get_word_pos();
         let meta = &mut object.metadata;
         meta.uid = self.next_uid();
         meta.generation = 1;
@@ -295,7 +332,7 @@ impl<B: Backend> Store<B> {
         }
         object.status = serde_json::Value::Object(serde_json::Map::new());
         object.api_version = None;
-        let stored = self.commit(EventType::Added, object);
+        let stored = self.commit(EventType::Added, object).inspect_err(|_| self.uids.set_word_pos(uid_position))?;
         self.claims.add(&self.registry, &stored);
         Ok(stored)
     }
@@ -303,7 +340,7 @@ impl<B: Backend> Store<B> {
     /// Replace spec and metadata (labels, annotations, ownerReferences, finalizers).
     pub fn update(&mut self, object: Object) -> Result<Arc<Object>, StoreError> {
         let stored = self.precondition(&object)?;
-        admission::validate(&self.registry, &self.backend, &self.config.admission, &object)?;
+        admission::validate(&self.registry, &self.objects, &self.config.admission, &object)?;
         let key = object.key().to_string();
         if let Some(info) = self.registry.get(&object.kind) {
             let errors = info.validate_update(&stored, &object);
@@ -322,7 +359,7 @@ impl<B: Backend> Store<B> {
                 )],
             });
         }
-        admission::check_claims(&self.registry, &self.backend, &self.claims, &object, Some(&stored))?;
+        admission::check_claims(&self.registry, &self.objects, &self.claims, &object, Some(&stored))?;
         let mut next = (*stored).clone();
         let spec_changed = next.spec != object.spec;
         next.spec = object.spec;
@@ -337,9 +374,9 @@ impl<B: Backend> Store<B> {
             next.metadata.generation += 1;
         }
         if next.metadata.is_deleting() && next.metadata.finalizers.is_empty() {
-            return Ok(self.remove(next));
+            return self.commit(EventType::Deleted, next);
         }
-        let updated = self.commit(EventType::Modified, next);
+        let updated = self.commit(EventType::Modified, next)?;
         if spec_changed {
             self.claims.remove(&self.registry, &stored);
             self.claims.add(&self.registry, &updated);
@@ -355,7 +392,7 @@ impl<B: Backend> Store<B> {
         }
         let mut next = (*stored).clone();
         next.status = object.status;
-        Ok(self.commit(EventType::Modified, next))
+        self.commit(EventType::Modified, next)
     }
 
     /// Delete: remove at once if no finalizers remain (counting the one the propagation adds),
@@ -366,7 +403,7 @@ impl<B: Backend> Store<B> {
         key: &ObjectKey,
         options: &DeleteOptions,
     ) -> Result<Arc<Object>, StoreError> {
-        let stored = self.backend.get(key).cloned().ok_or(StoreError::NotFound { key: key.to_string() })?;
+        let stored = self.objects.get(key).cloned().ok_or(StoreError::NotFound { key: key.to_string() })?;
         if let Some(uid) = &options.precondition_uid
             && *uid != stored.metadata.uid
         {
@@ -393,14 +430,14 @@ impl<B: Backend> Store<B> {
             next.metadata.finalizers.push(finalizer.to_string());
         }
         if next.metadata.finalizers.is_empty() {
-            return Ok(self.remove(next));
+            return self.commit(EventType::Deleted, next);
         }
-        Ok(self.commit(EventType::Modified, next))
+        self.commit(EventType::Modified, next)
     }
 
     fn precondition(&self, object: &Object) -> Result<Arc<Object>, StoreError> {
         let key = object.key();
-        let stored = self.backend.get(&key).cloned().ok_or(StoreError::NotFound { key: key.to_string() })?;
+        let stored = self.objects.get(&key).cloned().ok_or(StoreError::NotFound { key: key.to_string() })?;
         let meta = &object.metadata;
         if !meta.uid.0.is_empty() && meta.uid != stored.metadata.uid {
             return Err(StoreError::Conflict {
@@ -420,32 +457,37 @@ impl<B: Backend> Store<B> {
         Ok(stored)
     }
 
-    fn commit(&mut self, event: EventType, mut object: Object) -> Arc<Object> {
-        self.revision += 1;
-        object.metadata.resource_version = self.revision;
-        let object = Arc::new(object);
-        self.backend.put(object.clone());
-        self.append(event, object.clone());
-        object
-    }
-
-    fn remove(&mut self, mut object: Object) -> Arc<Object> {
-        self.revision += 1;
-        object.metadata.resource_version = self.revision;
-        let object = Arc::new(object);
-        if let Some(removed) = self.backend.remove(&object.key()) {
-            // The stored version's claims: the one indexed.
-            self.claims.remove(&self.registry, &removed);
+    /// Stamp `object` with the next revision, have the backend commit the change, then apply it
+    /// here: store (or, for `Deleted`, remove) the object and append the event. Nothing changes
+    /// if the backend refuses. The caller updates the claims of a put object.
+    fn commit(&mut self, event: EventType, mut object: Object) -> Result<Arc<Object>, StoreError> {
+        let revision = self.revision + 1;
+        object.metadata.resource_version = revision;
+        let event = WatchEvent { event, object: Arc::new(object) };
+        let change = Change { event: &event, compacted_through: self.compacted_through(revision) };
+        if let Err(error) = self.backend.apply(&change) {
+            return Err(StoreError::Unavailable { key: event.object.key().to_string(), reason: error.to_string() });
         }
-        self.append(EventType::Deleted, object.clone());
-        object
-    }
-
-    fn append(&mut self, event: EventType, object: Arc<Object>) {
-        self.log.push_back(WatchEvent { event, object });
+        self.revision = revision;
+        let object = event.object.clone();
+        if event.event == EventType::Deleted {
+            if let Some(removed) = self.objects.remove(&object.key()) {
+                // The stored version's claims: the one indexed.
+                self.claims.remove(&self.registry, &removed);
+            }
+        } else {
+            self.objects.put(object.clone());
+        }
+        self.log.push_back(event);
         while self.log.len() > self.config.log_capacity {
             self.log.pop_front();
         }
+        Ok(object)
+    }
+
+    /// The newest revision the log no longer keeps once it reaches `revision`.
+    fn compacted_through(&self, revision: u64) -> u64 {
+        revision.saturating_sub(u64::try_from(self.config.log_capacity).unwrap_or(u64::MAX))
     }
 
     fn next_uid(&mut self) -> Uid {
@@ -455,5 +497,38 @@ impl<B: Backend> Store<B> {
     }
 }
 
+/// A snapshot holds together: a contiguous log ending at its revision, no object newer than it,
+/// no key or uid twice.
+fn check_snapshot(snapshot: &Snapshot) -> Result<(), BackendError> {
+    let fail = |reason: String| Err(BackendError::Load { reason });
+    let revisions = snapshot.log.iter().map(WatchEvent::resource_version);
+    if let Some((a, b)) = revisions.clone().zip(revisions.skip(1)).find(|(a, b)| a.checked_add(1) != Some(*b)) {
+        return fail(format!("the change log jumps from revision {a} to {b}"));
+    }
+    if let Some(last) = snapshot.log.last().map(WatchEvent::resource_version)
+        && last != snapshot.revision
+    {
+        return fail(format!("the change log ends at revision {last}, the store is at {}", snapshot.revision));
+    }
+    let mut keys = std::collections::BTreeSet::new();
+    let mut uids = std::collections::BTreeSet::new();
+    for object in &snapshot.objects {
+        if object.metadata.resource_version > snapshot.revision {
+            return fail(format!(
+                "{} is at revision {}, after the store's {}",
+                object.key(),
+                object.metadata.resource_version,
+                snapshot.revision
+            ));
+        }
+        if !keys.insert(object.key()) || !uids.insert(&object.metadata.uid) {
+            return fail(format!("{} (uid {}) is stored twice", object.key(), object.metadata.uid));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod commit_tests;
 #[cfg(test)]
 mod tests;
