@@ -1,7 +1,8 @@
 //! The scenarios' integration tests, in one binary: sweeps of every scenario, the regression
-//! corpus, and the golden digests.
+//! corpus, the golden digests, and the same digests with the store over SQLite.
 #![allow(clippy::unwrap_used)]
 
 mod golden;
 mod regressions;
+mod sqlite;
 mod sweep;

@@ -9,7 +9,7 @@ pub use super::watches::WatchKnobs;
 use crate::checker::{self, Invariant};
 use drydock_engine::Controller;
 use drydock_engine::controllers::{self, ControllerConfig};
-use drydock_engine::store::{Registry, StoreConfig};
+use drydock_engine::store::{Backend, Registry, StoreConfig};
 
 /// The shape of the world. Scenarios adjust it.
 #[derive(Clone, Debug)]
@@ -25,6 +25,10 @@ pub struct WorldConfig {
     pub make_invariants: fn() -> Vec<Box<dyn Invariant>>,
     pub registry: Registry,
     pub store: StoreConfig,
+    /// What keeps the store's data: `None` (the default) is the engine's memory backend. A
+    /// test may plug another backend here (drydock-store-sqlite's, over an in-memory database,
+    /// in the scenarios' equivalence test); the simulator itself never does I/O.
+    pub store_backend: Option<fn() -> Box<dyn Backend>>,
 }
 
 impl Default for WorldConfig {
@@ -40,6 +44,7 @@ impl Default for WorldConfig {
             make_invariants: checker::builtin,
             registry: Registry::builtin(),
             store: StoreConfig::default(),
+            store_backend: None,
         }
     }
 }

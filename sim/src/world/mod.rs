@@ -79,8 +79,7 @@ impl<'w> World<'w> {
         keep_trace: bool,
     ) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let store =
-            Store::in_memory(config.registry.clone(), StoreConfig { uid_seed: rng.next_u64(), ..config.store.clone() });
+        let store = new_store(config, rng.next_u64());
         let mut runtime = SimRuntime::new(rng.next_u64());
         for image in &workload.images {
             runtime.add_image(image);
@@ -372,4 +371,18 @@ fn busy(
             return None;
         })
     })
+}
+
+/// The world's store, over the backend `config` asks for.
+///
+/// *Caveats*: panics if a plugged backend cannot load: that is a bug of the test that plugged it.
+fn new_store(config: &WorldConfig, uid_seed: u64) -> Store {
+    let store_config = StoreConfig { uid_seed, ..config.store.clone() };
+    match config.store_backend {
+        None => Store::in_memory(config.registry.clone(), store_config),
+        Some(make) => match Store::open(make(), config.registry.clone(), store_config) {
+            Ok(store) => store,
+            Err(error) => panic!("the plugged store backend cannot load: {error}"),
+        },
+    }
 }
