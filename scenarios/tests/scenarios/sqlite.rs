@@ -72,7 +72,6 @@ fn every_scenario_gives_the_same_digests_over_sqlite() {
     let runs: Vec<(&Scenario, u64)> =
         drydock_scenarios::all().iter().flat_map(|s| (0..SEEDS).map(move |seed| (s, seed))).collect();
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let started = std::time::Instant::now();
     let differences: Vec<String> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..jobs)
             .map(|job| {
@@ -93,6 +92,5 @@ fn every_scenario_gives_the_same_digests_over_sqlite() {
             .collect();
         workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
     });
-    eprintln!("{} runs over both backends in {:.1} s on {jobs} threads", runs.len(), started.elapsed().as_secs_f64());
     assert!(differences.is_empty(), "{} of {} runs differ:\n{}", differences.len(), runs.len(), differences.join("\n"));
 }
