@@ -347,10 +347,10 @@ mod tests {
         assert_eq!(token.len(), 64);
         assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
         state.certificates(&[]).unwrap();
+        assert!(state.identity().unwrap().starts_with("drydock-daemon-"));
         for file in [TOKEN_FILE, ID_FILE, CA_KEY_FILE, SERVER_KEY_FILE, LOCK_FILE] {
             assert_eq!(mode(&dir.join(file)), 0o600, "{file}");
         }
-        assert!(state.identity().unwrap().starts_with("drydock-daemon-"));
     }
 
     #[test]
