@@ -107,7 +107,13 @@ fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus>
 
 fn kubectl(kubectl: &str, kubeconfig: &Path, extra: &[&str]) -> Output {
     let mut command = Command::new(kubectl);
-    command.arg("--kubeconfig").arg(kubeconfig).args(extra).args(["--request-timeout", "10s", "get", "--raw", "/healthz"]);
+    command.arg("--kubeconfig").arg(kubeconfig).args(extra).args([
+        "--request-timeout",
+        "10s",
+        "get",
+        "--raw",
+        "/healthz",
+    ]);
     command.output().unwrap()
 }
 
@@ -189,7 +195,10 @@ async fn daemon_serves_kubectl_refuses_a_second_daemon_and_exits_0_on_sigterm() 
     let restarted = Daemon::start(&[], &[("XDG_STATE_HOME", &xdg)]);
     assert_eq!(restarted.kubeconfig, state.canonicalize().unwrap().join("kubeconfig"));
     assert_eq!(kubeconfig_field(&restarted.kubeconfig, &["users", "0", "user", "token"]), token);
-    assert_eq!(kubeconfig_field(&restarted.kubeconfig, &["clusters", "0", "cluster", "certificate-authority-data"]), ca);
+    assert_eq!(
+        kubeconfig_field(&restarted.kubeconfig, &["clusters", "0", "cluster", "certificate-authority-data"]),
+        ca
+    );
     let out = kubectl(kubectl_bin, &restarted.kubeconfig, &[]);
     assert!(out.status.success(), "kubectl: {}", String::from_utf8_lossy(&out.stderr));
     std::thread::sleep(Duration::from_millis(100));

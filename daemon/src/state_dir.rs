@@ -212,7 +212,8 @@ impl StateDir {
         match (cert_path.exists(), key_path.exists()) {
             (true, true) => Ok((read_string(&cert_path)?, read_secret(&key_path)?, false)),
             (false, false) => {
-                let ca = tls::generate_ca().map_err(|source| StateDirError::Cert { path: cert_path.clone(), source })?;
+                let ca =
+                    tls::generate_ca().map_err(|source| StateDirError::Cert { path: cert_path.clone(), source })?;
                 create_new(&key_path, ca.key_pem.as_bytes(), 0o600)?;
                 create_new(&cert_path, ca.cert_pem.as_bytes(), 0o644)?;
                 tracing::info!(path = %cert_path.display(), "generated the daemon's CA");
@@ -239,7 +240,10 @@ impl StateDir {
             let value = read_secret(&path)?;
             let value = value.trim();
             if value.is_empty() {
-                return Err(StateDirError::Invalid { path, reason: "it is empty; delete it to generate a new one".into() });
+                return Err(StateDirError::Invalid {
+                    path,
+                    reason: "it is empty; delete it to generate a new one".into(),
+                });
             }
             if !value.bytes().all(|b| b.is_ascii_graphic()) {
                 return Err(StateDirError::Invalid {
@@ -300,8 +304,7 @@ fn read_secret(path: &Path) -> Result<String> {
 
 /// Create `path` with `mode` (it must not exist) and write `contents`, synced.
 fn create_new(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
-    let mut file =
-        OpenOptions::new().write(true).create_new(true).mode(mode).open(path).map_err(io("create", path))?;
+    let mut file = OpenOptions::new().write(true).create_new(true).mode(mode).open(path).map_err(io("create", path))?;
     file.write_all(contents).map_err(io("write", path))?;
     file.sync_all().map_err(io("sync", path))
 }

@@ -97,7 +97,8 @@ pub fn issue_server_cert(ca_pem: &str, ca_key_pem: &str, names: &ServerNames) ->
 /// *Guarantees*: `Ok(false)` means "issue a new one"; an error means a file is not a certificate
 /// at all (the caller names it and does not replace it).
 pub fn server_cert_fits(cert_pem: &str, ca_pem: &str, names: &ServerNames) -> Result<bool, CertError> {
-    let (_, cert_pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|e| CertError::Pem(e.to_string()))?;
+    let (_, cert_pem) =
+        x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|e| CertError::Pem(e.to_string()))?;
     let cert = cert_pem.parse_x509().map_err(|e| CertError::X509(e.to_string()))?;
     let (_, ca_pem) = x509_parser::pem::parse_x509_pem(ca_pem.as_bytes()).map_err(|e| CertError::Pem(e.to_string()))?;
     let ca = ca_pem.parse_x509().map_err(|e| CertError::X509(e.to_string()))?;
