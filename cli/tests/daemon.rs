@@ -191,8 +191,10 @@ async fn daemon_serves_kubectl_refuses_a_second_daemon_and_exits_0_on_sigterm() 
     assert!(!logs.contains(&token), "the token is in the logs");
     let identity = logs.split("identity=").nth(1).and_then(|s| s.split_whitespace().next()).map(str::to_string);
 
-    // A restart found through XDG_STATE_HOME: same token, CA and identity; kubectl works again.
-    let restarted = Daemon::start(&[], &[("XDG_STATE_HOME", &xdg)]);
+    // A restart found through XDG_STATE_HOME, on another loopback address: same token, CA and
+    // identity; a server certificate for the new address; kubectl works again.
+    let restarted = Daemon::start(&["--listen", "127.0.0.2:0"], &[("XDG_STATE_HOME", &xdg)]);
+    assert!(restarted.url.starts_with("https://127.0.0.2:"), "{}", restarted.url);
     assert_eq!(restarted.kubeconfig, state.canonicalize().unwrap().join("kubeconfig"));
     assert_eq!(kubeconfig_field(&restarted.kubeconfig, &["users", "0", "user", "token"]), token);
     assert_eq!(
@@ -205,4 +207,21 @@ async fn daemon_serves_kubectl_refuses_a_second_daemon_and_exits_0_on_sigterm() 
     let logs = restarted.stderr_so_far();
     let identity2 = logs.split("identity=").nth(1).and_then(|s| s.split_whitespace().next()).map(str::to_string);
     assert!(identity.is_some() && identity == identity2, "{identity:?} {identity2:?}");
+}
+
+#[test]
+fn daemon_without_docker_fails_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_drydock"))
+        .args(["daemon", "--state-dir"])
+        .arg(tmp.path())
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("error: cannot reach Docker"), "{stderr}");
+    assert!(stderr.contains("/nonexistent/docker.sock"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"), "never ready");
 }

@@ -26,19 +26,19 @@ pub enum KubeconfigError {
         path.display()
     )]
     Foreign { path: PathBuf, reason: String },
-    #[error("cannot write the kubeconfig {}: {source}", path.display())]
+    #[error("cannot write the kubeconfig {}", path.display())]
     Write {
         path: PathBuf,
         #[source]
         source: Box<crate::state_dir::StateDirError>,
     },
-    #[error("cannot create the directory of the kubeconfig {}: {source}", path.display())]
+    #[error("cannot create the directory of the kubeconfig {}", path.display())]
     Dir {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot serialize the kubeconfig: {0}")]
+    #[error("cannot serialize the kubeconfig")]
     Yaml(#[from] serde_yaml_ng::Error),
 }
 

@@ -82,19 +82,19 @@ pub enum DaemonError {
     StateDir(#[from] StateDirError),
     #[error(transparent)]
     Kubeconfig(#[from] KubeconfigError),
-    #[error("TLS setup: {0}")]
+    #[error("TLS setup failed")]
     Tls(#[from] CertError),
     #[error("cannot open the store {}: {message}", path.display())]
     Store { path: PathBuf, message: String },
-    #[error("cannot reach Docker, which the daemon needs (is it running? try `docker info`): {0}")]
+    #[error("cannot reach Docker, which the daemon needs (is it running? try `docker info`)")]
     Docker(#[source] DockerError),
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind {
         addr: SocketAddr,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot install the SIGTERM/SIGINT handlers: {0}")]
+    #[error("cannot install the SIGTERM/SIGINT handlers")]
     Signal(#[source] std::io::Error),
 }
 
@@ -121,7 +121,8 @@ pub async fn run_until(
     if !listen.ip().is_loopback() {
         tracing::warn!(%listen, "listening beyond loopback as asked: anyone who can reach this address and holds the token can use the daemon");
     }
-    let extra_ips: Vec<IpAddr> = if listen.ip().is_loopback() { vec![] } else { vec![listen.ip()] };
+    // Any address but the default loopback ones goes into the certificate (127.0.0.2 too).
+    let extra_ips = [listen.ip()];
     let certs = state.certificates(&extra_ips)?;
     let tls = tls::server_config(&certs.server_cert_pem, &certs.server_key_pem)?;
     let store = open_store(&state)?;
@@ -249,13 +250,16 @@ async fn connection(acceptor: TlsAcceptor, tcp: TcpStream, peer: SocketAddr, rou
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
     fn url_of_wildcard_is_loopback() {
-        assert_eq!(server_url("0.0.0.0:80".parse().unwrap_or_else(|_| unreachable!())), "https://127.0.0.1:80");
-        assert_eq!(server_url("[::]:80".parse().unwrap_or_else(|_| unreachable!())), "https://[::1]:80");
-        assert_eq!(server_url("127.0.0.1:5".parse().unwrap_or_else(|_| unreachable!())), "https://127.0.0.1:5");
+        let url = |addr: &str| server_url(addr.parse().unwrap());
+        assert_eq!(url("0.0.0.0:80"), "https://127.0.0.1:80");
+        assert_eq!(url("[::]:80"), "https://[::1]:80");
+        assert_eq!(url("127.0.0.1:5"), "https://127.0.0.1:5");
+        assert_eq!(url("[::1]:5"), "https://[::1]:5");
     }
 }

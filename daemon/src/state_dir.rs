@@ -48,7 +48,7 @@ pub const KUBECONFIG_FILE: &str = "kubeconfig";
 pub enum StateDirError {
     #[error("no default state directory: neither XDG_STATE_HOME nor HOME is set; pass --state-dir")]
     NoDefault,
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
@@ -70,7 +70,7 @@ pub enum StateDirError {
     Invalid { path: PathBuf, reason: String },
     #[error("cannot read random bytes from the OS: {0}")]
     Random(getrandom::Error),
-    #[error("{}: {source}", path.display())]
+    #[error("certificate material {}", path.display())]
     Cert {
         path: PathBuf,
         #[source]

@@ -22,13 +22,13 @@ use std::sync::Arc;
 /// Why a certificate could not be made, read or used.
 #[derive(Debug, thiserror::Error)]
 pub enum CertError {
-    #[error("generate or sign a certificate: {0}")]
+    #[error("cannot generate or sign a certificate")]
     Rcgen(#[from] rcgen::Error),
     #[error("not a PEM certificate or key: {0}")]
     Pem(String),
     #[error("not a usable X.509 certificate: {0}")]
     X509(String),
-    #[error("rustls refused the certificate or key: {0}")]
+    #[error("rustls refused the certificate or key")]
     Rustls(#[from] rustls::Error),
 }
 
