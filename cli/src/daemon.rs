@@ -11,6 +11,16 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Args)]
+#[command(after_help = "\
+Needs a running Docker (DOCKER_HOST or /var/run/docker.sock). When ready it prints two lines to \
+stdout:
+  drydock daemon listening on https://127.0.0.1:PORT
+  kubeconfig: PATH
+then e.g. `kubectl --kubeconfig PATH get --raw /healthz`. Every request needs the bearer token \
+(in the kubeconfig; generated at first start in <state-dir>/token, mode 0600). Logs go to \
+stderr (DRYDOCK_LOG=debug for more, default info); the token is never logged.
+Exit status: 0 after SIGTERM or SIGINT (in-flight requests finished, engine stopped), 2 on an \
+error (for instance another daemon holds the state dir, or Docker is unreachable).")]
 pub struct DaemonArgs {
     /// The state directory: lock, bearer token, identity, CA and server certificate, store,
     /// default kubeconfig. Created with mode 0700. One daemon per state directory: a second one
