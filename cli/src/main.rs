@@ -1,5 +1,6 @@
 //! `drydock`: the container-lifecycle engine and its deterministic simulator.
 
+mod daemon;
 mod manifest;
 mod sim;
 mod up;
@@ -22,6 +23,9 @@ enum Command {
     /// Apply a manifest, run the engine against Docker in the foreground, and tear everything
     /// down on Ctrl-C or SIGTERM.
     Up(up::UpArgs),
+    /// Run the engine against Docker with a Kubernetes-style API over HTTPS (bearer token, its
+    /// own CA) and write a kubeconfig for kubectl; stop cleanly on SIGTERM or Ctrl-C.
+    Daemon(daemon::DaemonArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
     let default_level = match cli.command {
         Command::Sim(_) => "error",
         Command::Up(_) => "warn",
+        Command::Daemon(_) => "info",
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -41,6 +46,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sim(command) => sim::run(command),
         Command::Up(args) => up::run(&args),
+        Command::Daemon(args) => daemon::run(args),
     };
     match result {
         Ok(code) => code,

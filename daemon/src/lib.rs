@@ -3,12 +3,16 @@
 //! - [`api`]: the Kubernetes-style HTTP API over a [`drydock_adapters::SharedStore`] (discovery,
 //!   CRUD, patch, watch, tables, `Status` errors, bearer-token auth, a body size limit), as an
 //!   `axum::Router` that can be served over any listener and tested in-process.
-//! - [`state_dir`]: the daemon's state directory: its lock, token, certificate and kubeconfig.
-//! - [`tls`]: the server's rustls configuration from the state dir's certificate.
-//! - [`server`]: serving the router over TCP (TLS or not) until a shutdown signal, and running the
-//!   engine's driver beside it.
+//! - [`state_dir`]: the daemon's state directory: its lock, token, identity and certificates.
+//! - [`tls`]: certificates (rcgen) and the server's rustls configuration (`ring`).
+//! - [`kubeconfig`]: the client configuration the daemon writes (mode 0600).
+//! - [`server`]: serving the router over TLS until a shutdown signal, with the engine's driver
+//!   beside it; [`server::run`] is `drydock daemon`.
 
 pub mod api;
+pub mod kubeconfig;
 pub mod server;
 pub mod state_dir;
 pub mod tls;
+
+pub use server::{DaemonError, DaemonOptions, Ready, run};
