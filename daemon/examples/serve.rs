@@ -6,7 +6,8 @@
 //! kubectl --server http://127.0.0.1:8080 --token my-token api-resources
 //! ```
 //!
-//! Arguments: `[ADDR] [TOKEN]` (defaults `127.0.0.1:0`, `drydock`); prints the bound address.
+//! Arguments: `[ADDR] [TOKEN]` (defaults `127.0.0.1:0`, `drydock`; `-`: no token); prints the bound
+//! address.
 
 use drydock_adapters::SharedStore;
 use drydock_daemon::api::{ApiOptions, router};
@@ -19,7 +20,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let token = args.next().unwrap_or_else(|| "drydock".into());
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     println!("serving on http://{}", listener.local_addr()?);
-    let app = router(SharedStore::in_memory(), ApiOptions { token: Some(token), ..ApiOptions::default() });
+    let token = (token != "-").then_some(token);
+    let app = router(SharedStore::in_memory(), ApiOptions { token, ..ApiOptions::default() });
     axum::serve(listener, app).await?;
     Ok(())
 }
