@@ -110,7 +110,11 @@ async fn route(call: Call, method: Method, body: Body) -> ApiResult<Response> {
 /// Resolve `/api/v1/...` or `/apis/{g}/{v}/...`.
 pub fn resolve(path: &str, kinds_of: impl Fn(&str) -> Vec<KindDesc>) -> ApiResult<ResourcePath> {
     let not_found = || ApiError::not_found(super::status::Subject::default());
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let trimmed = path.strip_prefix('/').unwrap_or(path);
+    let segments: Vec<&str> = trimmed.strip_suffix('/').unwrap_or(trimmed).split('/').collect();
+    if segments.iter().any(|s| s.is_empty()) {
+        return Err(not_found());
+    }
     let (group_version, rest) = match segments.as_slice() {
         ["api", version, rest @ ..] => (version.to_string(), rest),
         ["apis", group, version, rest @ ..] => (format!("{group}/{version}"), rest),
@@ -146,6 +150,9 @@ fn list(call: &Call) -> ApiResult<Response> {
     let include = include_object(&call.query)?;
     let labels = LabelSelector::parse(call.query.get("labelSelector").unwrap_or(""))?;
     let fields = FieldSelector::parse(call.query.get("fieldSelector").unwrap_or(""))?;
+    if let Some(rv) = call.query.get("resourceVersion") {
+        wire::parse_resource_version(rv)?; // lists are always current: any valid version is served
+    }
     let desc = &call.path.desc;
     let namespace = call.path.namespace.as_deref().filter(|_| desc.namespaced);
     let (revision, objects) = call.state.store.read(|s| (s.resource_version(), s.list(Some(&desc.kind), namespace)));

@@ -109,22 +109,34 @@ fn bad(term: &str) -> ApiError {
     ApiError::BadRequest(format!("found {term:?}, expected a requirement"))
 }
 
-/// `[prefix/]name`: a DNS subdomain prefix and a name of up to 63 alphanumerics, `-`, `_`, `.`.
 fn label_key(key: &str) -> ApiResult<String> {
-    let (prefix, name) = key.rsplit_once('/').unwrap_or(("", key));
-    let prefix_ok = prefix.len() <= 253
-        && prefix.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
-    if !prefix_ok || name.is_empty() || !is_label_value(name) || (key.contains('/') && prefix.is_empty()) {
+    if !is_qualified_name(key) {
         return Err(ApiError::BadRequest(format!("invalid label key {key:?}")));
     }
     Ok(key.to_string())
+}
+
+/// `[prefix/]name`: a DNS subdomain prefix and a name of up to 63 alphanumerics, `-`, `_`, `.`
+/// (what Kubernetes allows as a label or annotation key).
+pub fn is_qualified_name(key: &str) -> bool {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+    });
+    prefix_ok && !name.is_empty() && is_label_value(name)
 }
 
 fn label_value(value: &str) -> ApiResult<String> {
     if is_label_value(value) { Ok(value.to_string()) } else { Err(ApiError::BadRequest(format!("invalid label value {value:?}"))) }
 }
 
-fn is_label_value(value: &str) -> bool {
+/// Empty, or up to 63 alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric.
+pub fn is_label_value(value: &str) -> bool {
     let b = value.as_bytes();
     b.is_empty()
         || (b.len() <= 63

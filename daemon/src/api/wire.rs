@@ -17,7 +17,7 @@ use super::kinds::KindDesc;
 use super::status::{ApiError, ApiResult};
 use drydock_engine::WallTime;
 use drydock_engine::api::Object;
-use drydock_engine::store::Registry;
+use drydock_engine::store::{FieldError, Registry};
 use serde_json::{Map, Value};
 
 /// How to treat unknown fields, from `?fieldValidation=`.
@@ -132,7 +132,35 @@ pub fn from_wire(body: Value, target: &Target, validation: FieldValidation) -> A
     }
     let object: Object = serde_json::from_value(Value::Object(map))
         .map_err(|e| ApiError::BadRequest(format!("the object could not be decoded: {e}")))?;
+    validate_metadata(&object, target.desc)?;
     Ok((object, warnings))
+}
+
+/// Label and annotation keys and label values, as the apiserver checks them (the store does not).
+fn validate_metadata(object: &Object, desc: &KindDesc) -> ApiResult<()> {
+    use super::selectors::{is_label_value, is_qualified_name};
+    let meta = &object.metadata;
+    let mut causes = Vec::new();
+    for (key, value) in &meta.labels {
+        if !is_qualified_name(key) {
+            causes.push(FieldError::new("metadata.labels", format!("invalid label key {key:?}")));
+        }
+        if !is_label_value(value) {
+            causes.push(FieldError::new("metadata.labels", format!("invalid label value {value:?} of {key:?}")));
+        }
+    }
+    for key in meta.annotations.keys().filter(|k| !is_qualified_name(k)) {
+        causes.push(FieldError::new("metadata.annotations", format!("invalid annotation key {key:?}")));
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let list = causes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    Err(ApiError::Invalid {
+        message: format!("{} \"{}\" is invalid: {list}", desc.plural, meta.name),
+        subject: desc.subject(&meta.name),
+        causes,
+    })
 }
 
 fn check_type(map: &Map<String, Value>, desc: &KindDesc) -> ApiResult<()> {
