@@ -33,6 +33,12 @@ pub async fn healthy() -> &'static str {
     "ok"
 }
 
+/// drydock records no Kubernetes `Event`s; `kubectl describe` asks for them, and gets an empty
+/// list rather than a 404. (`events` is not in discovery.)
+pub async fn no_events() -> Response {
+    json_response(StatusCode::OK, &json!({"kind": "EventList", "apiVersion": "v1", "metadata": {}, "items": []}))
+}
+
 pub async fn core_versions() -> Response {
     json_response(
         StatusCode::OK,

@@ -78,6 +78,8 @@ pub fn router(store: Arc<SharedStore>, options: ApiOptions) -> Router {
         .route("/api", get(discovery::core_versions))
         .route("/api/", get(discovery::core_versions))
         .route("/api/v1", get(discovery::core_resources))
+        .route("/api/v1/events", get(discovery::no_events))
+        .route("/api/v1/namespaces/{namespace}/events", get(discovery::no_events))
         .route("/apis", get(discovery::groups))
         .route("/apis/", get(discovery::groups))
         .route("/apis/{group}", get(discovery::group))

@@ -119,7 +119,10 @@ mod tests {
         assert_eq!(accept(&with_accept(kubectl)).unwrap(), Format::Table);
         assert_eq!(accept(&HeaderMap::new()).unwrap(), Format::Json);
         assert_eq!(
-            accept(&with_accept("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")).unwrap(),
+            accept(&with_accept(
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+            ))
+            .unwrap(),
             Format::Json
         );
         assert!(accept(&with_accept("application/vnd.kubernetes.protobuf")).is_err());

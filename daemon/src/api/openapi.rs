@@ -67,7 +67,11 @@ fn hash(value: &Value) -> String {
 }
 
 fn schema_name(kind: &KindDesc) -> String {
-    let group = if kind.group.is_empty() { "io.k8s.api.core".to_string() } else { kind.group.split('.').rev().collect::<Vec<_>>().join(".") };
+    let group = if kind.group.is_empty() {
+        "io.k8s.api.core".to_string()
+    } else {
+        kind.group.split('.').rev().collect::<Vec<_>>().join(".")
+    };
     format!("{group}.{}.{}", kind.version, kind.kind)
 }
 

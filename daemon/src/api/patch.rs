@@ -12,7 +12,7 @@
 //! *Caveats*: strategic merge patch replaces lists instead of merging them by key.
 
 use super::AppState;
-use super::negotiate::{self, Format, json_with_warnings};
+use super::negotiate::{self, json_with_warnings};
 use super::resource::{self, Query, ResourcePath};
 use super::status::{ApiError, ApiResult};
 use super::table::IncludeObject;
@@ -54,7 +54,9 @@ impl PatchDoc {
     /// Whether the patch names a resourceVersion, which then is a precondition.
     fn sets_resource_version(&self) -> bool {
         match self {
-            PatchDoc::Merge(v) | PatchDoc::Apply(v) => v.pointer("/metadata/resourceVersion").is_some_and(|v| !v.is_null()),
+            PatchDoc::Merge(v) | PatchDoc::Apply(v) => {
+                v.pointer("/metadata/resourceVersion").is_some_and(|v| !v.is_null())
+            }
             PatchDoc::Json(p) => p.0.iter().any(|op| op_path(op).starts_with("/metadata/resourceVersion")),
         }
     }
@@ -113,12 +115,8 @@ pub async fn serve(
     let bytes = negotiate::read_body(body, state.options.max_body_bytes).await?;
     let doc = PatchDoc::parse(&negotiate::content_type(headers), &bytes)?;
     let (stored, warnings, code) = patch_with_retries(state, path, name, &doc, validation, status)?;
-    let body = resource::render_object(state, &path.desc, &stored, format_or_json(format), IncludeObject::Metadata);
+    let body = resource::render_object(state, &path.desc, &stored, format, IncludeObject::Metadata);
     Ok(json_with_warnings(code, &body, &warnings))
-}
-
-fn format_or_json(format: Format) -> Format {
-    format
 }
 
 fn patch_with_retries(
@@ -162,7 +160,9 @@ fn patch_once(
         meta.remove("managedFields");
     }
     let patched = doc.apply(wire_doc).map_err(|e| match e {
-        ApiError::Invalid { message, causes, .. } => ApiError::Invalid { message, subject: path.desc.subject(name), causes },
+        ApiError::Invalid { message, causes, .. } => {
+            ApiError::Invalid { message, subject: path.desc.subject(name), causes }
+        }
         other => other,
     })?;
     let (object, warnings) = wire::from_wire(patched, &target, validation)?;
@@ -193,7 +193,11 @@ mod tests {
         assert!(doc.apply(json!({"a": 2})).is_err());
         assert!(PatchDoc::parse("application/json-patch+json", br#"{"op":"add"}"#).is_err());
         assert!(PatchDoc::parse("text/plain", b"{}").is_err());
-        let rv = PatchDoc::parse("application/json-patch+json", br#"[{"op":"replace","path":"/metadata/resourceVersion","value":"3"}]"#).unwrap();
+        let rv = PatchDoc::parse(
+            "application/json-patch+json",
+            br#"[{"op":"replace","path":"/metadata/resourceVersion","value":"3"}]"#,
+        )
+        .unwrap();
         assert!(rv.sets_resource_version());
     }
 }

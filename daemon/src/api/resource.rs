@@ -93,16 +93,22 @@ async fn route(call: Call, method: Method, body: Body) -> ApiResult<Response> {
     }
     let name = call.path.name.clone();
     match (call.path.subresource.as_deref(), name, method) {
-        (None, None, Method::GET) if call.query.flag("watch")? => watch::serve(&call.state, &call.path, &call.query, &call.headers),
+        (None, None, Method::GET) if call.query.flag("watch")? => {
+            watch::serve(&call.state, &call.path, &call.query, &call.headers)
+        }
         (None, None, Method::GET) => list(&call),
         (None, None, Method::POST) => create(&call, body).await,
         (None, Some(name), Method::GET) => get(&call, &name),
         (None, Some(name), Method::PUT) => update(&call, &name, body, false).await,
-        (None, Some(name), Method::PATCH) => patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, false).await,
+        (None, Some(name), Method::PATCH) => {
+            patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, false).await
+        }
         (None, Some(name), Method::DELETE) => delete(&call, &name, body).await,
         (Some("status"), Some(name), Method::GET) => get(&call, &name),
         (Some("status"), Some(name), Method::PUT) => update(&call, &name, body, true).await,
-        (Some("status"), Some(name), Method::PATCH) => patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, true).await,
+        (Some("status"), Some(name), Method::PATCH) => {
+            patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, true).await
+        }
         _ => Err(ApiError::MethodNotAllowed),
     }
 }
@@ -191,9 +197,8 @@ pub fn table_row(state: &AppState, desc: &KindDesc, object: &Object, include: In
     let registry = state.store.read(|s| s.registry().clone());
     let engine_json = serde_json::to_value(object).unwrap_or(Value::Null);
     let wire = wire::to_wire(object, desc, &registry);
-    let name_of_uid = |uid: &str| {
-        state.store.read(|s| s.get_by_uid(&Uid(uid.to_string())).map(|o| o.metadata.name.clone()))
-    };
+    let name_of_uid =
+        |uid: &str| state.store.read(|s| s.get_by_uid(&Uid(uid.to_string())).map(|o| o.metadata.name.clone()));
     let ctx = Context { now: drydock_adapters::clock::wall_now(), name_of_uid: &name_of_uid };
     table::row(&desc.kind, &engine_json, &wire, include, &ctx)
 }
@@ -204,7 +209,13 @@ pub fn partial_metadata(wire: &Value) -> Value {
 }
 
 /// One object in the asked form.
-pub fn render_object(state: &AppState, desc: &KindDesc, object: &Object, format: Format, include: IncludeObject) -> Value {
+pub fn render_object(
+    state: &AppState,
+    desc: &KindDesc,
+    object: &Object,
+    format: Format,
+    include: IncludeObject,
+) -> Value {
     let registry = state.store.read(|s| s.registry().clone());
     let wire = wire::to_wire(object, desc, &registry);
     match format {
@@ -271,7 +282,13 @@ async fn update(call: &Call, name: &str, body: Body, status: bool) -> ApiResult<
 }
 
 /// Update spec/metadata or status. A resourceVersion of 0 (none sent) means "the current one".
-pub fn write(state: &AppState, path: &ResourcePath, name: &str, mut object: Object, status: bool) -> ApiResult<Arc<Object>> {
+pub fn write(
+    state: &AppState,
+    path: &ResourcePath,
+    name: &str,
+    mut object: Object,
+    status: bool,
+) -> ApiResult<Arc<Object>> {
     if object.metadata.resource_version == 0 {
         object.metadata.resource_version = fetch(state, path, name)?.metadata.resource_version;
     }
@@ -294,7 +311,10 @@ async fn delete(call: &Call, name: &str, body: Body) -> ApiResult<Response> {
     }
     let request = StoreRequest::Delete { key: call.path.key(name), options };
     let deleted = execute(&call.state, &call.path.desc, name, request)?;
-    Ok(json_response(StatusCode::OK, &render_object(&call.state, &call.path.desc, &deleted, Format::Json, IncludeObject::Metadata)))
+    Ok(json_response(
+        StatusCode::OK,
+        &render_object(&call.state, &call.path.desc, &deleted, Format::Json, IncludeObject::Metadata),
+    ))
 }
 
 fn propagation(value: &str) -> ApiResult<Propagation> {
@@ -350,8 +370,12 @@ fn delete_options_from_body(value: &Value, mut options: DeleteOptions) -> ApiRes
             }
             match pre.get("resourceVersion") {
                 None | Some(Value::Null) => {}
-                Some(Value::String(rv)) => options.precondition_resource_version = Some(wire::parse_resource_version(rv)?),
-                Some(other) => return Err(ApiError::BadRequest(format!("invalid preconditions.resourceVersion {other}"))),
+                Some(Value::String(rv)) => {
+                    options.precondition_resource_version = Some(wire::parse_resource_version(rv)?)
+                }
+                Some(other) => {
+                    return Err(ApiError::BadRequest(format!("invalid preconditions.resourceVersion {other}")));
+                }
             }
         }
         Some(other) => return Err(ApiError::BadRequest(format!("invalid preconditions {other}"))),
@@ -372,13 +396,25 @@ mod tests {
     #[test]
     fn paths_resolve() {
         let p = resolve("/apis/drydock.dev/v1/namespaces/n/physicalcontainers/a/status", kinds_of).unwrap();
-        assert_eq!((p.desc.kind.as_str(), p.namespace.as_deref(), p.name.as_deref()), ("PhysicalContainer", Some("n"), Some("a")));
+        assert_eq!(
+            (p.desc.kind.as_str(), p.namespace.as_deref(), p.name.as_deref()),
+            ("PhysicalContainer", Some("n"), Some("a"))
+        );
         assert_eq!(p.subresource.as_deref(), Some("status"));
         let p = resolve("/api/v1/namespaces/n/status", kinds_of).unwrap();
-        assert_eq!((p.desc.kind.as_str(), p.name.as_deref(), p.subresource.as_deref()), ("Namespace", Some("n"), Some("status")));
+        assert_eq!(
+            (p.desc.kind.as_str(), p.name.as_deref(), p.subresource.as_deref()),
+            ("Namespace", Some("n"), Some("status"))
+        );
         let p = resolve("/apis/drydock.dev/v1/physicalcontainers", kinds_of).unwrap();
         assert_eq!(p.namespace, None);
-        for bad in ["/api/v2/namespaces", "/apis/drydock.dev/v1/pods", "/apis/drydock.dev/v1/leases/a/status", "/x", "/apis/drydock.dev/v1/namespaces/n/physicalcontainers/a/b/c"] {
+        for bad in [
+            "/api/v2/namespaces",
+            "/apis/drydock.dev/v1/pods",
+            "/apis/drydock.dev/v1/leases/a/status",
+            "/x",
+            "/apis/drydock.dev/v1/namespaces/n/physicalcontainers/a/b/c",
+        ] {
             assert!(resolve(bad, kinds_of).is_err(), "{bad}");
         }
     }

@@ -82,7 +82,11 @@ fn parse_requirement(term: &str) -> ApiResult<Requirement> {
     if let Some(key) = term.strip_prefix('!') {
         return Ok(Requirement::NotExists(label_key(key.trim())?));
     }
-    for (op, build) in [("!=", Requirement::NotEquals as fn(String, String) -> Requirement), ("==", Requirement::Equals), ("=", Requirement::Equals)] {
+    for (op, build) in [
+        ("!=", Requirement::NotEquals as fn(String, String) -> Requirement),
+        ("==", Requirement::Equals),
+        ("=", Requirement::Equals),
+    ] {
         if let Some((key, value)) = term.split_once(op) {
             return Ok(build(label_key(key.trim())?, label_value(value.trim())?));
         }
@@ -132,7 +136,11 @@ pub fn is_qualified_name(key: &str) -> bool {
 }
 
 fn label_value(value: &str) -> ApiResult<String> {
-    if is_label_value(value) { Ok(value.to_string()) } else { Err(ApiError::BadRequest(format!("invalid label value {value:?}"))) }
+    if is_label_value(value) {
+        Ok(value.to_string())
+    } else {
+        Err(ApiError::BadRequest(format!("invalid label value {value:?}")))
+    }
 }
 
 /// Empty, or up to 63 alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric.

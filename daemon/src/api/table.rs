@@ -25,7 +25,9 @@ impl IncludeObject {
             None | Some("") | Some("Metadata") => Ok(IncludeObject::Metadata),
             Some("None") => Ok(IncludeObject::None),
             Some("Object") => Ok(IncludeObject::Object),
-            Some(other) => Err(ApiError::BadRequest(format!("includeObject must be None, Metadata or Object, not {other:?}"))),
+            Some(other) => {
+                Err(ApiError::BadRequest(format!("includeObject must be None, Metadata or Object, not {other:?}")))
+            }
         }
     }
 }
@@ -107,7 +109,9 @@ fn backing_name(v: &Value, ctx: &Context) -> Value {
 
 fn age_cell(v: &Value, ctx: &Context) -> Value {
     let created = v.pointer("/metadata/creationTimestamp").and_then(Value::as_u64);
-    Value::String(created.map_or_else(|| "<unknown>".to_string(), |ms| short_duration(ctx.now.0.saturating_sub(ms) / 1000)))
+    Value::String(
+        created.map_or_else(|| "<unknown>".to_string(), |ms| short_duration(ctx.now.0.saturating_sub(ms) / 1000)),
+    )
 }
 
 /// Like Kubernetes' `ShortHumanDuration`: `42s`, `5m3s`, `3h4m`, `2d5h`, `400d`.

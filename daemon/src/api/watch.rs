@@ -49,7 +49,12 @@ struct Plan {
 }
 
 impl Plan {
-    fn from_request(state: &AppState, path: &ResourcePath, query: &Query, headers: &axum::http::HeaderMap) -> ApiResult<Plan> {
+    fn from_request(
+        state: &AppState,
+        path: &ResourcePath,
+        query: &Query,
+        headers: &axum::http::HeaderMap,
+    ) -> ApiResult<Plan> {
         let since = match query.get("resourceVersion") {
             None | Some("" | "0") => None,
             Some(rv) => Some(wire::parse_resource_version(rv)?),
@@ -114,7 +119,12 @@ fn event_type(event: EventType) -> &'static str {
 }
 
 /// Answer a watch request with a streaming body.
-pub fn serve(state: &AppState, path: &ResourcePath, query: &Query, headers: &axum::http::HeaderMap) -> ApiResult<Response> {
+pub fn serve(
+    state: &AppState,
+    path: &ResourcePath,
+    query: &Query,
+    headers: &axum::http::HeaderMap,
+) -> ApiResult<Response> {
     let plan = Plan::from_request(state, path, query, headers)?;
     let body = Body::from_stream(stream(plan));
     let mut response = (StatusCode::OK, body).into_response();
@@ -179,7 +189,9 @@ fn next_events(plan: &Plan, revision: u64) -> Result<(Vec<WatchEvent>, u64), Val
                 .collect();
             Ok((matching, latest.max(revision)))
         }
-        Err(error @ StoreError::Gone { .. }) => Err(ApiError::from_store(error, plan.path.desc.subject("")).to_status()),
+        Err(error @ StoreError::Gone { .. }) => {
+            Err(ApiError::from_store(error, plan.path.desc.subject("")).to_status())
+        }
         Err(error) => Err(ApiError::from_store(error, plan.path.desc.subject("")).to_status()),
     })
 }
@@ -190,7 +202,11 @@ enum Wake {
     End,
 }
 
-async fn wait(plan: &Plan, revisions: &mut tokio::sync::watch::Receiver<u64>, deadline: Option<tokio::time::Instant>) -> Wake {
+async fn wait(
+    plan: &Plan,
+    revisions: &mut tokio::sync::watch::Receiver<u64>,
+    deadline: Option<tokio::time::Instant>,
+) -> Wake {
     let until_deadline = async {
         match deadline {
             Some(deadline) => tokio::time::sleep_until(deadline).await,

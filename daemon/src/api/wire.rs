@@ -184,7 +184,11 @@ fn check_type(map: &Map<String, Value>, desc: &KindDesc) -> ApiResult<()> {
     }
 }
 
-fn clean_metadata(mut meta: Map<String, Value>, target: &Target, warnings: &mut Vec<String>) -> ApiResult<Map<String, Value>> {
+fn clean_metadata(
+    mut meta: Map<String, Value>,
+    target: &Target,
+    warnings: &mut Vec<String>,
+) -> ApiResult<Map<String, Value>> {
     meta.retain(|_, v| !v.is_null());
     resolve_name(&mut meta, target)?;
     resolve_namespace(&mut meta, target)?;

@@ -86,7 +86,11 @@ impl App {
         let response = self.router.clone().oneshot(call.request()).await.unwrap();
         let status = response.status();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into())) };
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
         (status, value)
     }
 
@@ -108,15 +112,20 @@ impl App {
 
     /// Namespace `demo`.
     pub async fn namespace(&self) {
-        let (code, body) = self.post("/api/v1/namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}})).await;
+        let (code, body) = self
+            .post("/api/v1/namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}))
+            .await;
         assert_eq!(code, StatusCode::CREATED, "{body}");
     }
 
     /// A physical container `name` in `demo` with `labels`.
     pub async fn container(&self, name: &str, labels: Value) -> Value {
         let (code, body) = self
-            .post(PCS, json!({"apiVersion": "drydock.dev/v1", "kind": "PhysicalContainer",
-                "metadata": {"name": name, "labels": labels}, "spec": {"image": "busybox:1.36"}}))
+            .post(
+                PCS,
+                json!({"apiVersion": "drydock.dev/v1", "kind": "PhysicalContainer",
+                "metadata": {"name": name, "labels": labels}, "spec": {"image": "busybox:1.36"}}),
+            )
             .await;
         assert_eq!(code, StatusCode::CREATED, "{body}");
         body

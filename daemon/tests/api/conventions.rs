@@ -20,7 +20,8 @@ async fn discovery_lists_groups_kinds_and_short_names() {
     assert_eq!((code, group["kind"].clone()), (StatusCode::OK, json!("APIGroup")));
     let (_, list) = app.get("/apis/drydock.dev/v1").await;
     let names: Vec<&str> = list["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-    for plural in ["physicalcontainers", "physicalcontainers/status", "containerimages", "logicalcontainers", "leases"] {
+    for plural in ["physicalcontainers", "physicalcontainers/status", "containerimages", "logicalcontainers", "leases"]
+    {
         assert!(names.contains(&plural), "{plural} in {names:?}");
     }
     let pc = list["resources"].as_array().unwrap().iter().find(|r| r["name"] == "physicalcontainers").unwrap();
@@ -39,13 +40,18 @@ async fn discovery_lists_groups_kinds_and_short_names() {
     let url = openapi["paths"]["apis/drydock.dev/v1"]["serverRelativeURL"].as_str().unwrap();
     let (code, doc) = app.get(url).await;
     let patch = &doc["paths"]["/apis/drydock.dev/v1/namespaces/{namespace}/physicalcontainers/{name}"]["patch"];
-    assert_eq!((code, patch["x-kubernetes-group-version-kind"]["kind"].clone()), (StatusCode::OK, json!("PhysicalContainer")));
+    assert_eq!(
+        (code, patch["x-kubernetes-group-version-kind"]["kind"].clone()),
+        (StatusCode::OK, json!("PhysicalContainer"))
+    );
 }
 
 #[tokio::test]
 async fn a_token_is_required_when_configured() {
     let app = app_with(store(100), ApiOptions { token: Some("s3cret".into()), ..ApiOptions::default() });
-    for call in [Call::new("GET", "/api"), Call::new("GET", "/healthz").token("wrong"), Call::new("GET", PCS).token("s3cre")] {
+    for call in
+        [Call::new("GET", "/api"), Call::new("GET", "/healthz").token("wrong"), Call::new("GET", PCS).token("s3cre")]
+    {
         let (code, body) = app.send(call).await;
         assert_status(code, &body, 401, "Unauthorized");
     }
@@ -64,14 +70,19 @@ async fn create_get_list_carry_api_version_and_resource_versions() {
     let (code, got) = app.get(&format!("{PCS}/a")).await;
     assert_eq!((code, got["spec"]["image"].clone()), (StatusCode::OK, json!("busybox:1.36")));
     let (code, list) = app.get(PCS).await;
-    assert_eq!((code, list["kind"].clone(), list["metadata"]["resourceVersion"].clone()), (StatusCode::OK, json!("PhysicalContainerList"), json!("2")));
+    assert_eq!(
+        (code, list["kind"].clone(), list["metadata"]["resourceVersion"].clone()),
+        (StatusCode::OK, json!("PhysicalContainerList"), json!("2"))
+    );
     assert_eq!(list["items"][0]["apiVersion"], "drydock.dev/v1");
     let (_, all) = app.get("/apis/drydock.dev/v1/physicalcontainers").await;
     assert_eq!(all["items"].as_array().unwrap().len(), 1);
     let (code, body) = app.get(&format!("{PCS}/missing")).await;
     assert_status(code, &body, 404, "NotFound");
     assert_eq!(body["details"]["name"], "missing");
-    let (code, body) = app.post(PCS, json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox"}})).await;
+    let (code, body) = app
+        .post(PCS, json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox"}}))
+        .await;
     assert_status(code, &body, 409, "AlreadyExists");
     let (code, ns) = app.get("/api/v1/namespaces/demo").await;
     assert_eq!((code, ns["apiVersion"].clone()), (StatusCode::OK, json!("v1")));
@@ -94,7 +105,9 @@ async fn selectors_filter_lists_and_bad_ones_are_400() {
     assert_eq!(names(&list), vec!["d"]);
     let (_, list) = app.get(&format!("{PCS}?fieldSelector=metadata.name!%3Dd,metadata.namespace%3Ddemo")).await;
     assert_eq!(names(&list), vec!["a", "b", "c"]);
-    for bad in ["labelSelector=a%20in%20x", "labelSelector=(", "fieldSelector=spec.image%3Dx", "fieldSelector=metadata.name"] {
+    for bad in
+        ["labelSelector=a%20in%20x", "labelSelector=(", "fieldSelector=spec.image%3Dx", "fieldSelector=metadata.name"]
+    {
         let (code, body) = app.get(&format!("{PCS}?{bad}")).await;
         assert_status(code, &body, 400, "BadRequest");
     }
@@ -125,15 +138,34 @@ async fn merge_json_and_strategic_patches_apply() {
     app.namespace().await;
     app.container("a", json!({"keep": "1"})).await;
     let uri = format!("{PCS}/a");
-    let (code, body) = app.patch(&uri, "application/merge-patch+json", json!({"metadata": {"labels": {"m": "1"}}})).await;
+    let (code, body) =
+        app.patch(&uri, "application/merge-patch+json", json!({"metadata": {"labels": {"m": "1"}}})).await;
     assert_eq!((code, body["metadata"]["labels"].clone()), (StatusCode::OK, json!({"keep": "1", "m": "1"})));
     let (code, body) = app.patch(&uri, "application/json-patch+json", json!([{"op": "add", "path": "/metadata/labels/j", "value": "2"}, {"op": "remove", "path": "/metadata/labels/keep"}])).await;
     assert_eq!((code, body["metadata"]["labels"].clone()), (StatusCode::OK, json!({"j": "2", "m": "1"})));
-    let (code, body) = app.patch(&uri, "application/strategic-merge-patch+json", json!({"metadata": {"labels": {"s": "3"}}, "$patch": "merge"})).await;
+    let (code, body) = app
+        .patch(
+            &uri,
+            "application/strategic-merge-patch+json",
+            json!({"metadata": {"labels": {"s": "3"}}, "$patch": "merge"}),
+        )
+        .await;
     assert_eq!((code, body["metadata"]["labels"]["s"].clone()), (StatusCode::OK, json!("3")));
-    let (code, body) = app.patch(&uri, "application/json-patch+json", json!([{"op": "test", "path": "/metadata/labels/j", "value": "nope"}])).await;
+    let (code, body) = app
+        .patch(
+            &uri,
+            "application/json-patch+json",
+            json!([{"op": "test", "path": "/metadata/labels/j", "value": "nope"}]),
+        )
+        .await;
     assert_status(code, &body, 422, "Invalid");
-    let (code, body) = app.patch(&uri, "application/merge-patch+json", json!({"metadata": {"resourceVersion": "1", "labels": {"x": "y"}}})).await;
+    let (code, body) = app
+        .patch(
+            &uri,
+            "application/merge-patch+json",
+            json!({"metadata": {"resourceVersion": "1", "labels": {"x": "y"}}}),
+        )
+        .await;
     assert_status(code, &body, 409, "Conflict");
     let (code, body) = app.patch(&uri, "text/plain", json!({})).await;
     assert_status(code, &body, 415, "UnsupportedMediaType");
@@ -142,8 +174,13 @@ async fn merge_json_and_strategic_patches_apply() {
     let (code, body) = app.patch(&format!("{PCS}/missing"), "application/merge-patch+json", json!({})).await;
     assert_status(code, &body, 404, "NotFound");
     // Server-side apply creates, then merges.
-    let apply = "apiVersion: drydock.dev/v1\nkind: PhysicalContainer\nmetadata:\n  name: ssa\nspec:\n  image: busybox\n";
-    let call = |body: &str| Call { body: body.as_bytes().to_vec(), ..Call::new("PATCH", "/apis/drydock.dev/v1/namespaces/demo/physicalcontainers/ssa?fieldManager=t").content_type("application/apply-patch+yaml") };
+    let apply =
+        "apiVersion: drydock.dev/v1\nkind: PhysicalContainer\nmetadata:\n  name: ssa\nspec:\n  image: busybox\n";
+    let call = |body: &str| Call {
+        body: body.as_bytes().to_vec(),
+        ..Call::new("PATCH", "/apis/drydock.dev/v1/namespaces/demo/physicalcontainers/ssa?fieldManager=t")
+            .content_type("application/apply-patch+yaml")
+    };
     assert_eq!(app.send(call(apply)).await.0, StatusCode::CREATED);
     let (code, body) = app.send(call(&format!("{apply}  stop: true\n"))).await;
     assert_eq!((code, body["spec"]["stop"].clone()), (StatusCode::OK, json!(true)));
@@ -190,7 +227,9 @@ async fn the_status_subresource_writes_only_status() {
     let (code, body) = app.put(&format!("{PCS}/a/status"), object).await;
     assert_eq!((code, body["status"]["phase"].clone()), (StatusCode::OK, json!("Running")));
     assert_eq!(body["metadata"].get("labels"), None);
-    let (code, body) = app.patch(&format!("{PCS}/a/status"), "application/merge-patch+json", json!({"status": {"runtimeId": "abc"}})).await;
+    let (code, body) = app
+        .patch(&format!("{PCS}/a/status"), "application/merge-patch+json", json!({"status": {"runtimeId": "abc"}}))
+        .await;
     assert_eq!((code, body["status"]["runtimeId"].clone()), (StatusCode::OK, json!("abc")));
     let (code, body) = app.get(&format!("{PCS}/a/status")).await;
     assert_eq!((code, body["status"]["phase"].clone()), (StatusCode::OK, json!("Running")));
@@ -202,21 +241,43 @@ async fn the_status_subresource_writes_only_status() {
 async fn invalid_objects_carry_field_causes() {
     let app = app();
     app.namespace().await;
-    let (code, body) = app.post(PCS, json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox", "bogus": 1}})).await;
+    let (code, body) = app
+        .post(
+            PCS,
+            json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox", "bogus": 1}}),
+        )
+        .await;
     assert_status(code, &body, 422, "Invalid");
     assert!(body["details"]["causes"][0]["field"].as_str().unwrap().starts_with("spec"), "{body}");
-    let (code, body) = app.post(PCS, json!({"kind": "PhysicalContainer", "metadata": {"name": "Not_A_Name"}, "spec": {"image": "busybox"}})).await;
+    let (code, body) = app
+        .post(
+            PCS,
+            json!({"kind": "PhysicalContainer", "metadata": {"name": "Not_A_Name"}, "spec": {"image": "busybox"}}),
+        )
+        .await;
     assert_status(code, &body, 422, "Invalid");
     assert_eq!(body["details"]["kind"], "physicalcontainers");
     let (code, body) = app.post(PCS, json!({"kind": "ContainerImage", "metadata": {"name": "a"}})).await;
     assert_status(code, &body, 400, "BadRequest");
-    let (code, body) = app.post(PCS, json!({"apiVersion": "v1", "kind": "PhysicalContainer", "metadata": {"name": "a"}})).await;
+    let (code, body) =
+        app.post(PCS, json!({"apiVersion": "v1", "kind": "PhysicalContainer", "metadata": {"name": "a"}})).await;
     assert_status(code, &body, 400, "BadRequest");
-    let (code, body) = app.send(Call { body: b"{not json".to_vec(), ..Call::new("POST", PCS).content_type("application/json") }).await;
+    let (code, body) =
+        app.send(Call { body: b"{not json".to_vec(), ..Call::new("POST", PCS).content_type("application/json") }).await;
     assert_status(code, &body, 400, "BadRequest");
-    let (code, body) = app.post(&format!("{PCS}?fieldValidation=Strict"), json!({"kind": "PhysicalContainer", "metadata": {"name": "a", "what": 1}, "spec": {"image": "busybox"}})).await;
+    let (code, body) = app
+        .post(
+            &format!("{PCS}?fieldValidation=Strict"),
+            json!({"kind": "PhysicalContainer", "metadata": {"name": "a", "what": 1}, "spec": {"image": "busybox"}}),
+        )
+        .await;
     assert_status(code, &body, 400, "BadRequest");
-    let (code, body) = app.post("/apis/drydock.dev/v1/namespaces/nowhere/physicalcontainers", json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox"}})).await;
+    let (code, body) = app
+        .post(
+            "/apis/drydock.dev/v1/namespaces/nowhere/physicalcontainers",
+            json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox"}}),
+        )
+        .await;
     assert_status(code, &body, 404, "NotFound");
     let (code, body) = app.send(Call::new("GET", PCS).accept("application/vnd.kubernetes.protobuf")).await;
     assert_status(code, &body, 406, "NotAcceptable");
@@ -229,7 +290,9 @@ async fn a_terminating_namespace_is_forbidden() {
     let (code, ns) = app.send(Call::new("DELETE", "/api/v1/namespaces/demo")).await;
     assert_eq!(code, StatusCode::OK);
     assert!(ns["metadata"]["deletionTimestamp"].is_string(), "the namespace finalizer keeps it: {ns}");
-    let (code, body) = app.post(PCS, json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox"}})).await;
+    let (code, body) = app
+        .post(PCS, json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox"}}))
+        .await;
     assert_status(code, &body, 403, "Forbidden");
     assert!(body["message"].as_str().unwrap().contains("because it is being terminated"));
 }
@@ -248,16 +311,24 @@ async fn tables_show_columns_and_partial_objects() {
     let app = app();
     app.namespace().await;
     app.container("a", json!({})).await;
-    let (code, table) = app.send(Call::new("GET", PCS).accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json")).await;
+    let (code, table) =
+        app.send(Call::new("GET", PCS).accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json")).await;
     assert_eq!((code, table["kind"].clone()), (StatusCode::OK, json!("Table")));
-    let columns: Vec<&str> = table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let columns: Vec<&str> =
+        table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(columns, ["Name", "Phase", "Reason", "Container", "Image", "Age"]);
     assert_eq!(table["rows"][0]["cells"][0], "a");
     assert_eq!(table["rows"][0]["cells"][4], "busybox:1.36");
     assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     assert_eq!(table["rows"][0]["object"]["metadata"]["name"], "a");
-    let (_, table) = app.send(Call::new("GET", &format!("{PCS}?includeObject=Object")).accept("application/json;as=Table;v=v1;g=meta.k8s.io")).await;
+    let (_, table) = app
+        .send(
+            Call::new("GET", &format!("{PCS}?includeObject=Object"))
+                .accept("application/json;as=Table;v=v1;g=meta.k8s.io"),
+        )
+        .await;
     assert_eq!(table["rows"][0]["object"]["kind"], "PhysicalContainer");
-    let (_, table) = app.send(Call::new("GET", "/api/v1/namespaces").accept("application/json;as=Table;v=v1;g=meta.k8s.io")).await;
+    let (_, table) =
+        app.send(Call::new("GET", "/api/v1/namespaces").accept("application/json;as=Table;v=v1;g=meta.k8s.io")).await;
     assert_eq!(table["columnDefinitions"][1]["name"], "Status");
 }

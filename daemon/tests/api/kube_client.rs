@@ -8,7 +8,9 @@ use drydock_engine::api::{Object, ObjectKey, ObjectMeta};
 use drydock_engine::store::{DeleteOptions, StoreRequest};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, Config};
 use serde_json::json;
@@ -52,7 +54,10 @@ async fn kube_rs_creates_reads_patches_and_deletes() {
     api.create(&PostParams::default(), &pc("b")).await.unwrap();
     let listed = api.list(&ListParams::default().labels("app=web").fields("metadata.name=a")).await.unwrap();
     assert_eq!(listed.items.iter().map(|o| o.metadata.name.clone().unwrap()).collect::<Vec<_>>(), ["a"]);
-    let patched = api.patch("a", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "1"}}}))).await.unwrap();
+    let patched = api
+        .patch("a", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "1"}}})))
+        .await
+        .unwrap();
     assert_eq!(patched.metadata.labels.unwrap()["x"], "1");
     let error = api.replace("a", &PostParams::default(), &a).await.unwrap_err();
     assert!(matches!(&error, kube::Error::Api(s) if s.code == 409 && s.reason == "Conflict"), "{error:?}");
@@ -116,7 +121,8 @@ fn create(store: &SharedStore, name: &str) {
 
 /// The store's PhysicalContainers in demo: name -> resourceVersion.
 fn truth(store: &SharedStore) -> BTreeMap<String, String> {
-    store.read(|s| s.list(Some("PhysicalContainer"), Some("demo")))
+    store
+        .read(|s| s.list(Some("PhysicalContainer"), Some("demo")))
         .iter()
         .map(|o| (o.metadata.name.clone(), o.metadata.resource_version.to_string()))
         .collect()
@@ -125,7 +131,9 @@ fn truth(store: &SharedStore) -> BTreeMap<String, String> {
 #[tokio::test]
 async fn the_watcher_relists_after_a_forced_compaction_and_converges() {
     let store = store(4);
-    store.execute(StoreRequest::Create { object: Object::new("Namespace", ObjectMeta::named(None, "demo"), json!({})) }).unwrap();
+    store
+        .execute(StoreRequest::Create { object: Object::new("Namespace", ObjectMeta::named(None, "demo"), json!({})) })
+        .unwrap();
     create(&store, "p0");
     let client = serve(store.clone()).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -133,9 +141,15 @@ async fn the_watcher_relists_after_a_forced_compaction_and_converges() {
     tokio::spawn(stream.for_each(move |event| {
         let seen = match event {
             Ok(Event::Init) => Seen::Init,
-            Ok(Event::InitApply(o)) => { let (n, rv) = name_rv(&o); Seen::InitApply(n, rv) }
+            Ok(Event::InitApply(o)) => {
+                let (n, rv) = name_rv(&o);
+                Seen::InitApply(n, rv)
+            }
             Ok(Event::InitDone) => Seen::InitDone,
-            Ok(Event::Apply(o)) => { let (n, rv) = name_rv(&o); Seen::Apply(n, rv) }
+            Ok(Event::Apply(o)) => {
+                let (n, rv) = name_rv(&o);
+                Seen::Apply(n, rv)
+            }
             Ok(Event::Delete(o)) => Seen::Delete(name_rv(&o).0),
             Err(e) => Seen::Error(e.to_string()),
         };
@@ -157,7 +171,12 @@ async fn the_watcher_relists_after_a_forced_compaction_and_converges() {
     for i in 1..=6 {
         create(&store, &format!("p{i}"));
     }
-    store.execute(StoreRequest::Delete { key: ObjectKey::namespaced("PhysicalContainer", "demo", "p0"), options: DeleteOptions::default() }).unwrap();
+    store
+        .execute(StoreRequest::Delete {
+            key: ObjectKey::namespaced("PhysicalContainer", "demo", "p0"),
+            options: DeleteOptions::default(),
+        })
+        .unwrap();
     // The watcher gets 410, relists and converges; one more write after that arrives as an event.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut wrote_after = false;
@@ -172,7 +191,14 @@ async fn the_watcher_relists_after_a_forced_compaction_and_converges() {
             break;
         }
     }
-    assert!(w.errors.iter().any(|e| e.contains("410") || e.to_lowercase().contains("expired") || e.contains("too old") || e.contains("compacted")), "{:?}", w.errors);
+    assert!(
+        w.errors.iter().any(|e| e.contains("410")
+            || e.to_lowercase().contains("expired")
+            || e.contains("too old")
+            || e.contains("compacted")),
+        "{:?}",
+        w.errors
+    );
     assert!(w.init_done >= 2, "relisted: {}", w.init_done);
     assert!(w.view.contains_key("after") && !w.view.contains_key("p0"));
 }

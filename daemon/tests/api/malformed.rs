@@ -46,7 +46,15 @@ struct Req {
 
 impl Req {
     fn new(category: &'static str, method: &'static str, uri: impl Into<String>) -> Self {
-        Req { category, method, uri: uri.into(), content_type: None, accept: None, token: Some(TOKEN.into()), body: Vec::new() }
+        Req {
+            category,
+            method,
+            uri: uri.into(),
+            content_type: None,
+            accept: None,
+            token: Some(TOKEN.into()),
+            body: Vec::new(),
+        }
     }
 
     fn json(mut self, content_type: &'static str, body: &Value) -> Self {
@@ -91,7 +99,11 @@ fn wrong_type(g: &mut Gen) -> Req {
 fn huge(g: &mut Gen) -> Req {
     let mut body = valid_pc(&format!("n{}", g.word()));
     body["metadata"]["annotations"] = json!({"big": "x".repeat(LIMIT + g.below(3 * LIMIT))});
-    let (method, uri, ct) = *g.pick(&[("POST", PCS, "application/json"), ("PUT", ITEM, "application/json"), ("PATCH", ITEM, "application/merge-patch+json")]);
+    let (method, uri, ct) = *g.pick(&[
+        ("POST", PCS, "application/json"),
+        ("PUT", ITEM, "application/json"),
+        ("PATCH", ITEM, "application/merge-patch+json"),
+    ]);
     Req::new("huge body", method, uri).json(ct, &body)
 }
 
@@ -99,16 +111,41 @@ fn unknown_fields(g: &mut Gen) -> Req {
     let mut body = valid_pc(&format!("n{}", g.word()));
     let field = g.word();
     let strict = match g.below(3) {
-        0 => { body["spec"][format!("{field}Z")] = json!(1); false }
-        1 => { body[format!("{field}Z")] = json!(true); true }
-        _ => { body["metadata"][format!("{field}Z")] = json!("x"); true }
+        0 => {
+            body["spec"][format!("{field}Z")] = json!(1);
+            false
+        }
+        1 => {
+            body[format!("{field}Z")] = json!(true);
+            true
+        }
+        _ => {
+            body["metadata"][format!("{field}Z")] = json!("x");
+            true
+        }
     };
     let uri = if strict { format!("{PCS}?fieldValidation=Strict") } else { PCS.to_string() };
     Req::new("unknown fields", "POST", uri).json("application/json", &body)
 }
 
-const BAD_LABELS: [&str; 14] = ["a in x", "(a", "a=b=c", "=b", "a b c", "-a", "a!=)", "!", "a in (x", "x/y/z", "A B", "a in (x,y", "a notin x", ",="];
-const BAD_FIELDS: [&str; 6] = ["spec.image=x", "metadata.name", "status.phase=Running", "metadata.labels=x", "kind==x", "x!"];
+const BAD_LABELS: [&str; 14] = [
+    "a in x",
+    "(a",
+    "a=b=c",
+    "=b",
+    "a b c",
+    "-a",
+    "a!=)",
+    "!",
+    "a in (x",
+    "x/y/z",
+    "A B",
+    "a in (x,y",
+    "a notin x",
+    ",=",
+];
+const BAD_FIELDS: [&str; 6] =
+    ["spec.image=x", "metadata.name", "status.phase=Running", "metadata.labels=x", "kind==x", "x!"];
 
 fn bad_selector(g: &mut Gen) -> Req {
     let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
@@ -119,7 +156,11 @@ fn bad_selector(g: &mut Gen) -> Req {
         format!("fieldSelector={}", enc(&format!("{}{}", g.pick(&["", "metadata.name=a,"]), g.pick(&BAD_FIELDS))))
     };
     let watch = if g.below(2) == 0 { "&watch=1" } else { "" };
-    Req::new("bad selector", "GET", format!("{}?{query}{watch}", g.pick(&[PCS, "/apis/drydock.dev/v1/physicalcontainers", "/api/v1/namespaces"])))
+    Req::new(
+        "bad selector",
+        "GET",
+        format!("{}?{query}{watch}", g.pick(&[PCS, "/apis/drydock.dev/v1/physicalcontainers", "/api/v1/namespaces"])),
+    )
 }
 
 fn bad_patch(g: &mut Gen) -> Req {
@@ -159,7 +200,14 @@ fn bad_patch(g: &mut Gen) -> Req {
 
 fn bad_content_type(g: &mut Gen) -> Req {
     let (method, uri) = *g.pick(&[("POST", PCS), ("PUT", ITEM), ("PATCH", ITEM)]);
-    let ct = *g.pick(&["text/plain", "application/xml", "", "application/vnd.kubernetes.protobuf", "multipart/form-data", "application/jsonx"]);
+    let ct = *g.pick(&[
+        "text/plain",
+        "application/xml",
+        "",
+        "application/vnd.kubernetes.protobuf",
+        "multipart/form-data",
+        "application/jsonx",
+    ]);
     let mut req = Req::new("bad content type", method, uri).json("text/plain", &valid_pc("a"));
     req.content_type = if ct.is_empty() { None } else { Some(ct) };
     if method == "PATCH" && g.below(2) == 0 {
@@ -180,7 +228,8 @@ fn bad_resource_version(g: &mut Gen) -> Req {
             body["metadata"]["resourceVersion"] = json!(if g.below(2) == 0 { json!(rv) } else { json!("1") });
             Req::new("bad resourceVersion", "PUT", ITEM).json("application/json", &body)
         }
-        _ => Req::new("bad resourceVersion", "DELETE", ITEM).json("application/json", &json!({"preconditions": {"resourceVersion": rv}})),
+        _ => Req::new("bad resourceVersion", "DELETE", ITEM)
+            .json("application/json", &json!({"preconditions": {"resourceVersion": rv}})),
     }
 }
 
@@ -199,23 +248,41 @@ fn bad_path(g: &mut Gen) -> Req {
     ];
     let path = g.pick(&paths).clone();
     let method = *g.pick(&["GET", "PUT", "PATCH", "DELETE"]);
-    Req::new("bad path", method, path).json("application/merge-patch+json", &json!({"metadata": {"labels": {"x": "1"}}}))
+    Req::new("bad path", method, path)
+        .json("application/merge-patch+json", &json!({"metadata": {"labels": {"x": "1"}}}))
 }
 
 fn bad_method(g: &mut Gen) -> Req {
-    let (method, uri) = *g.pick(&[("POST", ITEM), ("PUT", PCS), ("PATCH", PCS), ("DELETE", PCS), ("POST", "/apis/drydock.dev/v1/namespaces/demo/physicalcontainers/a/status"), ("OPTIONS", ITEM), ("DELETE", "/apis/drydock.dev/v1/namespaces/demo/physicalcontainers/a/status")]);
+    let (method, uri) = *g.pick(&[
+        ("POST", ITEM),
+        ("PUT", PCS),
+        ("PATCH", PCS),
+        ("DELETE", PCS),
+        ("POST", "/apis/drydock.dev/v1/namespaces/demo/physicalcontainers/a/status"),
+        ("OPTIONS", ITEM),
+        ("DELETE", "/apis/drydock.dev/v1/namespaces/demo/physicalcontainers/a/status"),
+    ]);
     Req::new("bad method", method, uri).json("application/json", &valid_pc("a"))
 }
 
 fn bad_token(g: &mut Gen) -> Req {
     let word = g.word();
-    let mut req = Req::new("bad token", *g.pick(&["GET", "POST", "DELETE"]), *g.pick(&[PCS, ITEM, "/api", "/healthz", "/openapi/v3"]));
-    req.token = g.pick(&[None, Some(word), Some(format!("{TOKEN}x")), Some(TOKEN[1..].to_string()), Some(String::new())]).clone();
+    let method: &'static str = ["GET", "POST", "DELETE"][g.below(3)];
+    let mut req = Req::new("bad token", method, *g.pick(&[PCS, ITEM, "/api", "/healthz", "/openapi/v3"]));
+    req.token = g
+        .pick(&[None, Some(word), Some(format!("{TOKEN}x")), Some(TOKEN[1..].to_string()), Some(String::new())])
+        .clone();
     req.json("application/json", &valid_pc("zz"))
 }
 
 fn bad_accept(g: &mut Gen) -> Req {
-    let accept = *g.pick(&["application/vnd.kubernetes.protobuf", "text/html", "application/json;as=Table;g=wrong.io;v=v1", "application/json;as=Unknown;g=meta.k8s.io", "image/png"]);
+    let accept = *g.pick(&[
+        "application/vnd.kubernetes.protobuf",
+        "text/html",
+        "application/json;as=Table;g=wrong.io;v=v1",
+        "application/json;as=Unknown;g=meta.k8s.io",
+        "image/png",
+    ]);
     let uri = *g.pick(&[PCS, ITEM]);
     Req { accept: Some(accept), ..Req::new("bad accept", "GET", uri) }
 }
@@ -225,7 +292,8 @@ fn bad_query(g: &mut Gen) -> Req {
     match g.below(7) {
         0 => Req::new("bad query", "DELETE", format!("{ITEM}?propagationPolicy={word}")),
         1 => Req::new("bad query", "GET", format!("{PCS}?includeObject={word}")),
-        2 => Req::new("bad query", "POST", format!("{PCS}?fieldValidation={word}")).json("application/json", &valid_pc("zz")),
+        2 => Req::new("bad query", "POST", format!("{PCS}?fieldValidation={word}"))
+            .json("application/json", &valid_pc("zz")),
         3 => Req::new("bad query", "GET", format!("{PCS}?watch={word}")),
         4 => Req::new("bad query", "GET", format!("{PCS}?watch=1&timeoutSeconds=-{}", g.below(9))),
         5 => Req::new("bad query", "POST", format!("{PCS}?dryRun=All")).json("application/json", &valid_pc("zz")),
@@ -235,8 +303,20 @@ fn bad_query(g: &mut Gen) -> Req {
 
 fn generate(g: &mut Gen) -> Req {
     let makers: [fn(&mut Gen) -> Req; 14] = [
-        bad_json, wrong_type, huge, unknown_fields, bad_selector, bad_patch, bad_content_type,
-        bad_resource_version, bad_path, bad_method, bad_token, bad_accept, bad_query, bad_patch,
+        bad_json,
+        wrong_type,
+        huge,
+        unknown_fields,
+        bad_selector,
+        bad_patch,
+        bad_content_type,
+        bad_resource_version,
+        bad_path,
+        bad_method,
+        bad_token,
+        bad_accept,
+        bad_query,
+        bad_patch,
     ];
     let mut req = g.pick(&makers)(g);
     if g.below(4) == 0 {
@@ -257,8 +337,14 @@ async fn ten_thousand_malformed_requests_are_refused_with_a_status_and_change_no
     let app = app_with(store(1000), ApiOptions { token: Some(TOKEN.into()), max_body_bytes: LIMIT });
     for (uri, body) in [
         ("/api/v1/namespaces", json!({"kind": "Namespace", "metadata": {"name": "demo"}})),
-        (PCS, json!({"kind": "PhysicalContainer", "metadata": {"name": "a", "labels": {"app": "web"}}, "spec": {"image": "busybox"}})),
-        ("/apis/drydock.dev/v1/namespaces/demo/containerimages", json!({"kind": "ContainerImage", "metadata": {"name": "i"}, "spec": {"image": "busybox"}})),
+        (
+            PCS,
+            json!({"kind": "PhysicalContainer", "metadata": {"name": "a", "labels": {"app": "web"}}, "spec": {"image": "busybox"}}),
+        ),
+        (
+            "/apis/drydock.dev/v1/namespaces/demo/containerimages",
+            json!({"kind": "ContainerImage", "metadata": {"name": "i"}, "spec": {"image": "busybox"}}),
+        ),
     ] {
         let call = Call { token: Some(TOKEN), ..Call::new("POST", uri).json(&body) };
         assert_eq!(app.send(call).await.0.as_u16(), 201);
@@ -269,9 +355,24 @@ async fn ten_thousand_malformed_requests_are_refused_with_a_status_and_change_no
     let started = Instant::now();
     for i in 0..REQUESTS {
         let req = generate(&mut g);
-        let call = Call { method: req.method, uri: &req.uri, content_type: req.content_type, accept: req.accept, token: req.token.as_deref(), body: req.body.clone() };
+        let call = Call {
+            method: req.method,
+            uri: &req.uri,
+            content_type: req.content_type,
+            accept: req.accept,
+            token: req.token.as_deref(),
+            body: req.body.clone(),
+        };
         let (code, body) = app.send(call).await;
-        let context = format!("#{i} {} {} {} ct={:?} accept={:?} body={}", req.category, req.method, req.uri, req.content_type, req.accept, String::from_utf8_lossy(&req.body[..req.body.len().min(300)]));
+        let context = format!(
+            "#{i} {} {} {} ct={:?} accept={:?} body={}",
+            req.category,
+            req.method,
+            req.uri,
+            req.content_type,
+            req.accept,
+            String::from_utf8_lossy(&req.body[..req.body.len().min(300)])
+        );
         assert!(code.is_client_error(), "{code} for {context}: {body}");
         assert_eq!(body["kind"], "Status", "{context}: {body}");
         assert_eq!(body["code"], code.as_u16(), "{context}: {body}");

@@ -23,7 +23,12 @@ async fn watch_lines(app: &App, query: &str, accept: Option<&str>) -> Vec<Value>
 fn summary(events: &[Value]) -> Vec<(String, String)> {
     events
         .iter()
-        .map(|e| (e["type"].as_str().unwrap().to_string(), e["object"]["metadata"]["name"].as_str().unwrap_or("").to_string()))
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_string(),
+                e["object"]["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            )
+        })
         .collect()
 }
 
@@ -70,7 +75,12 @@ async fn bookmarks_carry_the_version_of_filtered_changes() {
     let writer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let app = app_with(store, ApiOptions::default());
-        let (code, _) = app.post("/apis/drydock.dev/v1/namespaces/demo/containerimages", json!({"kind": "ContainerImage", "metadata": {"name": "i"}, "spec": {"image": "busybox"}})).await;
+        let (code, _) = app
+            .post(
+                "/apis/drydock.dev/v1/namespaces/demo/containerimages",
+                json!({"kind": "ContainerImage", "metadata": {"name": "i"}, "spec": {"image": "busybox"}}),
+            )
+            .await;
         assert_eq!(code, StatusCode::CREATED);
     });
     let events = watch_lines(&app, "resourceVersion=1&allowWatchBookmarks=true&timeoutSeconds=1", None).await;
@@ -94,7 +104,10 @@ async fn a_compacted_version_is_one_410_expired_event_then_the_end() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["type"], "ERROR");
     let status = &events[0]["object"];
-    assert_eq!((status["kind"].clone(), status["code"].clone(), status["reason"].clone()), (json!("Status"), json!(410), json!("Expired")));
+    assert_eq!(
+        (status["kind"].clone(), status["code"].clone(), status["reason"].clone()),
+        (json!("Status"), json!(410), json!("Expired"))
+    );
     // The current version still works.
     let events = watch_lines(&app, "resourceVersion=11&timeoutSeconds=1", None).await;
     assert!(events.is_empty());
