@@ -62,7 +62,7 @@ fn columns(kind: &str) -> Vec<Column> {
     let reason = Column { name: "Reason", kind: "string", cell: |v, _| text(v, "/status/reason") };
     let age = Column { name: "Age", kind: "string", cell: age_cell };
     let middle: Vec<Column> = match kind {
-        "Namespace" => vec![Column { name: "Status", kind: "string", cell: |v, _| text(v, "/status/phase") }],
+        "Namespace" => vec![Column { name: "Status", kind: "string", cell: |v, _| namespace_phase(v) }],
         "PhysicalContainer" => vec![
             phase,
             reason,
@@ -89,6 +89,15 @@ fn columns(kind: &str) -> Vec<Column> {
         _ => vec![phase],
     };
     std::iter::once(name).chain(middle).chain(std::iter::once(age)).collect()
+}
+
+/// The phase the engine wrote, else what the metadata says (`Terminating` once marked).
+fn namespace_phase(v: &Value) -> Value {
+    match v.pointer("/status/phase").and_then(Value::as_str) {
+        Some(phase) => Value::String(phase.to_string()),
+        None if v.pointer("/metadata/deletionTimestamp").is_some() => Value::String("Terminating".into()),
+        None => Value::String("Active".into()),
+    }
 }
 
 fn physical_image(v: &Value) -> Value {
