@@ -12,6 +12,7 @@
 //! - [`negotiate`]: Accept / Content-Type handling and the body size limit;
 //! - [`discovery`], [`openapi`]: what clients ask before they make a request;
 //! - [`table`]: the `Table` form `kubectl get` shows;
+//! - [`protobuf`]: the protobuf Namespace `kubectl create namespace` sends;
 //! - [`patch`]: merge, JSON and (as merge) strategic-merge patches, and server-side apply;
 //! - [`watch`]: newline-delimited watch streams with bookmarks and `410 Gone`;
 //! - [`resource`]: the handlers of `/api/v1/...` and `/apis/{group}/{version}/...`;
@@ -21,7 +22,8 @@
 //! `tracing` span with its method and path, and every refusal is a `Status` with a reason and an
 //! HTTP code. A refused request never changes the store.
 //!
-//! *Caveats*: no protobuf (clients that ask only for it get 406), no `deletecollection`, no
+//! *Caveats*: no protobuf answers (clients that ask only for it get 406) and protobuf bodies only
+//! for `Namespace`, no `deletecollection`, no
 //! `dryRun` (refused with 400), field selectors only on `metadata.name` and `metadata.namespace`.
 
 pub mod auth;
@@ -30,6 +32,7 @@ pub mod kinds;
 pub mod negotiate;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod resource;
 pub mod selectors;
 pub mod status;

@@ -90,6 +90,7 @@ pub fn parse_object_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     match content_type(headers).as_str() {
         "application/json" => parse_json(body),
         "application/yaml" | "application/x-yaml" | "text/yaml" => parse_yaml(body),
+        "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body),
         _ => Err(ApiError::UnsupportedMediaType { accepted: "application/json, application/yaml".into() }),
     }
 }
