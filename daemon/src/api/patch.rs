@@ -1,0 +1,203 @@
+//! `PATCH`: JSON merge patch, JSON patch, strategic merge patch (applied as a merge patch, after
+//! dropping its `$`-directives) and server-side apply (`application/apply-patch+yaml`: create if
+//! absent, else a merge patch).
+//!
+//! *Guarantees*: the patch is applied to the object as clients see it (its wire JSON), and the
+//! result goes through the same decoding and admission as a `PUT`. A patch that sets
+//! `metadata.resourceVersion` makes it a precondition (409 when stale); otherwise a conflict with a
+//! concurrent writer is retried on a fresh read (a few times), like the apiserver does. A patch
+//! document that does not parse, or a JSON patch whose operations fail (a `test` that does not
+//! hold, a path that does not exist), is a 400 / 422 and changes nothing.
+//!
+//! *Caveats*: strategic merge patch replaces lists instead of merging them by key.
+
+use super::AppState;
+use super::negotiate::{self, json_with_warnings};
+use super::resource::{self, Query, ResourcePath};
+use super::status::{ApiError, ApiResult};
+use super::table::IncludeObject;
+use super::wire::{self, FieldValidation, Target};
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use drydock_engine::api::Object;
+use drydock_engine::store::StoreRequest;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// A parsed patch document.
+#[derive(Clone, Debug)]
+pub enum PatchDoc {
+    Merge(Value),
+    Json(json_patch::Patch),
+    Apply(Value),
+}
+
+const ACCEPTED: &str = "application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml";
+
+impl PatchDoc {
+    /// Parse a body by its content type.
+    pub fn parse(content_type: &str, body: &[u8]) -> ApiResult<Self> {
+        match content_type {
+            "application/merge-patch+json" => Ok(PatchDoc::Merge(negotiate::parse_json(body)?)),
+            "application/strategic-merge-patch+json" => {
+                Ok(PatchDoc::Merge(strip_directives(negotiate::parse_json(body)?)))
+            }
+            "application/json-patch+json" => serde_json::from_slice(body)
+                .map(PatchDoc::Json)
+                .map_err(|e| ApiError::BadRequest(format!("the body is not a valid JSON patch: {e}"))),
+            "application/apply-patch+yaml" => Ok(PatchDoc::Apply(negotiate::parse_yaml(body)?)),
+            _ => Err(ApiError::UnsupportedMediaType { accepted: ACCEPTED.into() }),
+        }
+    }
+
+    /// Whether the patch names a resourceVersion, which then is a precondition.
+    fn sets_resource_version(&self) -> bool {
+        match self {
+            PatchDoc::Merge(v) | PatchDoc::Apply(v) => {
+                v.pointer("/metadata/resourceVersion").is_some_and(|v| !v.is_null())
+            }
+            PatchDoc::Json(p) => p.0.iter().any(|op| op_path(op).starts_with("/metadata/resourceVersion")),
+        }
+    }
+
+    /// `doc` patched.
+    pub fn apply(&self, mut doc: Value) -> ApiResult<Value> {
+        match self {
+            PatchDoc::Merge(patch) | PatchDoc::Apply(patch) => json_patch::merge(&mut doc, patch),
+            PatchDoc::Json(patch) => json_patch::patch(&mut doc, patch).map_err(|e| ApiError::Invalid {
+                message: format!("the JSON patch could not be applied: {e}"),
+                subject: Default::default(),
+                causes: Vec::new(),
+            })?,
+        }
+        Ok(doc)
+    }
+}
+
+fn op_path(op: &json_patch::PatchOperation) -> String {
+    use json_patch::PatchOperation as Op;
+    match op {
+        Op::Add(o) => o.path.to_string(),
+        Op::Remove(o) => o.path.to_string(),
+        Op::Replace(o) => o.path.to_string(),
+        Op::Move(o) => o.path.to_string(),
+        Op::Copy(o) => o.path.to_string(),
+        Op::Test(o) => o.path.to_string(),
+    }
+}
+
+/// Drop strategic-merge-patch directives (`$patch`, `$setElementOrder/...`, `$retainKeys`, ...).
+fn strip_directives(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            map.into_iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k, strip_directives(v))).collect()
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(strip_directives).collect()),
+        other => other,
+    }
+}
+
+const RETRIES: usize = 5;
+
+/// Serve a `PATCH` of `name` (of its status if `status`).
+pub async fn serve(
+    state: &AppState,
+    path: &ResourcePath,
+    query: &Query,
+    headers: &HeaderMap,
+    name: &str,
+    body: Body,
+    status: bool,
+) -> ApiResult<Response> {
+    let validation = FieldValidation::parse(query.get("fieldValidation"))?;
+    let format = negotiate::accept(headers)?;
+    let bytes = negotiate::read_body(body, state.options.max_body_bytes).await?;
+    let doc = PatchDoc::parse(&negotiate::content_type(headers), &bytes)?;
+    let (stored, warnings, code) = patch_with_retries(state, path, name, &doc, validation, status)?;
+    let body = resource::render_object(state, &path.desc, &stored, format, IncludeObject::Metadata);
+    Ok(json_with_warnings(code, &body, &warnings))
+}
+
+fn patch_with_retries(
+    state: &AppState,
+    path: &ResourcePath,
+    name: &str,
+    doc: &PatchDoc,
+    validation: FieldValidation,
+    status: bool,
+) -> ApiResult<(Arc<Object>, Vec<String>, StatusCode)> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match patch_once(state, path, name, doc, validation, status) {
+            Err(ApiError::Conflict { .. }) if attempt < RETRIES && !doc.sets_resource_version() => continue,
+            result => return result,
+        }
+    }
+}
+
+fn patch_once(
+    state: &AppState,
+    path: &ResourcePath,
+    name: &str,
+    doc: &PatchDoc,
+    validation: FieldValidation,
+    status: bool,
+) -> ApiResult<(Arc<Object>, Vec<String>, StatusCode)> {
+    let target = Target { desc: &path.desc, namespace: path.namespace.as_deref(), name: Some(name) };
+    let current = match (resource::fetch(state, path, name), doc) {
+        (Err(ApiError::NotFound { .. }), PatchDoc::Apply(body)) if !status => {
+            let (object, warnings) = wire::from_wire(body.clone(), &target, validation)?;
+            let created = resource::execute(state, &path.desc, name, StoreRequest::Create { object })?;
+            return Ok((created, warnings, StatusCode::CREATED));
+        }
+        (current, _) => current?,
+    };
+    let registry = state.store.read(|s| s.registry().clone());
+    let mut wire_doc = wire::to_wire(&current, &path.desc, &registry);
+    if let Some(meta) = wire_doc.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    let patched = doc.apply(wire_doc).map_err(|e| match e {
+        ApiError::Invalid { message, causes, .. } => {
+            ApiError::Invalid { message, subject: path.desc.subject(name), causes }
+        }
+        other => other,
+    })?;
+    let (object, warnings) = wire::from_wire(patched, &target, validation)?;
+    let stored = resource::write(state, path, name, object, status)?;
+    Ok((stored, warnings, StatusCode::OK))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn strategic_merge_is_merge_without_directives() {
+        let doc = PatchDoc::parse(
+            "application/strategic-merge-patch+json",
+            br#"{"metadata":{"labels":{"a":"b"},"$setElementOrder/finalizers":[]},"$patch":"merge"}"#,
+        )
+        .unwrap();
+        let out = doc.apply(json!({"metadata": {"name": "x"}})).unwrap();
+        assert_eq!(out, json!({"metadata": {"name": "x", "labels": {"a": "b"}}}));
+    }
+
+    #[test]
+    fn json_patch_failures_are_errors() {
+        let doc = PatchDoc::parse("application/json-patch+json", br#"[{"op":"test","path":"/a","value":1}]"#).unwrap();
+        assert!(doc.apply(json!({"a": 2})).is_err());
+        assert!(PatchDoc::parse("application/json-patch+json", br#"{"op":"add"}"#).is_err());
+        assert!(PatchDoc::parse("text/plain", b"{}").is_err());
+        let rv = PatchDoc::parse(
+            "application/json-patch+json",
+            br#"[{"op":"replace","path":"/metadata/resourceVersion","value":"3"}]"#,
+        )
+        .unwrap();
+        assert!(rv.sets_resource_version());
+    }
+}

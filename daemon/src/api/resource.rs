@@ -1,0 +1,433 @@
+//! The handlers of `/api/v1/...` and `/apis/{group}/{version}/...`: get, list, watch, create,
+//! update, patch, delete and the `status` subresource.
+//!
+//! *Guarantees*
+//! - Paths resolve against the store's registry: an unknown group, version, plural or
+//!   subresource is a 404 `Status`; a method a path does not serve is a 405.
+//! - Writes go through the store only after the body was read (within the size limit), parsed
+//!   and checked against the URL, so a refused request changes nothing.
+//! - `PUT` without a resourceVersion is unconditional (like Kubernetes); with one, a stale one is
+//!   a 409 Conflict.
+//! - Lists carry the store's revision as `metadata.resourceVersion`.
+//!
+//! *Caveats*: `limit`/`continue` are ignored (lists are whole); `dryRun` is refused (400);
+//! `deletecollection` is not served (405).
+
+use super::kinds::{self, KindDesc};
+use super::negotiate::{self, Format, json_response, json_with_warnings};
+use super::selectors::{FieldSelector, LabelSelector};
+use super::status::{ApiError, ApiResult};
+use super::table::{self, Context, IncludeObject};
+use super::wire::{self, FieldValidation, Target};
+use super::{AppState, patch, watch};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use drydock_engine::api::{Object, ObjectKey, Uid};
+use drydock_engine::store::{DeleteOptions, Propagation, StoreReply, StoreRequest};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Where a request goes.
+#[derive(Clone, Debug)]
+pub struct ResourcePath {
+    pub desc: KindDesc,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+impl ResourcePath {
+    pub fn key(&self, name: &str) -> ObjectKey {
+        let namespace = if self.desc.namespaced { self.namespace.as_deref() } else { None };
+        ObjectKey::new(&self.desc.kind, namespace, name)
+    }
+}
+
+/// The query string, decoded.
+#[derive(Clone, Debug, Default)]
+pub struct Query(Vec<(String, String)>);
+
+impl Query {
+    pub fn parse(raw: Option<&str>) -> Self {
+        Query(form_urlencoded::parse(raw.unwrap_or("").as_bytes()).into_owned().collect())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn flag(&self, name: &str) -> ApiResult<bool> {
+        match self.get(name) {
+            None | Some("" | "0" | "false" | "False") => Ok(false),
+            Some("1" | "true" | "True") => Ok(true),
+            Some(other) => Err(ApiError::BadRequest(format!("{name} must be true or false, not {other:?}"))),
+        }
+    }
+}
+
+/// Everything a handler needs about one request.
+struct Call {
+    state: AppState,
+    path: ResourcePath,
+    query: Query,
+    headers: HeaderMap,
+}
+
+/// The fallback handler: resolve the path, then route on method and shape.
+pub async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let registry_kinds = |gv: &str| state.store.read(|s| kinds::in_group_version(s.registry(), gv));
+    let path = match resolve(parts.uri.path(), registry_kinds) {
+        Ok(path) => path,
+        Err(error) => return error.into_response(),
+    };
+    let call = Call { state, path, query: Query::parse(parts.uri.query()), headers: parts.headers };
+    route(call, parts.method, body).await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn route(call: Call, method: Method, body: Body) -> ApiResult<Response> {
+    if call.query.get("dryRun").is_some_and(|v| !v.is_empty()) {
+        return Err(ApiError::BadRequest("dryRun is not supported by this server".into()));
+    }
+    let name = call.path.name.clone();
+    match (call.path.subresource.as_deref(), name, method) {
+        (None, None, Method::GET) if call.query.flag("watch")? => {
+            watch::serve(&call.state, &call.path, &call.query, &call.headers)
+        }
+        (None, None, Method::GET) => list(&call),
+        (None, None, Method::POST) => create(&call, body).await,
+        (None, Some(name), Method::GET) => get(&call, &name),
+        (None, Some(name), Method::PUT) => update(&call, &name, body, false).await,
+        (None, Some(name), Method::PATCH) => {
+            patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, false).await
+        }
+        (None, Some(name), Method::DELETE) => delete(&call, &name, body).await,
+        (Some("status"), Some(name), Method::GET) => get(&call, &name),
+        (Some("status"), Some(name), Method::PUT) => update(&call, &name, body, true).await,
+        (Some("status"), Some(name), Method::PATCH) => {
+            patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, true).await
+        }
+        _ => Err(ApiError::MethodNotAllowed),
+    }
+}
+
+/// Resolve `/api/v1/...` or `/apis/{g}/{v}/...`.
+pub fn resolve(path: &str, kinds_of: impl Fn(&str) -> Vec<KindDesc>) -> ApiResult<ResourcePath> {
+    let not_found = || ApiError::not_found(super::status::Subject::default());
+    let trimmed = path.strip_prefix('/').unwrap_or(path);
+    let segments: Vec<&str> = trimmed.strip_suffix('/').unwrap_or(trimmed).split('/').collect();
+    if segments.iter().any(|s| s.is_empty()) {
+        return Err(not_found());
+    }
+    let (group_version, rest) = match segments.as_slice() {
+        ["api", version, rest @ ..] => (version.to_string(), rest),
+        ["apis", group, version, rest @ ..] => (format!("{group}/{version}"), rest),
+        _ => return Err(not_found()),
+    };
+    let kinds = kinds_of(&group_version);
+    let find = |plural: &str| kinds.iter().find(|k| k.plural == plural).cloned();
+    let (desc, namespace, rest) = match rest {
+        ["namespaces", ns, plural, rest @ ..] if find(plural).is_some_and(|k| k.namespaced) => {
+            (find(plural).ok_or_else(not_found)?, Some(ns.to_string()), rest)
+        }
+        [plural, rest @ ..] => (find(plural).ok_or_else(not_found)?, None, rest),
+        [] => return Err(not_found()),
+    };
+    let (name, subresource) = match rest {
+        [] => (None, None),
+        [name] => (Some(name.to_string()), None),
+        [name, "status"] if desc.has_status => (Some(name.to_string()), Some("status".to_string())),
+        _ => return Err(not_found()),
+    };
+    if name.as_deref() == Some("") {
+        return Err(not_found());
+    }
+    Ok(ResourcePath { desc, namespace, name, subresource })
+}
+
+fn include_object(query: &Query) -> ApiResult<IncludeObject> {
+    IncludeObject::parse(query.get("includeObject"))
+}
+
+fn list(call: &Call) -> ApiResult<Response> {
+    let format = negotiate::accept(&call.headers)?;
+    let include = include_object(&call.query)?;
+    let labels = LabelSelector::parse(call.query.get("labelSelector").unwrap_or(""))?;
+    let fields = FieldSelector::parse(call.query.get("fieldSelector").unwrap_or(""))?;
+    if let Some(rv) = call.query.get("resourceVersion") {
+        wire::parse_resource_version(rv)?; // lists are always current: any valid version is served
+    }
+    let desc = &call.path.desc;
+    let namespace = call.path.namespace.as_deref().filter(|_| desc.namespaced);
+    let (revision, objects) = call.state.store.read(|s| (s.resource_version(), s.list(Some(&desc.kind), namespace)));
+    let objects: Vec<Arc<Object>> =
+        objects.into_iter().filter(|o| labels.matches(&o.metadata.labels) && fields.matches(o)).collect();
+    let body = render_list(&call.state, desc, &objects, revision, format, include);
+    Ok(json_response(StatusCode::OK, &body))
+}
+
+/// A list in the asked form.
+pub fn render_list(
+    state: &AppState,
+    desc: &KindDesc,
+    objects: &[Arc<Object>],
+    revision: u64,
+    format: Format,
+    include: IncludeObject,
+) -> Value {
+    let registry = state.store.read(|s| s.registry().clone());
+    let wires = objects.iter().map(|o| wire::to_wire(o, desc, &registry));
+    match format {
+        Format::Json => json!({"kind": format!("{}List", desc.kind), "apiVersion": desc.group_version(),
+            "metadata": {"resourceVersion": revision.to_string()}, "items": wires.collect::<Vec<_>>()}),
+        Format::Metadata => json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"resourceVersion": revision.to_string()},
+            "items": wires.map(|w| partial_metadata(&w)).collect::<Vec<_>>()}),
+        Format::Table => {
+            let rows = objects.iter().map(|o| table_row(state, desc, o, include)).collect();
+            table::table(&desc.kind, rows, revision, true)
+        }
+    }
+}
+
+/// One object as a table row.
+pub fn table_row(state: &AppState, desc: &KindDesc, object: &Object, include: IncludeObject) -> Value {
+    let registry = state.store.read(|s| s.registry().clone());
+    let engine_json = serde_json::to_value(object).unwrap_or(Value::Null);
+    let wire = wire::to_wire(object, desc, &registry);
+    let name_of_uid =
+        |uid: &str| state.store.read(|s| s.get_by_uid(&Uid(uid.to_string())).map(|o| o.metadata.name.clone()));
+    let ctx = Context { now: drydock_adapters::clock::wall_now(), name_of_uid: &name_of_uid };
+    table::row(&desc.kind, &engine_json, &wire, include, &ctx)
+}
+
+pub fn partial_metadata(wire: &Value) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+        "metadata": wire.get("metadata").cloned().unwrap_or(Value::Null)})
+}
+
+/// One object in the asked form.
+pub fn render_object(
+    state: &AppState,
+    desc: &KindDesc,
+    object: &Object,
+    format: Format,
+    include: IncludeObject,
+) -> Value {
+    let registry = state.store.read(|s| s.registry().clone());
+    let wire = wire::to_wire(object, desc, &registry);
+    match format {
+        Format::Json => wire,
+        Format::Metadata => partial_metadata(&wire),
+        Format::Table => {
+            let row = table_row(state, desc, object, include);
+            table::table(&desc.kind, vec![row], object.metadata.resource_version, true)
+        }
+    }
+}
+
+fn get(call: &Call, name: &str) -> ApiResult<Response> {
+    let format = negotiate::accept(&call.headers)?;
+    let include = include_object(&call.query)?;
+    let object = fetch(&call.state, &call.path, name)?;
+    Ok(json_response(StatusCode::OK, &render_object(&call.state, &call.path.desc, &object, format, include)))
+}
+
+/// The stored object, or 404.
+pub fn fetch(state: &AppState, path: &ResourcePath, name: &str) -> ApiResult<Arc<Object>> {
+    if path.desc.namespaced && path.namespace.is_none() {
+        return Err(ApiError::not_found(path.desc.subject(name)));
+    }
+    state.store.get(&path.key(name)).ok_or_else(|| ApiError::not_found(path.desc.subject(name)))
+}
+
+/// Run a write and return the stored object.
+pub fn execute(state: &AppState, desc: &KindDesc, name: &str, request: StoreRequest) -> ApiResult<Arc<Object>> {
+    match state.store.execute(request) {
+        Ok(StoreReply::Object(object)) => Ok(object),
+        Ok(StoreReply::Objects(_)) => Err(ApiError::Internal("the store answered a write with a list".into())),
+        Err(error) => Err(ApiError::from_store(error, desc.subject(name))),
+    }
+}
+
+fn validation(query: &Query) -> ApiResult<FieldValidation> {
+    FieldValidation::parse(query.get("fieldValidation"))
+}
+
+async fn create(call: &Call, body: Body) -> ApiResult<Response> {
+    let validation = validation(&call.query)?;
+    let format = negotiate::accept(&call.headers)?;
+    let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
+    let value = negotiate::parse_object_body(&call.headers, &bytes)?;
+    let target = Target { desc: &call.path.desc, namespace: call.path.namespace.as_deref(), name: None };
+    let (object, warnings) = wire::from_wire(value, &target, validation)?;
+    let name = object.metadata.name.clone();
+    let created = execute(&call.state, &call.path.desc, &name, StoreRequest::Create { object })?;
+    let body = render_object(&call.state, &call.path.desc, &created, format, IncludeObject::Metadata);
+    Ok(json_with_warnings(StatusCode::CREATED, &body, &warnings))
+}
+
+async fn update(call: &Call, name: &str, body: Body, status: bool) -> ApiResult<Response> {
+    let validation = validation(&call.query)?;
+    let format = negotiate::accept(&call.headers)?;
+    let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
+    let value = negotiate::parse_object_body(&call.headers, &bytes)?;
+    let target = Target { desc: &call.path.desc, namespace: call.path.namespace.as_deref(), name: Some(name) };
+    let (object, warnings) = wire::from_wire(value, &target, validation)?;
+    let stored = write(&call.state, &call.path, name, object, status)?;
+    let body = render_object(&call.state, &call.path.desc, &stored, format, IncludeObject::Metadata);
+    Ok(json_with_warnings(StatusCode::OK, &body, &warnings))
+}
+
+/// Update spec/metadata or status. A resourceVersion of 0 (none sent) means "the current one".
+pub fn write(
+    state: &AppState,
+    path: &ResourcePath,
+    name: &str,
+    mut object: Object,
+    status: bool,
+) -> ApiResult<Arc<Object>> {
+    if object.metadata.resource_version == 0 {
+        object.metadata.resource_version = fetch(state, path, name)?.metadata.resource_version;
+    }
+    let request = if status { StoreRequest::UpdateStatus { object } } else { StoreRequest::Update { object } };
+    execute(state, &path.desc, name, request)
+}
+
+async fn delete(call: &Call, name: &str, body: Body) -> ApiResult<Response> {
+    let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
+    let mut options = delete_options_from_query(&call.query)?;
+    if !bytes.iter().all(u8::is_ascii_whitespace) {
+        let value = match negotiate::content_type(&call.headers).as_str() {
+            "application/yaml" => negotiate::parse_yaml(&bytes)?,
+            _ => negotiate::parse_json(&bytes)?,
+        };
+        options = delete_options_from_body(&value, options)?;
+    }
+    if call.path.desc.namespaced && call.path.namespace.is_none() {
+        return Err(ApiError::not_found(call.path.desc.subject(name)));
+    }
+    let request = StoreRequest::Delete { key: call.path.key(name), options };
+    let deleted = execute(&call.state, &call.path.desc, name, request)?;
+    Ok(json_response(
+        StatusCode::OK,
+        &render_object(&call.state, &call.path.desc, &deleted, Format::Json, IncludeObject::Metadata),
+    ))
+}
+
+fn propagation(value: &str) -> ApiResult<Propagation> {
+    match value {
+        "Background" => Ok(Propagation::Background),
+        "Foreground" => Ok(Propagation::Foreground),
+        "Orphan" => Ok(Propagation::Orphan),
+        other => Err(ApiError::BadRequest(format!(
+            "propagationPolicy must be Background, Foreground or Orphan, not {other:?}"
+        ))),
+    }
+}
+
+fn delete_options_from_query(query: &Query) -> ApiResult<DeleteOptions> {
+    let mut options = DeleteOptions::default();
+    if let Some(policy) = query.get("propagationPolicy") {
+        options.propagation = propagation(policy)?;
+    }
+    if query.flag("orphanDependents")? {
+        options.propagation = Propagation::Orphan;
+    }
+    if let Some(grace) = query.get("gracePeriodSeconds") {
+        grace.parse::<i64>().map_err(|_| ApiError::BadRequest(format!("invalid gracePeriodSeconds {grace:?}")))?;
+    }
+    Ok(options)
+}
+
+fn delete_options_from_body(value: &Value, mut options: DeleteOptions) -> ApiResult<DeleteOptions> {
+    let Value::Object(map) = value else {
+        return Err(ApiError::BadRequest("DeleteOptions must be a JSON object".into()));
+    };
+    if let Some(kind) = map.get("kind").filter(|k| !k.is_null())
+        && kind != "DeleteOptions"
+    {
+        return Err(ApiError::BadRequest(format!("expected kind DeleteOptions, not {kind}")));
+    }
+    match map.get("propagationPolicy") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(policy)) => options.propagation = propagation(policy)?,
+        Some(other) => return Err(ApiError::BadRequest(format!("invalid propagationPolicy {other}"))),
+    }
+    if map.get("orphanDependents") == Some(&Value::Bool(true)) {
+        options.propagation = Propagation::Orphan;
+    }
+    if map.get("dryRun").and_then(Value::as_array).is_some_and(|d| !d.is_empty()) {
+        return Err(ApiError::BadRequest("dryRun is not supported by this server".into()));
+    }
+    match map.get("preconditions") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(pre)) => {
+            if let Some(uid) = pre.get("uid").and_then(Value::as_str) {
+                options.precondition_uid = Some(Uid(uid.to_string()));
+            }
+            match pre.get("resourceVersion") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(rv)) => {
+                    options.precondition_resource_version = Some(wire::parse_resource_version(rv)?)
+                }
+                Some(other) => {
+                    return Err(ApiError::BadRequest(format!("invalid preconditions.resourceVersion {other}")));
+                }
+            }
+        }
+        Some(other) => return Err(ApiError::BadRequest(format!("invalid preconditions {other}"))),
+    }
+    Ok(options)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use drydock_engine::store::Registry;
+
+    fn kinds_of(gv: &str) -> Vec<KindDesc> {
+        kinds::in_group_version(&Registry::builtin(), gv)
+    }
+
+    #[test]
+    fn paths_resolve() {
+        let p = resolve("/apis/drydock.dev/v1/namespaces/n/physicalcontainers/a/status", kinds_of).unwrap();
+        assert_eq!(
+            (p.desc.kind.as_str(), p.namespace.as_deref(), p.name.as_deref()),
+            ("PhysicalContainer", Some("n"), Some("a"))
+        );
+        assert_eq!(p.subresource.as_deref(), Some("status"));
+        let p = resolve("/api/v1/namespaces/n/status", kinds_of).unwrap();
+        assert_eq!(
+            (p.desc.kind.as_str(), p.name.as_deref(), p.subresource.as_deref()),
+            ("Namespace", Some("n"), Some("status"))
+        );
+        let p = resolve("/apis/drydock.dev/v1/physicalcontainers", kinds_of).unwrap();
+        assert_eq!(p.namespace, None);
+        for bad in [
+            "/api/v2/namespaces",
+            "/apis/drydock.dev/v1/pods",
+            "/apis/drydock.dev/v1/leases/a/status",
+            "/x",
+            "/apis/drydock.dev/v1/namespaces/n/physicalcontainers/a/b/c",
+        ] {
+            assert!(resolve(bad, kinds_of).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn delete_options_parse() {
+        let o = delete_options_from_body(
+            &json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground",
+                "preconditions": {"uid": "u", "resourceVersion": "4"}}),
+            DeleteOptions::default(),
+        )
+        .unwrap();
+        assert_eq!((o.propagation, o.precondition_resource_version), (Propagation::Foreground, Some(4)));
+        assert!(delete_options_from_body(&json!({"propagationPolicy": "Sideways"}), DeleteOptions::default()).is_err());
+    }
+}

@@ -1,0 +1,359 @@
+//! Engine [`Object`] <-> Kubernetes JSON.
+//!
+//! *Guarantees*
+//! - Out: `apiVersion` is always the kind's group/version; `metadata.resourceVersion` is a
+//!   string; timestamps are RFC 3339 (UTC, seconds); owner references carry their owner kind's
+//!   `apiVersion`.
+//! - In: a body that is not a JSON object, names another `kind`/`apiVersion` than the URL, or
+//!   whose `resourceVersion` is not a number is a 400. Fields the store sets
+//!   (`uid`, timestamps, `generation`, `managedFields`, ...) are accepted and dropped; unknown
+//!   top-level and `metadata` fields are reported as warnings (Kubernetes' `Warn`), or refused
+//!   with 400 when the request asked for `fieldValidation=Strict`.
+//! - `metadata.generateName` gives a name when the body has none.
+//!
+//! *Caveats*: times are kept to the millisecond in the store but sent to the second.
+
+use super::kinds::KindDesc;
+use super::status::{ApiError, ApiResult};
+use drydock_engine::WallTime;
+use drydock_engine::api::Object;
+use drydock_engine::store::{FieldError, Registry};
+use serde_json::{Map, Value};
+
+/// How to treat unknown fields, from `?fieldValidation=`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    #[default]
+    Warn,
+    Strict,
+}
+
+impl FieldValidation {
+    pub fn parse(value: Option<&str>) -> ApiResult<Self> {
+        match value {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some(other) => Err(ApiError::BadRequest(format!(
+                "fieldValidation must be one of Ignore, Warn or Strict, not {other:?}"
+            ))),
+        }
+    }
+}
+
+const TOP_LEVEL: [&str; 5] = ["apiVersion", "kind", "metadata", "spec", "status"];
+const META_KEPT: [&str; 7] =
+    ["name", "namespace", "uid", "resourceVersion", "labels", "annotations", "ownerReferences"];
+const META_DROPPED: [&str; 8] = [
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "generateName",
+    "clusterName",
+];
+
+/// The Kubernetes JSON of `object`.
+pub fn to_wire(object: &Object, desc: &KindDesc, registry: &Registry) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or_else(|_| Value::Object(Map::new()));
+    let Some(map) = value.as_object_mut() else { return value };
+    map.insert("apiVersion".into(), Value::String(desc.group_version()));
+    if let Some(Value::Object(meta)) = map.get_mut("metadata") {
+        meta.insert("resourceVersion".into(), Value::String(object.metadata.resource_version.to_string()));
+        for (field, time) in [
+            ("creationTimestamp", object.metadata.creation_timestamp),
+            ("deletionTimestamp", object.metadata.deletion_timestamp),
+        ] {
+            if let Some(time) = time {
+                meta.insert(field.into(), Value::String(rfc3339(time)));
+            }
+        }
+        if object.metadata.deletion_timestamp.is_some() {
+            meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+        }
+        if let Some(Value::Array(owners)) = meta.get_mut("ownerReferences") {
+            owners.iter_mut().for_each(|owner| add_owner_api_version(owner, registry));
+        }
+    }
+    value
+}
+
+fn add_owner_api_version(owner: &mut Value, registry: &Registry) {
+    let Some(owner) = owner.as_object_mut() else { return };
+    let kind = owner.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let api_version = registry.get(kind).map(|k| k.group_version.clone()).unwrap_or_else(|| "v1".into());
+    owner.insert("apiVersion".into(), Value::String(api_version));
+}
+
+/// Where a body is going: the kind and, from the URL, the namespace and name.
+#[derive(Clone, Debug)]
+pub struct Target<'a> {
+    pub desc: &'a KindDesc,
+    pub namespace: Option<&'a str>,
+    pub name: Option<&'a str>,
+}
+
+/// The object a request body describes, and the warnings about fields it ignored.
+pub fn from_wire(body: Value, target: &Target, validation: FieldValidation) -> ApiResult<(Object, Vec<String>)> {
+    let Value::Object(mut map) = body else {
+        return Err(ApiError::BadRequest("the request body must be a JSON object".into()));
+    };
+    check_type(&map, target.desc)?;
+    let mut warnings = Vec::new();
+    map.retain(|field, _| {
+        let known = TOP_LEVEL.contains(&field.as_str());
+        if !known {
+            warnings.push(format!("unknown field \"{field}\""));
+        }
+        known
+    });
+    let meta = match map.remove("metadata") {
+        Some(Value::Object(meta)) => meta,
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => return Err(ApiError::BadRequest("metadata must be an object".into())),
+    };
+    let meta = clean_metadata(meta, target, &mut warnings)?;
+    map.insert("metadata".into(), Value::Object(meta));
+    map.insert("kind".into(), Value::String(target.desc.kind.clone()));
+    map.remove("apiVersion");
+    for part in ["spec", "status"] {
+        if map.get(part).is_some_and(Value::is_null) {
+            map.remove(part);
+        }
+    }
+    if validation == FieldValidation::Strict && !warnings.is_empty() {
+        return Err(ApiError::BadRequest(format!("strict decoding error: {}", warnings.join(", "))));
+    }
+    if validation == FieldValidation::Ignore {
+        warnings.clear();
+    }
+    let object: Object = serde_json::from_value(Value::Object(map))
+        .map_err(|e| ApiError::BadRequest(format!("the object could not be decoded: {e}")))?;
+    validate_metadata(&object, target.desc)?;
+    Ok((object, warnings))
+}
+
+/// Label and annotation keys and label values, as the apiserver checks them (the store does not).
+fn validate_metadata(object: &Object, desc: &KindDesc) -> ApiResult<()> {
+    use super::selectors::{is_label_value, is_qualified_name};
+    let meta = &object.metadata;
+    let mut causes = Vec::new();
+    for (key, value) in &meta.labels {
+        if !is_qualified_name(key) {
+            causes.push(FieldError::new("metadata.labels", format!("invalid label key {key:?}")));
+        }
+        if !is_label_value(value) {
+            causes.push(FieldError::new("metadata.labels", format!("invalid label value {value:?} of {key:?}")));
+        }
+    }
+    for key in meta.annotations.keys().filter(|k| !is_qualified_name(k)) {
+        causes.push(FieldError::new("metadata.annotations", format!("invalid annotation key {key:?}")));
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let list = causes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    Err(ApiError::Invalid {
+        message: format!("{} \"{}\" is invalid: {list}", desc.plural, meta.name),
+        subject: desc.subject(&meta.name),
+        causes,
+    })
+}
+
+fn check_type(map: &Map<String, Value>, desc: &KindDesc) -> ApiResult<()> {
+    match map.get("kind") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(kind)) if *kind == desc.kind => {}
+        Some(kind) => {
+            return Err(ApiError::BadRequest(format!(
+                "the body's kind {kind} does not match the URL's kind {:?}",
+                desc.kind
+            )));
+        }
+    }
+    match map.get("apiVersion") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(v)) if *v == desc.group_version() => Ok(()),
+        Some(v) => Err(ApiError::BadRequest(format!(
+            "the body's apiVersion {v} does not match the URL's {:?}",
+            desc.group_version()
+        ))),
+    }
+}
+
+fn clean_metadata(
+    mut meta: Map<String, Value>,
+    target: &Target,
+    warnings: &mut Vec<String>,
+) -> ApiResult<Map<String, Value>> {
+    meta.retain(|_, v| !v.is_null());
+    resolve_name(&mut meta, target)?;
+    resolve_namespace(&mut meta, target)?;
+    if let Some(rv) = meta.remove("resourceVersion") {
+        meta.insert("resourceVersion".into(), Value::from(parse_resource_version_value(&rv)?));
+    }
+    if let Some(Value::Array(owners)) = meta.get_mut("ownerReferences") {
+        for owner in owners.iter_mut().filter_map(Value::as_object_mut) {
+            owner.remove("apiVersion");
+        }
+    }
+    let finalizers = meta.remove("finalizers");
+    meta.retain(|field, _| {
+        let kept = META_KEPT.contains(&field.as_str());
+        if !kept && !META_DROPPED.contains(&field.as_str()) {
+            warnings.push(format!("unknown field \"metadata.{field}\""));
+        }
+        kept
+    });
+    if let Some(finalizers) = finalizers {
+        meta.insert("finalizers".into(), finalizers);
+    }
+    Ok(meta)
+}
+
+fn resolve_name(meta: &mut Map<String, Value>, target: &Target) -> ApiResult<()> {
+    let name = match meta.get("name") {
+        Some(Value::String(name)) if !name.is_empty() => name.clone(),
+        Some(Value::String(_)) | None => generated_name(meta).unwrap_or_default(),
+        Some(_) => return Err(ApiError::BadRequest("metadata.name must be a string".into())),
+    };
+    if let Some(url_name) = target.name
+        && url_name != name
+    {
+        return Err(ApiError::BadRequest(format!(
+            "the name of the object ({name:?}) does not match the name on the URL ({url_name:?})"
+        )));
+    }
+    meta.insert("name".into(), Value::String(name));
+    Ok(())
+}
+
+fn generated_name(meta: &Map<String, Value>) -> Option<String> {
+    let prefix = meta.get("generateName")?.as_str()?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.subsec_nanos();
+    let alphabet = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut seed = u64::from(nanos) ^ (prefix.len() as u64).rotate_left(17);
+    let suffix: String = (0..5)
+        .map(|_| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            char::from(alphabet[(seed >> 33) as usize % alphabet.len()])
+        })
+        .collect();
+    Some(format!("{prefix}{suffix}"))
+}
+
+fn resolve_namespace(meta: &mut Map<String, Value>, target: &Target) -> ApiResult<()> {
+    let body_ns = match meta.remove("namespace") {
+        Some(Value::String(ns)) if !ns.is_empty() => Some(ns),
+        Some(Value::String(_)) | None => None,
+        Some(_) => return Err(ApiError::BadRequest("metadata.namespace must be a string".into())),
+    };
+    if !target.desc.namespaced {
+        return Ok(()); // Kubernetes clears the namespace of cluster-scoped objects.
+    }
+    let Some(url_ns) = target.namespace else {
+        return Err(ApiError::BadRequest(format!("{} is namespaced: use a namespaced URL", target.desc.plural)));
+    };
+    if body_ns.as_deref().is_some_and(|ns| ns != url_ns) {
+        return Err(ApiError::BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request".into(),
+        ));
+    }
+    meta.insert("namespace".into(), Value::String(url_ns.to_string()));
+    Ok(())
+}
+
+/// A resourceVersion as clients send it: a decimal string (or a number); `""` is 0.
+pub fn parse_resource_version(value: &str) -> ApiResult<u64> {
+    if value.is_empty() {
+        return Ok(0);
+    }
+    value.parse().map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion {value:?}: not a number")))
+}
+
+fn parse_resource_version_value(value: &Value) -> ApiResult<u64> {
+    match value {
+        Value::String(s) => parse_resource_version(s),
+        Value::Number(n) => n.as_u64().ok_or_else(|| ApiError::BadRequest(format!("invalid resourceVersion {n}"))),
+        other => Err(ApiError::BadRequest(format!("invalid resourceVersion {other}"))),
+    }
+}
+
+/// `2026-12-01T04:33:45Z`.
+pub fn rfc3339(time: WallTime) -> String {
+    let secs = time.0 / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days as i64);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Howard Hinnant's days-to-civil.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::api::kinds;
+    use serde_json::json;
+
+    fn pc() -> KindDesc {
+        kinds::by_plural(&Registry::builtin(), "drydock.dev/v1", "physicalcontainers").unwrap()
+    }
+
+    #[test]
+    fn times_are_rfc3339() {
+        assert_eq!(rfc3339(WallTime(0)), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(WallTime(1_796_099_625_000)), "2026-12-01T04:33:45Z");
+        assert_eq!(rfc3339(WallTime(951_782_400_000)), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn round_trip_keeps_what_the_store_keeps() {
+        let desc = pc();
+        let target = Target { desc: &desc, namespace: Some("ns"), name: None };
+        let body = json!({"apiVersion": "drydock.dev/v1", "kind": "PhysicalContainer",
+            "metadata": {"name": "a", "resourceVersion": "7", "labels": {"x": "y"}, "creationTimestamp": "2020-01-01T00:00:00Z",
+                "managedFields": [], "bogus": 1},
+            "spec": {"image": "busybox"}, "extra": true});
+        let (object, warnings) = from_wire(body.clone(), &target, FieldValidation::Warn).unwrap();
+        assert_eq!(object.metadata.namespace.as_deref(), Some("ns"));
+        assert_eq!(object.metadata.resource_version, 7);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        let wire = to_wire(&object, &desc, &Registry::builtin());
+        assert_eq!(wire["apiVersion"], "drydock.dev/v1");
+        assert_eq!(wire["metadata"]["resourceVersion"], "7");
+        assert!(from_wire(body, &target, FieldValidation::Strict).is_err());
+    }
+
+    #[test]
+    fn mismatches_are_bad_requests() {
+        let desc = pc();
+        let target = Target { desc: &desc, namespace: Some("ns"), name: Some("a") };
+        for body in [
+            json!({"kind": "ContainerImage", "metadata": {"name": "a"}}),
+            json!({"apiVersion": "v1", "metadata": {"name": "a"}}),
+            json!({"metadata": {"name": "b"}}),
+            json!({"metadata": {"name": "a", "namespace": "other"}}),
+            json!({"metadata": {"name": "a", "resourceVersion": "x"}}),
+            json!([1]),
+        ] {
+            let error = from_wire(body.clone(), &target, FieldValidation::Warn).unwrap_err();
+            assert_eq!(error.reason(), "BadRequest", "{body}");
+        }
+    }
+}

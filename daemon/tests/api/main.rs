@@ -1,0 +1,11 @@
+//! The daemon API's integration tests: in-process conventions (`conventions`, `watch`), a
+//! seeded generator of malformed requests (`malformed`), and a kube-rs client over TCP
+//! (`kube_client`).
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+mod conventions;
+mod kube_client;
+mod malformed;
+mod watch;
