@@ -126,3 +126,51 @@ async fn watches_serve_tables_and_refuse_bad_parameters() {
         assert_status(code, &body, 400, "BadRequest");
     }
 }
+
+#[tokio::test]
+async fn objects_entering_and_leaving_a_selector_are_added_and_deleted() {
+    let app = app();
+    app.namespace().await;
+    app.container("a", json!({"app": "x"})).await;
+    app.container("b", json!({})).await;
+    let store = app.store.clone();
+    let writer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let app = app_with(store, ApiOptions::default());
+        for (name, labels) in
+            [("b", json!({"app": "x"})), ("a", json!({"app": "y"})), ("b", json!({"app": "x", "more": "1"}))]
+        {
+            let (code, _) = app
+                .patch(
+                    &format!("{PCS}/{name}"),
+                    "application/merge-patch+json",
+                    json!({"metadata": {"labels": labels}}),
+                )
+                .await;
+            assert_eq!(code, StatusCode::OK);
+        }
+        app.send(Call::new("DELETE", &format!("{PCS}/a"))).await;
+        app.send(Call::new("DELETE", &format!("{PCS}/b"))).await;
+    });
+    let events = watch_lines(&app, "labelSelector=app%3Dx&timeoutSeconds=1", None).await;
+    writer.await.unwrap();
+    let want = [("ADDED", "a"), ("ADDED", "b"), ("DELETED", "a"), ("MODIFIED", "b"), ("DELETED", "b")];
+    assert_eq!(summary(&events), want.map(|(t, n)| (t.to_string(), n.to_string())));
+}
+
+#[tokio::test]
+async fn send_initial_events_ends_with_an_annotated_bookmark() {
+    let app = app();
+    app.namespace().await;
+    app.container("a", json!({})).await;
+    let events = watch_lines(
+        &app,
+        "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1",
+        None,
+    )
+    .await;
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[1]["type"], "BOOKMARK");
+    assert_eq!(events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    assert_eq!(events[1]["object"]["metadata"]["resourceVersion"], "2");
+}
