@@ -177,7 +177,7 @@ fn stream(plan: Plan) -> impl futures_util::Stream<Item = Result<Bytes, Infallib
     async_stream::stream! {
         let mut revisions = plan.state.store.subscribe();
         revisions.borrow_and_update();
-        let deadline = plan.timeout.map(|t| tokio::time::Instant::now() + t);
+        let deadline = plan.timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
         let mut first = true;
         let mut matching = Matching { complete: plan.since.is_none(), ..Matching::default() };
         let mut revision = match plan.since {

@@ -84,6 +84,15 @@ async fn create_get_list_carry_api_version_and_resource_versions() {
         .post(PCS, json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox"}}))
         .await;
     assert_status(code, &body, 409, "AlreadyExists");
+    let (code, generated) = app
+        .post(
+            PCS,
+            json!({"kind": "PhysicalContainer", "metadata": {"generateName": "gen-"}, "spec": {"image": "busybox"}}),
+        )
+        .await;
+    assert_eq!(code, StatusCode::CREATED, "{generated}");
+    let name = generated["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
     let (code, ns) = app.get("/api/v1/namespaces/demo").await;
     assert_eq!((code, ns["apiVersion"].clone()), (StatusCode::OK, json!("v1")));
 }

@@ -174,3 +174,22 @@ async fn send_initial_events_ends_with_an_annotated_bookmark() {
     assert_eq!(events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
     assert_eq!(events[1]["object"]["metadata"]["resourceVersion"], "2");
 }
+
+#[tokio::test]
+async fn a_huge_timeout_is_no_timeout_not_a_panic() {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let app = app();
+    app.namespace().await;
+    app.container("a", json!({})).await;
+    let call = Call::new(
+        "GET",
+        "/apis/drydock.dev/v1/namespaces/demo/physicalcontainers?watch=1&timeoutSeconds=18446744073709551615",
+    );
+    let response = app.router.clone().oneshot(call.request()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let frame = tokio::time::timeout(Duration::from_secs(5), body.frame()).await.unwrap().unwrap().unwrap();
+    let line: Value = serde_json::from_slice(frame.data_ref().unwrap()).unwrap();
+    assert_eq!(line["type"], "ADDED");
+}
