@@ -302,7 +302,8 @@ async fn delete(call: &Call, name: &str, body: Body) -> ApiResult<Response> {
     if !bytes.iter().all(u8::is_ascii_whitespace) {
         let value = match negotiate::content_type(&call.headers).as_str() {
             "application/yaml" => negotiate::parse_yaml(&bytes)?,
-            _ => negotiate::parse_json(&bytes)?,
+            "application/json" | "" => negotiate::parse_json(&bytes)?,
+            _ => return Err(ApiError::UnsupportedMediaType { accepted: "application/json, application/yaml".into() }),
         };
         options = delete_options_from_body(&value, options)?;
     }

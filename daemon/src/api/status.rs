@@ -218,6 +218,13 @@ mod tests {
     }
 
     #[test]
+    fn an_unanswered_store_is_unavailable() {
+        let error =
+            ApiError::from_store(StoreError::Uncertain { key: "k".into(), reason: "timeout".into() }, subject());
+        assert_eq!((error.code().as_u16(), error.reason()), (503, "ServiceUnavailable"));
+    }
+
+    #[test]
     fn gone_is_expired() {
         let error = ApiError::from_store(StoreError::Gone { requested: 1, oldest: 5 }, subject());
         assert_eq!((error.code().as_u16(), error.reason()), (410, "Expired"));

@@ -12,9 +12,14 @@
 //!   when the store moved on with changes the watch filtered out, and after a quiet interval.
 //! - `timeoutSeconds` ends the stream after that long; a dropped client ends it at once.
 //!
-//! *Caveats*: an object modified so that it no longer matches a label selector is sent as
-//! `MODIFIED` (Kubernetes sends `DELETED`) only if it still matches; otherwise it just stops
-//! appearing.
+//! - With selectors, an object that starts matching is `ADDED` and one that stops matching is
+//!   `DELETED`, like Kubernetes.
+//! - `sendInitialEvents=true`: the current objects, then a `BOOKMARK` annotated
+//!   `k8s.io/initial-events-end: "true"`, then the changes (the streaming-list protocol).
+//!
+//! *Caveats*: a watch from a given version does not know which objects matched at that version:
+//! until it sees an object again, a change that makes it stop matching is not sent, and one that
+//! makes it match is sent as `MODIFIED`.
 
 use super::AppState;
 use super::negotiate::{self, Format};
@@ -28,7 +33,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use drydock_engine::api::Object;
-use drydock_engine::store::{EventType, StoreError, WatchEvent};
+use drydock_engine::store::{EventType, WatchEvent};
 use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::time::Duration;
@@ -46,6 +51,8 @@ struct Plan {
     timeout: Option<Duration>,
     /// `None`: start with the current objects.
     since: Option<u64>,
+    /// `sendInitialEvents=true`: end the initial events with an `initial-events-end` bookmark.
+    initial_events_end: bool,
 }
 
 impl Plan {
@@ -55,8 +62,10 @@ impl Plan {
         query: &Query,
         headers: &axum::http::HeaderMap,
     ) -> ApiResult<Plan> {
+        let initial_events_end = query.flag("sendInitialEvents")?;
         let since = match query.get("resourceVersion") {
             None | Some("" | "0") => None,
+            Some(_) if initial_events_end => None,
             Some(rv) => Some(wire::parse_resource_version(rv)?),
         };
         let timeout = match query.get("timeoutSeconds") {
@@ -75,6 +84,7 @@ impl Plan {
             bookmarks: query.flag("allowWatchBookmarks")?,
             timeout,
             since,
+            initial_events_end,
         })
     }
 
@@ -102,20 +112,51 @@ impl Plan {
             "metadata": {"resourceVersion": revision.to_string()}});
         line("BOOKMARK", object)
     }
+
+    fn initial_events_end(&self, revision: u64) -> Bytes {
+        let object = json!({"kind": self.path.desc.kind, "apiVersion": self.path.desc.group_version(),
+            "metadata": {"resourceVersion": revision.to_string(),
+                "annotations": {"k8s.io/initial-events-end": "true"}}});
+        line("BOOKMARK", object)
+    }
+}
+
+/// Which objects (by uid) the watch last saw matching its selectors, so that an object that
+/// starts matching is `ADDED` and one that stops matching is `DELETED`, like Kubernetes.
+/// `complete`: the set started from the watch's own initial list, so an object missing from it
+/// did not match before.
+#[derive(Default)]
+struct Matching {
+    uids: std::collections::HashSet<String>,
+    complete: bool,
+}
+
+impl Matching {
+    /// The event type to send for `event`, if any.
+    fn classify(&mut self, plan: &Plan, event: &WatchEvent) -> Option<&'static str> {
+        let object = &event.object;
+        if object.kind != plan.path.desc.kind {
+            return None;
+        }
+        let uid = object.metadata.uid.0.clone();
+        let was = self.uids.remove(&uid);
+        let now = plan.matches(object);
+        match event.event {
+            EventType::Deleted => (was || (now && !self.complete)).then_some("DELETED"),
+            _ if now => {
+                self.uids.insert(uid);
+                let newly = event.event == EventType::Added || (!was && self.complete);
+                Some(if newly { "ADDED" } else { "MODIFIED" })
+            }
+            _ => was.then_some("DELETED"),
+        }
+    }
 }
 
 fn line(kind: &str, object: Value) -> Bytes {
     let mut text = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
     text.push(b'\n');
     Bytes::from(text)
-}
-
-fn event_type(event: EventType) -> &'static str {
-    match event {
-        EventType::Added => "ADDED",
-        EventType::Modified => "MODIFIED",
-        EventType::Deleted => "DELETED",
-    }
 }
 
 /// Answer a watch request with a streaming body.
@@ -136,15 +177,20 @@ fn stream(plan: Plan) -> impl futures_util::Stream<Item = Result<Bytes, Infallib
     async_stream::stream! {
         let mut revisions = plan.state.store.subscribe();
         revisions.borrow_and_update();
-        let deadline = plan.timeout.map(|t| tokio::time::Instant::now() + t);
+        let deadline = plan.timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
         let mut first = true;
+        let mut matching = Matching { complete: plan.since.is_none(), ..Matching::default() };
         let mut revision = match plan.since {
             Some(rv) => rv,
             None => {
                 let (revision, objects) = plan.state.store.read(|s| (s.resource_version(), s.list(Some(&plan.path.desc.kind), None)));
                 for object in objects.iter().filter(|o| plan.matches(o)) {
+                    matching.uids.insert(object.metadata.uid.0.clone());
                     yield Ok(line("ADDED", plan.render(object, first)));
                     first = false;
+                }
+                if plan.initial_events_end {
+                    yield Ok(plan.initial_events_end(revision));
                 }
                 revision
             }
@@ -156,10 +202,12 @@ fn stream(plan: Plan) -> impl futures_util::Stream<Item = Result<Bytes, Infallib
                     break;
                 }
                 Ok((events, latest)) => {
-                    let sent = !events.is_empty();
+                    let mut sent = false;
                     for event in &events {
-                        yield Ok(line(event_type(event.event), plan.render(&event.object, first)));
-                        first = false;
+                        if let Some(kind) = matching.classify(&plan, event) {
+                            yield Ok(line(kind, plan.render(&event.object, first)));
+                            (first, sent) = (false, true);
+                        }
                     }
                     if plan.bookmarks && !sent && latest > revision {
                         yield Ok(plan.bookmark(latest));
@@ -177,20 +225,17 @@ fn stream(plan: Plan) -> impl futures_util::Stream<Item = Result<Bytes, Infallib
     }
 }
 
-/// The matching events after `revision`, and the revision they bring the watch to.
+/// The events of the watch's kind after `revision`, and the revision they bring the watch to.
 fn next_events(plan: &Plan, revision: u64) -> Result<(Vec<WatchEvent>, u64), Value> {
     plan.state.store.read(|s| match s.events_since(revision) {
         Ok(events) => {
             let mut latest = revision;
-            let matching = events
+            let of_kind = events
                 .inspect(|e| latest = latest.max(e.resource_version()))
-                .filter(|e| plan.matches(&e.object))
+                .filter(|e| e.object.kind == plan.path.desc.kind)
                 .cloned()
                 .collect();
-            Ok((matching, latest.max(revision)))
-        }
-        Err(error @ StoreError::Gone { .. }) => {
-            Err(ApiError::from_store(error, plan.path.desc.subject("")).to_status())
+            Ok((of_kind, latest))
         }
         Err(error) => Err(ApiError::from_store(error, plan.path.desc.subject("")).to_status()),
     })

@@ -38,11 +38,13 @@ pub struct Call<'a> {
     pub accept: Option<&'a str>,
     pub token: Option<&'a str>,
     pub body: Vec<u8>,
+    /// More headers, sent as given.
+    pub headers: Vec<(String, String)>,
 }
 
 impl<'a> Call<'a> {
     pub fn new(method: &'a str, uri: &'a str) -> Self {
-        Call { method, uri, content_type: None, accept: None, token: None, body: Vec::new() }
+        Call { method, uri, content_type: None, accept: None, token: None, body: Vec::new(), headers: Vec::new() }
     }
 
     pub fn json(mut self, body: &Value) -> Self {
@@ -76,6 +78,9 @@ impl<'a> Call<'a> {
         }
         if let Some(token) = self.token {
             builder = builder.header("authorization", format!("Bearer {token}"));
+        }
+        for (name, value) in &self.headers {
+            builder = builder.header(name.as_str(), value.as_str());
         }
         builder.body(Body::from(self.body.clone())).unwrap()
     }

@@ -84,6 +84,15 @@ async fn create_get_list_carry_api_version_and_resource_versions() {
         .post(PCS, json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox"}}))
         .await;
     assert_status(code, &body, 409, "AlreadyExists");
+    let (code, generated) = app
+        .post(
+            PCS,
+            json!({"kind": "PhysicalContainer", "metadata": {"generateName": "gen-"}, "spec": {"image": "busybox"}}),
+        )
+        .await;
+    assert_eq!(code, StatusCode::CREATED, "{generated}");
+    let name = generated["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
     let (code, ns) = app.get("/api/v1/namespaces/demo").await;
     assert_eq!((code, ns["apiVersion"].clone()), (StatusCode::OK, json!("v1")));
 }
@@ -331,4 +340,22 @@ async fn tables_show_columns_and_partial_objects() {
     let (_, table) =
         app.send(Call::new("GET", "/api/v1/namespaces").accept("application/json;as=Table;v=v1;g=meta.k8s.io")).await;
     assert_eq!(table["columnDefinitions"][1]["name"], "Status");
+}
+
+#[tokio::test]
+async fn unknown_fields_are_warned_about_by_default() {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let app = app();
+    app.namespace().await;
+    let body = json!({"kind": "PhysicalContainer", "metadata": {"name": "a", "color": "red"}, "spec": {"image": "busybox"}, "extra": 1});
+    let response = app.router.clone().oneshot(Call::new("POST", PCS).json(&body).request()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let warnings: Vec<String> =
+        response.headers().get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings.iter().any(|w| w.contains("metadata.color")), "{warnings:?}");
+    let created: serde_json::Value =
+        serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(created["metadata"].get("color"), None);
 }

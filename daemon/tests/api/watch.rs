@@ -126,3 +126,70 @@ async fn watches_serve_tables_and_refuse_bad_parameters() {
         assert_status(code, &body, 400, "BadRequest");
     }
 }
+
+#[tokio::test]
+async fn objects_entering_and_leaving_a_selector_are_added_and_deleted() {
+    let app = app();
+    app.namespace().await;
+    app.container("a", json!({"app": "x"})).await;
+    app.container("b", json!({})).await;
+    let store = app.store.clone();
+    let writer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let app = app_with(store, ApiOptions::default());
+        for (name, labels) in
+            [("b", json!({"app": "x"})), ("a", json!({"app": "y"})), ("b", json!({"app": "x", "more": "1"}))]
+        {
+            let (code, _) = app
+                .patch(
+                    &format!("{PCS}/{name}"),
+                    "application/merge-patch+json",
+                    json!({"metadata": {"labels": labels}}),
+                )
+                .await;
+            assert_eq!(code, StatusCode::OK);
+        }
+        app.send(Call::new("DELETE", &format!("{PCS}/a"))).await;
+        app.send(Call::new("DELETE", &format!("{PCS}/b"))).await;
+    });
+    let events = watch_lines(&app, "labelSelector=app%3Dx&timeoutSeconds=1", None).await;
+    writer.await.unwrap();
+    let want = [("ADDED", "a"), ("ADDED", "b"), ("DELETED", "a"), ("MODIFIED", "b"), ("DELETED", "b")];
+    assert_eq!(summary(&events), want.map(|(t, n)| (t.to_string(), n.to_string())));
+}
+
+#[tokio::test]
+async fn send_initial_events_ends_with_an_annotated_bookmark() {
+    let app = app();
+    app.namespace().await;
+    app.container("a", json!({})).await;
+    let events = watch_lines(
+        &app,
+        "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1",
+        None,
+    )
+    .await;
+    assert_eq!(events[0]["type"], "ADDED");
+    assert_eq!(events[1]["type"], "BOOKMARK");
+    assert_eq!(events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    assert_eq!(events[1]["object"]["metadata"]["resourceVersion"], "2");
+}
+
+#[tokio::test]
+async fn a_huge_timeout_is_no_timeout_not_a_panic() {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let app = app();
+    app.namespace().await;
+    app.container("a", json!({})).await;
+    let call = Call::new(
+        "GET",
+        "/apis/drydock.dev/v1/namespaces/demo/physicalcontainers?watch=1&timeoutSeconds=18446744073709551615",
+    );
+    let response = app.router.clone().oneshot(call.request()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let frame = tokio::time::timeout(Duration::from_secs(5), body.frame()).await.unwrap().unwrap().unwrap();
+    let line: Value = serde_json::from_slice(frame.data_ref().unwrap()).unwrap();
+    assert_eq!(line["type"], "ADDED");
+}
