@@ -133,10 +133,12 @@ pub(super) struct Objects {
 }
 
 impl Objects {
+    #[inline]
     pub(super) fn get(&self, key: &ObjectKey) -> Option<&Arc<Object>> {
         self.by_key.get(key)
     }
 
+    #[inline]
     pub(super) fn get_by_uid(&self, uid: &crate::api::Uid) -> Option<&Arc<Object>> {
         self.uids.get(uid).and_then(|key| self.by_key.get(key))
     }
@@ -153,6 +155,7 @@ impl Objects {
     }
 
     /// Objects of `kind` (all kinds if `None`) in `namespace` (all if `None`), in key order.
+    #[inline]
     pub(super) fn list(&self, kind: Option<&str>, namespace: Option<&str>) -> Vec<Arc<Object>> {
         let matches = |o: &&Arc<Object>| namespace.is_none_or(|ns| o.metadata.namespace.as_deref() == Some(ns));
         match kind {
@@ -170,6 +173,7 @@ impl Objects {
         }
     }
 
+    #[inline]
     pub(super) fn len(&self) -> usize {
         self.by_key.len()
     }

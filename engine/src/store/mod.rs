@@ -252,37 +252,45 @@ impl Store {
         Store { objects, registry, config, revision: 0, log: VecDeque::new(), uids, claims, backend }
     }
 
+    #[inline]
     pub fn registry(&self) -> &Registry {
         &self.registry
     }
 
     /// The version of the latest change.
+    #[inline]
     pub fn resource_version(&self) -> u64 {
         self.revision
     }
 
+    #[inline]
     pub fn get(&self, key: &ObjectKey) -> Option<&Arc<Object>> {
         self.objects.get(key)
     }
 
+    #[inline]
     pub fn get_by_uid(&self, uid: &Uid) -> Option<&Arc<Object>> {
         self.objects.get_by_uid(uid)
     }
 
     /// Objects of `kind` (all kinds if `None`) in `namespace` (all if `None`), in key order.
+    #[inline]
     pub fn list(&self, kind: Option<&str>, namespace: Option<&str>) -> Vec<Arc<Object>> {
         self.objects.list(kind, namespace)
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.objects.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.objects.len() == 0
     }
 
     /// Events after `resource_version`, in order. `Gone` if the log no longer reaches back there.
+    #[inline]
     pub fn events_since(&self, resource_version: u64) -> Result<impl Iterator<Item = &WatchEvent>, StoreError> {
         let oldest = self.log.front().map_or(self.revision + 1, WatchEvent::resource_version);
         if resource_version < oldest.saturating_sub(1) && resource_version < self.revision {
