@@ -1,8 +1,10 @@
 //! `drydock`: the container-lifecycle engine and its deterministic simulator.
 
+mod client;
 mod daemon;
 mod manifest;
 mod sim;
+mod state;
 mod up;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +28,18 @@ enum Command {
     /// Run the engine against Docker with a Kubernetes-style API over HTTPS (bearer token, its
     /// own CA) and write a kubeconfig for kubectl; stop cleanly on SIGTERM or Ctrl-C.
     Daemon(daemon::DaemonArgs),
+    /// Tear down what `drydock up --wait` left running (by its manifest or state dir).
+    Down(up::DownArgs),
+    /// Create or update the objects of a manifest in a running daemon (kubectl apply).
+    Apply(client::ApplyArgs),
+    /// Show objects as a table, or as json, yaml or names (kubectl get).
+    Get(client::GetArgs),
+    /// Delete objects by name or by manifest (kubectl delete).
+    Delete(client::DeleteArgs),
+    /// Show one object in detail (kubectl describe).
+    Describe(client::DescribeArgs),
+    /// Wait until an object meets a condition or is deleted (kubectl wait).
+    Wait(client::WaitArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,8 +48,8 @@ fn main() -> ExitCode {
     // noise unless asked for with DRYDOCK_LOG.
     let default_level = match cli.command {
         Command::Sim(_) => "error",
-        Command::Up(_) => "warn",
         Command::Daemon(_) => "info",
+        _ => "warn",
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -47,6 +61,12 @@ fn main() -> ExitCode {
         Command::Sim(command) => sim::run(command),
         Command::Up(args) => up::run(&args),
         Command::Daemon(args) => daemon::run(args),
+        Command::Down(args) => up::down(&args),
+        Command::Apply(args) => client::apply(&args),
+        Command::Get(args) => client::get(&args),
+        Command::Delete(args) => client::delete(&args),
+        Command::Describe(args) => client::describe(&args),
+        Command::Wait(args) => client::wait(&args),
     };
     match result {
         Ok(code) => code,

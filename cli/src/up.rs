@@ -6,7 +6,7 @@ use clap::Args;
 use drydock_adapters::{DockerRuntime, Driver, Runtime, SharedStore};
 use drydock_engine::api::{Namespace, Object, ObjectKey, Resource, names};
 use drydock_engine::runtime::{RuntimeReply, RuntimeRequest};
-use drydock_engine::store::{DeleteOptions, EventType, StoreRequest};
+use drydock_engine::store::{DeleteOptions, EventType, StoreReply, StoreRequest};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,58 +20,219 @@ pub struct UpArgs {
     /// or `{items: [...]}`.
     #[arg(short = 'f', long = "file")]
     file: PathBuf,
+    /// Where the objects are kept between runs (a SQLite store and a lock) [default: `.drydock`
+    /// beside the manifest]. A re-run over the same state finds its objects and adopts their
+    /// containers, even after a crash.
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Return once every object has settled (running, exited, ready or failed), leaving them
+    /// running: exit 0 if none failed, 1 if any did or the wait timed out. `drydock down -f FILE`
+    /// tears them down.
+    #[arg(long)]
+    wait: bool,
+    /// How long `--wait` waits for the objects to settle.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    wait_timeout_secs: u64,
     /// How long teardown may take before what is left is reported.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    teardown_timeout_secs: u64,
+}
+
+#[derive(Args)]
+pub struct DownArgs {
+    /// The manifest `drydock up` ran (its state dir is found beside it).
+    #[arg(short = 'f', long = "file", required_unless_present = "state_dir")]
+    file: Option<PathBuf>,
+    /// The state dir `drydock up --state-dir` used.
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// How long teardown may take before what is left is reported.
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
     teardown_timeout_secs: u64,
 }
 
 pub fn run(args: &UpArgs) -> Result<ExitCode> {
-    // Validate before touching Docker: a bad manifest creates nothing.
+    // Validate before touching Docker or the state: a bad manifest creates nothing.
     let objects = crate::manifest::load(&args.file)?;
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("start the tokio runtime")?;
-    runtime.block_on(up(args, objects))
+    let state_dir = args.state_dir.clone().unwrap_or_else(|| crate::state::beside(&args.file));
+    block_on(up(args, state_dir, objects))
 }
 
-async fn up(args: &UpArgs, objects: Vec<Object>) -> Result<ExitCode> {
+pub fn down(args: &DownArgs) -> Result<ExitCode> {
+    let state_dir = match (&args.state_dir, &args.file) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(file)) => crate::state::beside(file),
+        (None, None) => anyhow::bail!("give -f FILE or --state-dir DIR"),
+    };
+    block_on(down_in(state_dir, Duration::from_secs(args.teardown_timeout_secs)))
+}
+
+fn block_on(future: impl std::future::Future<Output = Result<ExitCode>>) -> Result<ExitCode> {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("start the tokio runtime")?;
+    runtime.block_on(future)
+}
+
+async fn up(args: &UpArgs, state_dir: PathBuf, objects: Vec<Object>) -> Result<ExitCode> {
     let docker = Arc::new(DockerRuntime::connect().await?);
-    let identity = format!("drydock-up-{}", std::process::id());
-    let store = SharedStore::in_memory();
+    let state = crate::state::UpState::open(&state_dir)?;
+    let store = state.store.clone();
+    let since = store.read(|s| s.resource_version());
     let mut applied = Vec::new();
     for object in objects {
         let key = object.key();
-        store.execute(StoreRequest::Create { object }).with_context(|| format!("apply {key}"))?;
+        let outcome = apply(&store, object).with_context(|| format!("apply {key}"))?;
+        println!("  {:<40} {outcome}", key.to_string());
         applied.push(key);
     }
     println!(
-        "applied {} objects from {}; engine running as {identity} (Ctrl-C to tear down)",
+        "applied {} objects from {} (state in {}); engine running as {}{}",
         applied.len(),
-        args.file.display()
+        args.file.display(),
+        state_dir.display(),
+        state.identity,
+        if args.wait { "" } else { " (Ctrl-C to tear down)" }
     );
-    let printer = tokio::spawn(print_phases(store.clone()));
-    let mut driver = Driver::builtin(&identity, store.clone(), docker.clone());
+    let printer = tokio::spawn(print_phases(store.clone(), since));
+    let mut driver = Driver::builtin(&state.identity, store.clone(), docker.clone());
+    if args.wait {
+        let code = wait_settled(&mut driver, &store, &applied, Duration::from_secs(args.wait_timeout_secs)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await; // let the printer catch up
+        printer.abort();
+        println!("left running; `drydock down -f {}` tears them down", args.file.display());
+        return Ok(code);
+    }
     driver.run(shutdown_signal()).await;
+    printer.abort();
+    teardown(driver, &store, docker.as_ref(), &state.identity, applied, Duration::from_secs(args.teardown_timeout_secs))
+        .await
+}
 
+async fn down_in(state_dir: PathBuf, timeout: Duration) -> Result<ExitCode> {
+    if !state_dir.exists() {
+        anyhow::bail!("no drydock state at {}: nothing was brought up there", state_dir.display());
+    }
+    let docker = Arc::new(DockerRuntime::connect().await?);
+    let state = crate::state::UpState::open(&state_dir)?;
+    let store = state.store.clone();
+    // What a user applied: every object but the engine's own leases, namespaces first as applied.
+    let mut applied: Vec<ObjectKey> = store.read(|s| {
+        let mut keys: Vec<ObjectKey> =
+            s.list(None, None).iter().map(|o| o.key()).filter(|k| k.kind != drydock_engine::api::Lease::KIND).collect();
+        keys.sort_by_key(|k| k.namespace.is_some());
+        keys
+    });
+    applied.dedup();
+    let driver = Driver::builtin(&state.identity, store.clone(), docker.clone());
+    teardown(driver, &store, docker.as_ref(), &state.identity, applied, timeout).await
+}
+
+/// Create `object`, or bring the stored one's spec, labels and annotations in line with it.
+fn apply(store: &SharedStore, object: Object) -> Result<&'static str> {
+    let key = object.key();
+    let Some(existing) = store.get(&key) else {
+        store.execute(StoreRequest::Create { object })?;
+        return Ok("created");
+    };
+    if existing.metadata.is_deleting() {
+        anyhow::bail!("{key} is still being deleted from an earlier run; wait for it to go and run again");
+    }
+    let mut next = (*existing).clone();
+    next.spec = object.spec;
+    next.metadata.labels = object.metadata.labels;
+    next.metadata.annotations = object.metadata.annotations;
+    let reply = store.execute(StoreRequest::Update { object: next })?;
+    let StoreReply::Object(stored) = reply else { anyhow::bail!("the store answered an update with a list") };
+    Ok(if stored.metadata.resource_version == existing.metadata.resource_version { "unchanged" } else { "configured" })
+}
+
+/// Run until every applied object has settled; 0 if none failed, 1 if any did or time ran out.
+async fn wait_settled<R: Runtime>(
+    driver: &mut Driver<R>,
+    store: &SharedStore,
+    applied: &[ObjectKey],
+    timeout: Duration,
+) -> ExitCode {
+    let stop = async {
+        tokio::select! {
+            () = tokio::time::sleep(timeout) => {}
+            () = shutdown_signal() => {}
+        }
+    };
+    let settled = driver.run_until(stop, |s| applied.iter().all(|k| s.get(k).is_none_or(|o| phase::settled(o)))).await;
+    let objects: Vec<Arc<Object>> = applied.iter().filter_map(|k| store.get(k)).collect();
+    let failed: Vec<&Arc<Object>> = objects.iter().filter(|o| phase::of(o) == "Failed").collect();
+    for object in &failed {
+        let message = object.status.get("message").and_then(Value::as_str).unwrap_or("no message");
+        eprintln!("  failed: {}: {message}", object.key());
+    }
+    if !settled {
+        for object in objects.iter().filter(|o| !phase::settled(o)) {
+            eprintln!("  not settled after {} s: {} ({})", timeout.as_secs(), object.key(), phase::of(object));
+        }
+        return ExitCode::from(1);
+    }
+    if failed.is_empty() {
+        println!("all {} objects settled; none failed", objects.len());
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("{} of {} objects failed", failed.len(), objects.len());
+        ExitCode::from(1)
+    }
+}
+
+/// What `--wait` waits for.
+mod phase {
+    use drydock_engine::api::logical::LogicalContainer;
+    use drydock_engine::api::{ContainerImage, Object, PhysicalContainer, Resource};
+    use serde_json::Value;
+
+    pub fn of(object: &Object) -> &str {
+        object.status.get("phase").and_then(Value::as_str).unwrap_or("Pending")
+    }
+
+    /// Running, ended or failed for good: nothing more will happen without a change.
+    pub fn settled(object: &Object) -> bool {
+        let phase = of(object);
+        match object.kind.as_str() {
+            PhysicalContainer::KIND => matches!(phase, "Running" | "Exited" | "Failed" | "Missing"),
+            LogicalContainer::KIND => matches!(phase, "Running" | "Exited" | "Failed" | "NotFound"),
+            ContainerImage::KIND => matches!(phase, "Ready" | "Failed" | "Unavailable"),
+            _ => true,
+        }
+    }
+}
+
+/// Delete what was applied (dependents before their namespace), run the engine until it is gone,
+/// and report anything left behind.
+async fn teardown<R: Runtime>(
+    mut driver: Driver<R>,
+    store: &Arc<SharedStore>,
+    runtime: &R,
+    identity: &str,
+    applied: Vec<ObjectKey>,
+    timeout: Duration,
+) -> Result<ExitCode> {
     println!("tearing down {} objects", applied.len());
     let started = Instant::now();
+    let since = store.read(|s| s.resource_version());
     for key in applied.iter().rev() {
         let deletable = key.kind == Namespace::KIND || !applied.iter().any(|k| Some(&k.name) == key.namespace.as_ref());
         if deletable && store.get(key).is_some() {
             let _ = store.execute(StoreRequest::Delete { key: key.clone(), options: DeleteOptions::default() });
         }
     }
-    let all_gone = |s: &drydock_engine::store::Store| applied.iter().all(|k| s.get(k).is_none());
-    let deadline = tokio::time::sleep(Duration::from_secs(args.teardown_timeout_secs));
+    let printer = tokio::spawn(print_phases(store.clone(), since));
     let stop = async {
         tokio::select! {
-            () = deadline => {}
+            () = tokio::time::sleep(timeout) => {}
             () = shutdown_signal() => eprintln!("second signal: not waiting for teardown"),
         }
     };
-    let clean = driver.run_until(stop, all_gone).await;
+    let clean = driver.run_until(stop, |s| applied.iter().all(|k| s.get(k).is_none())).await;
     tokio::time::sleep(Duration::from_millis(50)).await; // let the printer catch up
     printer.abort();
-    report_leftovers(&store, docker.as_ref(), &identity, &applied, clean, started).await
+    report_leftovers(store, runtime, identity, &applied, clean, started).await
 }
 
 async fn report_leftovers<R: Runtime>(
@@ -114,12 +275,19 @@ async fn report_leftovers<R: Runtime>(
 }
 
 /// Print `Kind/ns/name  Phase` whenever an object's phase changes, and `deleted` when it goes.
-async fn print_phases(store: Arc<SharedStore>) {
+async fn print_phases(store: Arc<SharedStore>, since: u64) {
     let mut revisions = store.subscribe();
-    let mut seen = 0;
+    let mut seen = since;
     let mut phases: BTreeMap<ObjectKey, String> = BTreeMap::new();
     loop {
-        let events = store.read(|s| s.events_since(seen).map(|e| e.cloned().collect::<Vec<_>>()).unwrap_or_default());
+        // Compacted past what was seen (a long pause): carry on from now.
+        let events = store.read(|s| match s.events_since(seen) {
+            Ok(events) => events.cloned().collect::<Vec<_>>(),
+            Err(_) => {
+                seen = s.resource_version();
+                Vec::new()
+            }
+        });
         for event in events {
             seen = event.resource_version();
             let key = event.object.key();

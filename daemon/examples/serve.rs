@@ -44,7 +44,7 @@ impl axum::serve::Listener for TlsListener {
 
 fn self_signed() -> Result<TlsAcceptor, Box<dyn std::error::Error>> {
     let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])?;
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.key_pair.serialize_der().into());
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()

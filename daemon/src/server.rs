@@ -84,8 +84,8 @@ pub enum DaemonError {
     Kubeconfig(#[from] KubeconfigError),
     #[error("TLS setup failed")]
     Tls(#[from] CertError),
-    #[error("cannot open the store {}: {message}", path.display())]
-    Store { path: PathBuf, message: String },
+    #[error("cannot open the durable store")]
+    Store(#[source] drydock_adapters::store::OpenError),
     #[error("cannot reach Docker, which the daemon needs (is it running? try `docker info`)")]
     Docker(#[source] DockerError),
     #[error("cannot listen on {addr}")]
@@ -155,16 +155,12 @@ pub async fn run_until(
     Ok(())
 }
 
-/// Open the durable store at `<state-dir>/store.db`.
+/// Open the durable store at `<state-dir>/store.db` (SQLite, created on first start).
 ///
-/// *Caveats*: TODO(sqlite): until the SQLite backend lands this is an in-memory store, so objects
-/// do not survive a restart (a warning says so).
+/// *Guarantees*: a database that cannot be opened or fails its integrity check is an error naming
+/// the file and what to do; it is never replaced.
 pub fn open_store(state: &StateDir) -> Result<Arc<SharedStore>, DaemonError> {
-    let path = state.store_path();
-    // TODO(sqlite): SharedStore::open_sqlite(&path)
-    //     .map_err(|e| DaemonError::Store { path: path.clone(), message: e.to_string() })
-    tracing::warn!(path = %path.display(), "durable store not wired yet: using an in-memory store (objects are lost at exit)");
-    Ok(SharedStore::in_memory())
+    SharedStore::open_sqlite(&state.store_path()).map_err(DaemonError::Store)
 }
 
 /// `https://ADDR`, with a loopback address in place of a wildcard one.

@@ -1,0 +1,275 @@
+//! `drydock daemon` driven by the real `kubectl` against real Docker: discovery, apply, watch,
+//! patch, wait, describe, a cascading namespace delete that leaves nothing in Docker, and a
+//! request without the token refused with 401.
+//!
+//! Skips with a printed reason where kubectl or Docker is absent and `CI` is unset; with `CI` set
+//! their absence is a failure.
+#![allow(clippy::unwrap_used)]
+
+use drydock_adapters::testing::{TEST_IMAGE, docker_or_skip, ensure_test_image};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const KUBECTL: &str = "kubectl";
+
+fn kubectl_or_skip(test: &str) -> bool {
+    match Command::new(KUBECTL).args(["version", "--client"]).output() {
+        Ok(out) if out.status.success() => true,
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{test}: CI is set and kubectl is required, but it does not run")
+        }
+        _ => {
+            eprintln!("SKIPPED {test}: no kubectl on PATH; set CI=true to make this a failure");
+            false
+        }
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{prefix}-{}-{}", std::process::id(), nanos % 100_000)
+}
+
+/// A running `drydock daemon` on a temporary state dir; SIGTERM on drop.
+struct Daemon {
+    child: Child,
+    kubeconfig: PathBuf,
+    lines: mpsc::Receiver<String>,
+    state_dir: PathBuf,
+}
+
+impl Daemon {
+    fn start(state_dir: &Path) -> Daemon {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_drydock"))
+            .args(["daemon", "--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(state_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut kubeconfig = None;
+        let mut listening = false;
+        while !(listening && kubeconfig.is_some()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = lines.recv_timeout(left).expect("the daemon did not print its address and kubeconfig");
+            if line.contains("listening on https://") {
+                listening = true;
+            }
+            if let Some(path) = line.strip_prefix("kubeconfig: ") {
+                kubeconfig = Some(PathBuf::from(path.trim()));
+            }
+        }
+        Daemon { child, kubeconfig: kubeconfig.unwrap(), lines, state_dir: state_dir.to_path_buf() }
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        let out = Command::new(KUBECTL).arg("--kubeconfig").arg(&self.kubeconfig).args(args).output().unwrap();
+        eprintln!(
+            "$ kubectl {}\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// kubectl that must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(out.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn watch(&self, args: &[&str]) -> Child {
+        Command::new(KUBECTL)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// SIGTERM, then the exit code.
+    fn stop(mut self) -> Option<i32> {
+        terminate(&self.child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(Instant::now() < deadline, "the daemon did not exit within 30 s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        while self.lines.try_recv().is_ok() {}
+        let _ = std::fs::remove_dir_all(&self.state_dir);
+    }
+}
+
+fn terminate(child: &Child) {
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+fn docker_names_with(prefix: &str) -> Vec<String> {
+    let out = Command::new("docker").args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
+}
+
+/// Removes what a failed run left in Docker.
+struct RemoveOnDrop(String);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for name in docker_names_with(&self.0) {
+            let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+        }
+    }
+}
+
+fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn manifest(ns: &str) -> String {
+    let trap = "trap 'exit 0' TERM; while true; do sleep 1; done";
+    format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: {ns}}}
+---
+apiVersion: drydock.dev/v1
+kind: PhysicalContainer
+metadata: {{name: web, namespace: {ns}, labels: {{app: web}}}}
+spec:
+  image: {TEST_IMAGE}
+  command: [sh, -c, "{trap}"]
+---
+apiVersion: drydock.dev/v1
+kind: LogicalContainer
+metadata: {{name: api, namespace: {ns}}}
+spec:
+  mode: session
+  image: {TEST_IMAGE}
+  command: [sh, -c, "{trap}"]
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_drives_the_daemon_on_docker() {
+    if !kubectl_or_skip("kubectl_drives_the_daemon") || docker_or_skip("kubectl_drives_the_daemon").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let ns = unique("kc");
+    let _cleanup = RemoveOnDrop(ns.clone());
+    let state_dir = std::env::temp_dir().join(unique("drydock-daemon-e2e"));
+    let daemon = Daemon::start(&state_dir);
+
+    // Discovery: drydock's kinds with their short names, and core namespaces.
+    let resources = daemon.ok(&["api-resources"]);
+    for expected in ["physicalcontainers", "logicalcontainers", "containerimages", "drydock.dev/v1", "namespaces"] {
+        assert!(resources.contains(expected), "api-resources lacks {expected}:\n{resources}");
+    }
+    assert!(resources.lines().any(|l| l.starts_with("physicalcontainers") && l.contains(" pc ")), "{resources}");
+
+    // Watch from before the apply, so the phases are seen changing.
+    let mut watch = daemon.watch(&["get", "pc", "-n", &ns, "-w", "--output-watch-events"]);
+    let file = state_dir.join("stack.yaml");
+    std::fs::write(&file, manifest(&ns)).unwrap();
+    let applied = daemon.ok(&["apply", "-f", file.to_str().unwrap()]);
+    assert!(applied.contains(&format!("namespace/{ns} created")), "{applied}");
+    assert!(applied.contains("physicalcontainer.drydock.dev/web created"), "{applied}");
+    assert!(applied.contains("logicalcontainer.drydock.dev/api created"), "{applied}");
+
+    daemon.ok(&["wait", "-n", &ns, "pc/web", "--for=jsonpath={.status.phase}=Running", "--timeout=90s"]);
+    daemon.ok(&["wait", "-n", &ns, "lc/api", "--for=jsonpath={.status.phase}=Running", "--timeout=90s"]);
+    assert!(docker_names_with(&ns).iter().any(|n| n == &format!("{ns}-web")), "{:?}", docker_names_with(&ns));
+
+    // A second apply of the same manifest changes nothing.
+    let again = daemon.ok(&["apply", "-f", file.to_str().unwrap()]);
+    assert!(again.contains("physicalcontainer.drydock.dev/web unchanged"), "{again}");
+
+    // get shows the table's columns; label selectors select.
+    let table = daemon.ok(&["get", "pc", "-n", &ns, "-l", "app=web"]);
+    let header = table.lines().next().unwrap_or_default();
+    assert!(header.contains("NAME") && header.contains("PHASE") && header.contains("AGE"), "{table}");
+    assert!(table.contains("web") && table.contains("Running"), "{table}");
+    assert!(!daemon.ok(&["get", "pc", "-n", &ns, "-l", "app!=web"]).contains("web"));
+    let described = daemon.ok(&["describe", "pc", "web", "-n", &ns]);
+    assert!(described.contains("web") && described.contains(TEST_IMAGE), "{described}");
+
+    // Stop by patch: the container exits, the object says so.
+    daemon.ok(&["patch", "pc", "web", "-n", &ns, "--type", "merge", "-p", r#"{"spec":{"stop":true}}"#]);
+    daemon.ok(&["wait", "-n", &ns, "pc/web", "--for=jsonpath={.status.phase}=Exited", "--timeout=90s"]);
+
+    // The watch saw web go from Pending (or its first phase) to Running to Exited.
+    watch.kill().unwrap();
+    let watched = watch.wait_with_output().unwrap();
+    let watched = String::from_utf8_lossy(&watched.stdout);
+    assert!(watched.contains("ADDED") && watched.contains("MODIFIED"), "{watched}");
+    let running = watched.find("Running").unwrap_or_else(|| panic!("watch never saw Running:\n{watched}"));
+    assert!(watched[running..].contains("Exited"), "watch did not see Running then Exited:\n{watched}");
+
+    // Deleting the namespace cascades to nothing left, in the API and in Docker.
+    daemon.ok(&["delete", "ns", &ns, "--wait=false"]);
+    eventually("the namespace and its containers to be gone", Duration::from_secs(90), || {
+        let gone = !daemon.kubectl(&["get", "ns", &ns]).status.success();
+        gone && docker_names_with(&ns).is_empty()
+    });
+    let left = daemon.ok(&["get", "pc,lc", "-A", "-o", "name"]);
+    assert!(!left.contains(&ns), "objects left after the namespace was deleted: {left}");
+
+    // Without the token: 401 as a Status, which kubectl reports as Unauthorized.
+    let anonymous = strip_token(&daemon.kubeconfig, &state_dir);
+    let out = Command::new(KUBECTL).arg("--kubeconfig").arg(&anonymous).args(["get", "ns"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a request without the token was served");
+    assert!(stderr.contains("Unauthorized") || stderr.contains("must be logged in"), "{stderr}");
+    let out = Command::new(KUBECTL)
+        .arg("--kubeconfig")
+        .arg(&daemon.kubeconfig)
+        .args(["get", "ns", "--token", "not-the-token"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a request with a wrong token was served");
+
+    assert_eq!(daemon.stop(), Some(0), "the daemon must exit 0 on SIGTERM");
+}
+
+/// A copy of the kubeconfig without the user's token.
+fn strip_token(kubeconfig: &Path, dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(kubeconfig).unwrap();
+    let without: String =
+        text.lines().filter(|l| !l.trim_start().starts_with("token:")).map(|l| format!("{l}\n")).collect();
+    assert_ne!(text, without, "the kubeconfig has no token line to remove");
+    let path = dir.join("anonymous.kubeconfig");
+    std::fs::write(&path, without).unwrap();
+    path
+}
