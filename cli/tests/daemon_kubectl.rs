@@ -197,7 +197,12 @@ async fn kubectl_drives_the_daemon_on_docker() {
     for expected in ["physicalcontainers", "logicalcontainers", "containerimages", "drydock.dev/v1", "namespaces"] {
         assert!(resources.contains(expected), "api-resources lacks {expected}:\n{resources}");
     }
-    assert!(resources.lines().any(|l| l.starts_with("physicalcontainers") && l.contains(" pc ")), "{resources}");
+    let short_names = |plural: &str| -> Vec<String> {
+        let line = resources.lines().find(|l| l.starts_with(&format!("{plural} "))).unwrap_or_default();
+        line.split_whitespace().nth(1).unwrap_or_default().split(',').map(str::to_string).collect()
+    };
+    assert!(short_names("physicalcontainers").contains(&"pc".to_string()), "{resources}");
+    assert!(short_names("logicalcontainers").contains(&"lc".to_string()), "{resources}");
 
     // Watch from before the apply, so the phases are seen changing.
     let mut watch = daemon.watch(&["get", "pc", "-n", &ns, "-w", "--output-watch-events"]);
@@ -249,9 +254,26 @@ async fn kubectl_drives_the_daemon_on_docker() {
     // Without the token: 401 as a Status, which kubectl reports as Unauthorized.
     let anonymous = strip_token(&daemon.kubeconfig, &state_dir);
     let out = Command::new(KUBECTL).arg("--kubeconfig").arg(&anonymous).args(["get", "ns"]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(!out.status.success(), "a request without the token was served");
-    assert!(stderr.contains("Unauthorized") || stderr.contains("must be logged in"), "{stderr}");
+    // kubectl answers a 401 with no credentials by asking for a username (EOF here, no stdin).
+    let refused = ["Unauthorized", "must be logged in", "Please enter Username"];
+    assert!(refused.iter().any(|r| stderr.contains(r)), "{stderr}");
+    // The same request by hand: a 401 `Status` with reason Unauthorized.
+    let server = std::fs::read_to_string(&daemon.kubeconfig)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: ").map(str::to_string))
+        .unwrap();
+    let out = Command::new("curl")
+        .args(["-s", "--cacert"])
+        .arg(state_dir.join("ca.crt"))
+        .arg(format!("{server}/api/v1/namespaces"))
+        .output()
+        .expect("curl runs");
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((status["kind"].as_str(), status["code"].as_i64()), (Some("Status"), Some(401)), "{status}");
+    assert_eq!(status["reason"], "Unauthorized", "{status}");
     let out = Command::new(KUBECTL)
         .arg("--kubeconfig")
         .arg(&daemon.kubeconfig)
@@ -266,10 +288,13 @@ async fn kubectl_drives_the_daemon_on_docker() {
 /// A copy of the kubeconfig without the user's token.
 fn strip_token(kubeconfig: &Path, dir: &Path) -> PathBuf {
     let text = std::fs::read_to_string(kubeconfig).unwrap();
-    let without: String =
-        text.lines().filter(|l| !l.trim_start().starts_with("token:")).map(|l| format!("{l}\n")).collect();
-    assert_ne!(text, without, "the kubeconfig has no token line to remove");
+    let mut config: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    let users = config.get_mut("users").and_then(|u| u.as_sequence_mut()).unwrap();
+    for user in users {
+        let fields = user.get_mut("user").and_then(|u| u.as_mapping_mut()).unwrap();
+        assert!(fields.remove("token").is_some(), "the kubeconfig's user has no token to remove");
+    }
     let path = dir.join("anonymous.kubeconfig");
-    std::fs::write(&path, without).unwrap();
+    std::fs::write(&path, serde_yaml_ng::to_string(&config).unwrap()).unwrap();
     path
 }

@@ -8,8 +8,10 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// Write a manifest into a directory of its own: `drydock up` keeps its state beside the
+/// manifest, and tests running at once must not share it.
 fn manifest(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("drydock-up-test-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("drydock-up-test-{}", std::process::id())).join(name);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
