@@ -93,7 +93,7 @@ async fn up(args: &UpArgs, state_dir: PathBuf, objects: Vec<Object>) -> Result<E
         state.identity,
         if args.wait { "" } else { " (Ctrl-C to tear down)" }
     );
-    let printer = tokio::spawn(print_phases(store.clone(), since));
+    let printer = tokio::spawn(print_phases(store.clone(), since, true));
     let mut driver = Driver::builtin(&state.identity, store.clone(), docker.clone());
     if args.wait {
         let code = wait_settled(&mut driver, &store, &applied, Duration::from_secs(args.wait_timeout_secs)).await;
@@ -222,7 +222,7 @@ async fn teardown<R: Runtime>(
             let _ = store.execute(StoreRequest::Delete { key: key.clone(), options: DeleteOptions::default() });
         }
     }
-    let printer = tokio::spawn(print_phases(store.clone(), since));
+    let printer = tokio::spawn(print_phases(store.clone(), since, false));
     let stop = async {
         tokio::select! {
             () = tokio::time::sleep(timeout) => {}
@@ -274,11 +274,18 @@ async fn report_leftovers<R: Runtime>(
     Ok(ExitCode::from(1))
 }
 
-/// Print `Kind/ns/name  Phase` whenever an object's phase changes, and `deleted` when it goes.
-async fn print_phases(store: Arc<SharedStore>, since: u64) {
+/// Print `Kind/ns/name  Phase` whenever an object's phase changes after `since`, and `deleted`
+/// when it goes; with `show_current`, first each object's phase as it is now (a re-run's objects
+/// may already be running and change no more).
+async fn print_phases(store: Arc<SharedStore>, since: u64, show_current: bool) {
     let mut revisions = store.subscribe();
     let mut seen = since;
     let mut phases: BTreeMap<ObjectKey, String> = BTreeMap::new();
+    if show_current {
+        for object in store.read(|s| s.list(None, None)) {
+            show_phase(&object, &mut phases);
+        }
+    }
     loop {
         // Compacted past what was seen (a long pause): carry on from now.
         let events = store.read(|s| match s.events_since(seen) {
@@ -290,36 +297,39 @@ async fn print_phases(store: Arc<SharedStore>, since: u64) {
         });
         for event in events {
             seen = event.resource_version();
-            let key = event.object.key();
-            if key.kind == drydock_engine::api::Lease::KIND {
-                continue; // bookkeeping, not something the user applied
+            if event.event != EventType::Deleted {
+                show_phase(&event.object, &mut phases);
+            } else if event.object.kind != drydock_engine::api::Lease::KIND {
+                phases.remove(&event.object.key());
+                println!("  {:<40} deleted", event.object.key().to_string());
             }
-            let line = if event.event == EventType::Deleted {
-                phases.remove(&key);
-                "deleted".to_string()
-            } else {
-                let status = &event.object.status;
-                let mut phase = status.get("phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
-                if event.object.metadata.is_deleting() && phase != "Terminating" {
-                    phase = format!("{phase} (deleting)");
-                }
-                if phases.get(&key) == Some(&phase) {
-                    continue;
-                }
-                phases.insert(key.clone(), phase.clone());
-                let mut detail =
-                    status.get("message").and_then(Value::as_str).map(|m| format!("  {m}")).unwrap_or_default();
-                if let Some(code) = status.get("exitCode").and_then(Value::as_i64) {
-                    detail = format!("  exit code {code}{detail}");
-                }
-                format!("{phase}{detail}")
-            };
-            println!("  {:<40} {line}", key.to_string());
         }
         if revisions.changed().await.is_err() {
             return;
         }
     }
+}
+
+/// Print `object`'s phase if it is not the one last printed for it.
+fn show_phase(object: &Object, phases: &mut BTreeMap<ObjectKey, String>) {
+    let key = object.key();
+    if key.kind == drydock_engine::api::Lease::KIND {
+        return; // bookkeeping, not something the user applied
+    }
+    let status = &object.status;
+    let mut phase = status.get("phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
+    if object.metadata.is_deleting() && phase != "Terminating" {
+        phase = format!("{phase} (deleting)");
+    }
+    if phases.get(&key) == Some(&phase) {
+        return;
+    }
+    phases.insert(key.clone(), phase.clone());
+    let mut detail = status.get("message").and_then(Value::as_str).map(|m| format!("  {m}")).unwrap_or_default();
+    if let Some(code) = status.get("exitCode").and_then(Value::as_i64) {
+        detail = format!("  exit code {code}{detail}");
+    }
+    println!("  {:<40} {phase}{detail}", key.to_string());
 }
 
 /// Ctrl-C or SIGTERM.

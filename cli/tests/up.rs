@@ -356,3 +356,100 @@ async fn starts_that_can_never_succeed_end_failed_with_dockers_message() {
     drop(held);
     let _ = std::fs::remove_file(&proxy.socket);
 }
+
+fn drydock(args: &[&str], path: &PathBuf) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_drydock")).args(args).arg("-f").arg(path).output().unwrap()
+}
+
+#[tokio::test]
+async fn up_wait_exits_1_when_an_object_fails_and_down_tears_down() {
+    if docker_or_skip("up_wait").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let ns = unique("wait");
+    let _cleanup = RemoveOnDrop(ns.clone());
+    let sleeper = "[sh, -c, \"trap 'exit 0' TERM; while true; do sleep 1; done\"]";
+    let good = format!(
+        "kind: Namespace\nmetadata: {{name: {ns}}}\n---\n\
+         kind: PhysicalContainer\nmetadata: {{name: web, namespace: {ns}}}\nspec: {{image: '{TEST_IMAGE}', command: {sleeper}}}\n"
+    );
+    // All settle and none fails: exit 0, and the container is left running for `down`.
+    let path = manifest("wait-good.yaml", &good);
+    let out = drydock(&["up", "--wait", "--wait-timeout-secs", "90"], &path);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("none failed") && stdout.contains("drydock down"), "{stdout}");
+    assert_eq!(docker_names_with(&ns), vec![format!("{ns}-web")], "left running after --wait");
+    let down = drydock(&["down"], &path);
+    let down_out = String::from_utf8_lossy(&down.stdout);
+    assert_eq!(down.status.code(), Some(0), "{down_out}{}", String::from_utf8_lossy(&down.stderr));
+    assert!(down_out.contains("nothing left"), "{down_out}");
+    assert!(docker_names_with(&ns).is_empty(), "down left containers");
+
+    // One object fails for good (its program does not exist): exit 1, naming it and Docker's message.
+    let failing = format!(
+        "{good}---\nkind: PhysicalContainer\nmetadata: {{name: broken, namespace: {ns}}}\n\
+         spec: {{image: '{TEST_IMAGE}', command: [nosuchprogram]}}\n"
+    );
+    let path = manifest("wait-failing.yaml", &failing);
+    let out = drydock(&["up", "--wait", "--wait-timeout-secs", "90"], &path);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}{stderr}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr.contains(&format!("PhysicalContainer/{ns}/broken")) && stderr.contains("nosuchprogram"), "{stderr}");
+    assert!(stderr.contains("1 of 3 objects failed"), "{stderr}");
+    let down = drydock(&["down"], &path);
+    assert_eq!(down.status.code(), Some(0), "{}", String::from_utf8_lossy(&down.stderr));
+    assert!(docker_names_with(&ns).is_empty(), "down left containers");
+}
+
+#[tokio::test]
+async fn a_rerun_after_a_crash_finds_its_objects_and_adopts_its_containers() {
+    if docker_or_skip("up_crash_rerun").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let ns = unique("crash");
+    let _cleanup = RemoveOnDrop(ns.clone());
+    let path = manifest(
+        "crash.yaml",
+        &format!(
+            "kind: Namespace\nmetadata: {{name: {ns}}}\n---\nkind: PhysicalContainer\nmetadata: {{name: web, namespace: {ns}}}\nspec:\n  image: {TEST_IMAGE}\n  command: [sh, -c, \"trap 'exit 0' TERM; while true; do sleep 1; done\"]\n"
+        ),
+    );
+    let key = format!("PhysicalContainer/{ns}/web");
+    // Run 1: up until Running, then SIGKILL: no teardown happens.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_drydock"))
+        .args(["up", "-f"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("web never Running");
+        if line.contains(&format!("{key} ")) && line.contains("Running") {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let first = container_id(&format!("{ns}-web")).expect("the container outlives the crashed run");
+
+    // Run 2 over the same state: the objects are found (unchanged) and the container adopted.
+    let output = up_until_running_then(&path, std::slice::from_ref(&key), || {
+        assert_eq!(container_id(&format!("{ns}-web")).as_deref(), Some(first.as_str()), "adopted, not recreated");
+    });
+    assert!(output.contains(&format!("{key}")) && output.contains("unchanged"), "{output}");
+    assert!(!output.contains("stranger"), "{output}");
+    assert!(output.contains("nothing left"), "{output}");
+    assert!(docker_names_with(&ns).is_empty(), "runtime containers left behind");
+}
