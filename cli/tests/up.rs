@@ -448,7 +448,7 @@ async fn a_rerun_after_a_crash_finds_its_objects_and_adopts_its_containers() {
     let output = up_until_running_then(&path, std::slice::from_ref(&key), || {
         assert_eq!(container_id(&format!("{ns}-web")).as_deref(), Some(first.as_str()), "adopted, not recreated");
     });
-    assert!(output.contains(&format!("{key}")) && output.contains("unchanged"), "{output}");
+    assert!(output.contains(&key) && output.contains("unchanged"), "{output}");
     assert!(!output.contains("stranger"), "{output}");
     assert!(output.contains("nothing left"), "{output}");
     assert!(docker_names_with(&ns).is_empty(), "runtime containers left behind");
