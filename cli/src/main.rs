@@ -22,8 +22,8 @@ enum Command {
     /// Run the engine in the deterministic simulator: seed sweeps, single-seed repros, the catalog.
     #[command(subcommand)]
     Sim(sim::SimCommand),
-    /// Apply a manifest, run the engine against Docker in the foreground, and tear everything
-    /// down on Ctrl-C or SIGTERM.
+    /// Apply a manifest (keeping its objects in a state dir beside it), run the engine against
+    /// Docker, and tear everything down on Ctrl-C or SIGTERM; with --wait, return once all settled.
     Up(up::UpArgs),
     /// Run the engine against Docker with a Kubernetes-style API over HTTPS (bearer token, its
     /// own CA) and write a kubeconfig for kubectl; stop cleanly on SIGTERM or Ctrl-C.
