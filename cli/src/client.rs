@@ -139,11 +139,17 @@ pub fn apply(args: &ApplyArgs) -> Result<ExitCode> {
                     "created"
                 }
                 Some(existing) => {
+                    // A merge patch of what the manifest says: its labels and annotations are
+                    // set (others, such as kubectl's last-applied, are left alone) and its spec
+                    // replaces the stored one's fields.
+                    let mut metadata = serde_json::Map::new();
+                    for field in ["labels", "annotations"] {
+                        if let Some(value) = body["metadata"].get(field) {
+                            metadata.insert(field.to_string(), value.clone());
+                        }
+                    }
                     let patch = serde_json::json!({
-                        "metadata": {
-                            "labels": body["metadata"].get("labels").cloned().unwrap_or(Value::Null),
-                            "annotations": body["metadata"].get("annotations").cloned().unwrap_or(Value::Null),
-                        },
+                        "metadata": metadata,
                         "spec": body.get("spec").cloned().unwrap_or(Value::Null),
                     });
                     let patched = api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;

@@ -230,6 +230,38 @@ async fn kubectl_drives_the_daemon_on_docker() {
     let described = daemon.ok(&["describe", "pc", "web", "-n", &ns]);
     assert!(described.contains("web") && described.contains(TEST_IMAGE), "{described}");
 
+    // drydock's own client verbs, through the same API and kubeconfig.
+    let verb = |args: &[&str]| -> Output {
+        let out = Command::new(env!("CARGO_BIN_EXE_drydock"))
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&daemon.kubeconfig)
+            .output()
+            .unwrap();
+        eprintln!(
+            "$ drydock {}\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let got = verb(&["get", "pc", "-n", &ns]);
+    let got_out = String::from_utf8_lossy(&got.stdout);
+    assert!(got.status.success() && got_out.contains("PHASE") && got_out.contains("Running"), "{got_out}");
+    let missing = verb(&["get", "pc", "nosuch", "-n", &ns]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("Error from server (NotFound)"));
+    let reapplied = verb(&["apply", "-f", file.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&reapplied.stdout).contains("physicalcontainer.drydock.dev/web unchanged"));
+    let waited = verb(&["wait", "lc/api", "-n", &ns, "--for", "jsonpath={.status.phase}=Running", "--timeout", "30s"]);
+    assert!(waited.status.success() && String::from_utf8_lossy(&waited.stdout).contains("condition met"));
+    let described = verb(&["describe", "lc", "api", "-n", &ns]);
+    assert!(described.status.success() && String::from_utf8_lossy(&described.stdout).contains("Name:"));
+    let as_json = verb(&["get", "pc", "web", "-n", &ns, "-o", "json"]);
+    let object: serde_json::Value = serde_json::from_slice(&as_json.stdout).unwrap();
+    assert_eq!(object["apiVersion"], "drydock.dev/v1", "{object}");
+
     // Stop by patch: the container exits, the object says so.
     daemon.ok(&["patch", "pc", "web", "-n", &ns, "--type", "merge", "-p", r#"{"spec":{"stop":true}}"#]);
     daemon.ok(&["wait", "-n", &ns, "pc/web", "--for=jsonpath={.status.phase}=Exited", "--timeout=90s"]);
