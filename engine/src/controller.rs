@@ -148,6 +148,18 @@ pub trait Controller: Send {
 
     /// A runtime request made by a reconcile of `key` has replied.
     fn on_runtime_result(&mut self, _now: Now, _key: &ObjectKey, _op: OpId, _result: &RuntimeResult) {}
+
+    /// Keys to reconcile once when the engine starts, whatever the store holds (a start-up pass
+    /// over the runtime, like the harvester's).
+    fn boot_keys(&self) -> Vec<ObjectKey> {
+        Vec::new()
+    }
+
+    /// The runtime's event stream broke and was re-established: events may have been missed.
+    /// Return the keys to reconcile (what the controller tracks must be looked at again).
+    fn on_runtime_resync(&mut self, _now: Now) -> Vec<ObjectKey> {
+        Vec::new()
+    }
 }
 
 /// A request made during one reconcile, not yet handed to the driver.

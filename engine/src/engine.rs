@@ -77,6 +77,9 @@ pub enum Input {
     },
     /// A runtime event (a hint: a container started, died, went away).
     RuntimeEvent(RuntimeEvent),
+    /// The runtime's event stream was lost and is back: events in between may be missing, so
+    /// what the controllers know of the runtime is looked at again.
+    RuntimeResync,
 }
 
 /// Something the engine asks the driver to do, then report back with the same `id`.
@@ -233,9 +236,22 @@ impl Engine {
         self.pending.len()
     }
 
+    /// The first time the engine is handed anything: queue every controller's boot keys.
+    fn boot(&mut self, now: Now) {
+        if self.booted_at.is_some() {
+            return;
+        }
+        self.booted_at = Some(now.mono);
+        for (index, controller) in self.controllers.iter().enumerate() {
+            for key in controller.boot_keys() {
+                self.queue.add((index, key), now.mono);
+            }
+        }
+    }
+
     /// Feed one input.
     pub fn handle(&mut self, now: Now, input: Input) {
-        self.booted_at.get_or_insert(now.mono);
+        self.boot(now);
         match input {
             Input::Watch(event) => {
                 match event.event {
@@ -258,6 +274,13 @@ impl Engine {
             }
             Input::StoreDone { id, result } => self.store_done(now, id, result),
             Input::RuntimeEvent(event) => self.runtime_event(now, &event),
+            Input::RuntimeResync => {
+                for (index, controller) in self.controllers.iter_mut().enumerate() {
+                    for key in controller.on_runtime_resync(now) {
+                        self.queue.add((index, key), now.mono);
+                    }
+                }
+            }
             Input::RuntimeDone { id, result } => {
                 let Some(op) = self.pending.remove(&id) else { return };
                 if let Some(deadline) = op.deadline {
@@ -293,7 +316,7 @@ impl Engine {
 
     /// The next request to perform, running due reconciles as needed.
     pub fn poll(&mut self, now: Now) -> Option<Output> {
-        self.booted_at.get_or_insert(now.mono);
+        self.boot(now);
         self.expire_deadlines(now);
         loop {
             if let Some(output) = self.outbox.pop_front() {

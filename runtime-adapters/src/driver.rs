@@ -23,7 +23,8 @@ pub struct Driver<R: Runtime> {
     store: Arc<SharedStore>,
     runtime: Arc<R>,
     clock: SystemClock,
-    watch_rv: u64,
+    /// The store revision the engine has seen; `None` until the first list.
+    watch_rv: Option<u64>,
     results_tx: mpsc::UnboundedSender<(OpId, RuntimeResult)>,
     results: mpsc::UnboundedReceiver<(OpId, RuntimeResult)>,
     runtime_events: Option<mpsc::UnboundedReceiver<RuntimeEvent>>,
@@ -46,7 +47,7 @@ impl<R: Runtime> Driver<R> {
             store,
             runtime,
             clock: SystemClock::default(),
-            watch_rv: 0,
+            watch_rv: None,
             results_tx,
             results,
             runtime_events: None,
@@ -113,22 +114,28 @@ impl<R: Runtime> Driver<R> {
         self.run_until(tokio::time::sleep(timeout), done).await
     }
 
+    /// Hand the engine what changed in the store. The first time (and after the log was compacted)
+    /// that is a list, never a replay of the log: a durable store's log would replay as `Added`
+    /// events the objects an earlier life of the engine created, and the engine would take them
+    /// for objects no earlier life can have acted on.
     fn feed_watch(&mut self) {
         let since = self.watch_rv;
-        let news = self.store.read(|s| match s.events_since(since) {
-            Ok(events) => Ok(events.cloned().collect::<Vec<WatchEvent>>()),
-            Err(_) => Err((s.list(None, None), s.resource_version())),
+        let news = self.store.read(|s| match since.map(|rv| s.events_since(rv)) {
+            Some(Ok(events)) => Ok(events.cloned().collect::<Vec<WatchEvent>>()),
+            _ => Err((s.list(None, None), s.resource_version())),
         });
         match news {
             Ok(events) => {
                 for event in events {
-                    self.watch_rv = event.resource_version();
+                    self.watch_rv = Some(event.resource_version());
                     self.engine.handle(self.clock.now(), Input::Watch(event));
                 }
             }
             Err((objects, resource_version)) => {
-                tracing::info!(since, resource_version, "watch history compacted: relisting");
-                self.watch_rv = resource_version;
+                if since.is_some() {
+                    tracing::info!(?since, resource_version, "watch history compacted: relisting");
+                }
+                self.watch_rv = Some(resource_version);
                 self.engine.handle(self.clock.now(), Input::Resync { objects, resource_version });
             }
         }
