@@ -235,6 +235,34 @@ async fn teardown<R: Runtime>(
     report_leftovers(store, runtime, identity, &applied, clean, started).await
 }
 
+/// What the runtime holds that `identity` created.
+async fn list_created<R: Runtime>(runtime: &R, identity: &str) -> Vec<drydock_engine::runtime::ContainerInfo> {
+    let labels = BTreeMap::from([(names::LABEL_CREATOR.to_string(), identity.to_string())]);
+    match runtime.execute(RuntimeRequest::ListContainers { labels }).await {
+        Ok(RuntimeReply::Containers(list)) => list,
+        _ => Vec::new(),
+    }
+}
+
+/// Remove what an earlier run left whose object the store no longer has (a crash before the
+/// container was recorded, a deleted state dir's objects): the engine's harvester rule, run now
+/// rather than at the harvester's next pass.
+async fn harvest<R: Runtime>(store: &SharedStore, runtime: &R, identity: &str) {
+    let listed = list_created(runtime, identity).await;
+    let objects = store.read(|s| s.list(None, None));
+    for leftover in drydock_engine::controllers::harvest::leftovers(identity, &listed, &objects) {
+        let remove = RuntimeRequest::RemoveContainer { id: leftover.id.clone(), force: true };
+        match runtime.execute(remove).await {
+            Ok(_) => println!("  removed a leftover of an earlier run: {} ({})", leftover.name, short_id(&leftover.id)),
+            Err(e) => eprintln!("  cannot remove leftover {} ({}): {e}", leftover.name, short_id(&leftover.id)),
+        }
+    }
+}
+
+fn short_id(id: &str) -> &str {
+    &id[..12.min(id.len())]
+}
+
 async fn report_leftovers<R: Runtime>(
     store: &SharedStore,
     runtime: &R,
@@ -244,11 +272,8 @@ async fn report_leftovers<R: Runtime>(
     started: Instant,
 ) -> Result<ExitCode> {
     let objects: Vec<ObjectKey> = applied.iter().filter(|k| store.get(k).is_some()).cloned().collect();
-    let labels = BTreeMap::from([(names::LABEL_CREATOR.to_string(), identity.to_string())]);
-    let all = match runtime.execute(RuntimeRequest::ListContainers { labels }).await {
-        Ok(RuntimeReply::Containers(list)) => list,
-        _ => Vec::new(),
-    };
+    harvest(store, runtime, identity).await;
+    let all = list_created(runtime, identity).await;
     // Persistent and retained containers stay on purpose.
     let (kept, containers): (Vec<_>, Vec<_>) =
         all.into_iter().partition(|c| c.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true"));

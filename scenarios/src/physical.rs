@@ -1,7 +1,8 @@
 //! `physical`: the full physical layer, mixed: containers from images and from ContainerImage
 //! references, strangers holding names (with and without replaceExisting), retained containers,
 //! caller labels that try to set system labels, containers removed behind the engine's back,
-//! owners and dependents, stops, deletes racing creates, namespace deletes.
+//! owners and dependents, stops, deletes racing creates, namespace deletes, and containers an
+//! earlier life of an engine left for objects the store lost (for the harvester).
 
 use crate::draw::{Ops, between, chance, pick};
 use crate::shapes::{self, Behaviour, Flaw};
@@ -96,9 +97,27 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
         }
         made.push((namespace, name));
     }
-    for (name, _) in &namespaces {
+    let mut kept = Vec::new();
+    for (name, t) in &namespaces {
         if chance(rng, 0.25) {
             ops.at(between(rng, 15_000, 40_000), ClientOp::DeleteNamespace { name: name.clone() });
+        } else {
+            kept.push((name, *t));
+        }
+    }
+    // Containers an earlier life of an engine made for objects the store has lost (restored
+    // from an older copy): the harvester removes them, unless retained. Only in namespaces that
+    // stay: a namespace delete would find them leaked before any harvest could run.
+    for (k, (namespace, t)) in kept.into_iter().enumerate() {
+        if chance(rng, 0.4) {
+            let leftover = ExternalOp::Leftover {
+                namespace: namespace.clone(),
+                name: format!("lost-{k}"),
+                image: "busybox:latest".into(),
+                creator: (rng.next_u64() % 2) as usize,
+                retained: chance(rng, 0.3),
+            };
+            ops.at(t + between(rng, 500, 20_000), ClientOp::External(leftover));
         }
     }
     Workload { images: vec!["busybox:latest".into()], registry: vec!["nginx:1.27".into()], ops: ops.finish() }

@@ -227,12 +227,15 @@ impl LeaseClaims {
 pub struct Facts {
     pub in_flight: InFlight,
     pub leases: LeaseClaims,
+    /// Owner uids of the leftovers the workload planted: containers made for objects the store
+    /// lost (never held), which only the harvester answers for.
+    pub lost_owners: BTreeSet<String>,
 }
 
 impl Facts {
     pub const fn new() -> Self {
         let in_flight = InFlight { requests: BTreeMap::new(), pulls: BTreeMap::new(), mutations: BTreeMap::new() };
-        Facts { in_flight, leases: LeaseClaims { claims: BTreeMap::new() } }
+        Facts { in_flight, leases: LeaseClaims { claims: BTreeMap::new() }, lost_owners: BTreeSet::new() }
     }
 }
 

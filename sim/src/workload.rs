@@ -109,6 +109,11 @@ pub enum ExternalOp {
     RemoveImage { reference: String },
     /// Someone pushes new content under a tag (the tag moves).
     Push { reference: String },
+    /// A container an earlier life of engine process `creator` made for an object of `namespace`
+    /// the store no longer has (a store restored from an older copy): the owner uid it carries
+    /// belongs to no object there ever was. The harvester of that process must remove it, unless
+    /// `retained`.
+    Leftover { namespace: String, name: String, image: String, creator: usize, retained: bool },
     /// A process that then dies takes the pull lease of `reference` for `seconds`: engines must
     /// wait for it to expire, then take it over.
     HoldLease { reference: String, seconds: u64 },

@@ -1,9 +1,11 @@
-//! The built-in controllers: the garbage collector ([`gc`]), namespaces ([`namespace`]), and the
+//! The built-in controllers: the garbage collector ([`gc`]), namespaces ([`namespace`]), the
 //! runtime-facing ones, physical containers ([`physical`]), container images ([`image`]) and
-//! logical containers ([`logical`]). The runtime-facing ones are written with the public
-//! [`toolkit`](crate::toolkit), as a user's controller would be.
+//! logical containers ([`logical`]), and the [`harvest`]er of containers whose object is gone.
+//! The runtime-facing ones are written with the public [`toolkit`](crate::toolkit), as a user's
+//! controller would be.
 
 pub mod gc;
+pub mod harvest;
 pub mod image;
 pub mod logical;
 pub mod namespace;
@@ -22,6 +24,8 @@ pub struct ControllerConfig {
     /// The workload recorded for persistent containers of namespaces without a
     /// `drydock.dev/workload` annotation.
     pub default_workload: Option<String>,
+    /// How often the harvester looks for containers whose object is gone (besides at start).
+    pub harvest_interval: Duration,
 }
 
 impl Default for ControllerConfig {
@@ -30,12 +34,13 @@ impl Default for ControllerConfig {
             monitor_interval: Duration::from_secs(30),
             max_namespace_deletes: 16,
             default_workload: None,
+            harvest_interval: Duration::from_secs(60),
         }
     }
 }
 
 /// The controllers every engine runs: garbage collector, namespaces, physical containers,
-/// container images and logical containers.
+/// container images, logical containers and the harvester.
 pub fn builtin(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
     vec![
         Box::new(gc::GarbageCollector::default()),
@@ -43,5 +48,6 @@ pub fn builtin(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
         Box::new(physical::PhysicalContainerController::new(config.monitor_interval)),
         Box::new(image::ContainerImageController::new(config.monitor_interval)),
         Box::new(logical::LogicalContainerController::new(config.default_workload.clone())),
+        Box::new(harvest::Harvester::new(config.harvest_interval)),
     ]
 }

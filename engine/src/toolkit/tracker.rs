@@ -154,6 +154,11 @@ impl<Op, S> OpTracker<Op, S> {
         self.objects.values_mut().filter(move |t| t.key == *key)
     }
 
+    /// Every entry.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Tracked<Op, S>> {
+        self.objects.values_mut()
+    }
+
     /// Ask the runtime for `request` as operation `op` of the object `uid`, through `ctx`.
     /// Returns the op id, or `None` (and issues nothing) if `uid` has no entry.
     pub fn start_runtime(&mut self, ctx: &mut Context<'_>, uid: &Uid, op: Op, request: RuntimeRequest) -> Option<OpId> {

@@ -37,6 +37,9 @@ fn registry() -> Registry {
 
 type Check = Box<dyn FnMut(&Store, &StoreRequest)>;
 
+/// The built-in harvester's name, as its requests' origin shows it.
+const HARVESTER: &str = "harvester";
+
 struct World {
     store: Store,
     engine: Engine,
@@ -110,6 +113,15 @@ impl World {
             let now = self.now();
             if let Some(output) = self.engine.poll(now) {
                 match output {
+                    // The harvester's passes are not what these tests count: answered, not recorded.
+                    Output::Store { id, request, origin, .. } if &*origin.controller == HARVESTER => {
+                        let result = self.store.execute(now.wall, request);
+                        self.engine.handle(now, Input::StoreDone { id, result });
+                    }
+                    Output::Runtime { id, origin, .. } if &*origin.controller == HARVESTER => {
+                        let result = Ok(drydock_engine::runtime::RuntimeReply::Containers(Vec::new()));
+                        self.engine.handle(now, Input::RuntimeDone { id, result });
+                    }
                     Output::Store { id, request, .. } => {
                         for check in &mut self.checks {
                             check(&self.store, &request);

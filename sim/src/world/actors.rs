@@ -99,7 +99,7 @@ impl World<'_> {
                         Some(FaultKind::ExternalRemoval)
                     }
                     ExternalOp::HoldLease { .. } => Some(FaultKind::ForeignLease),
-                    ExternalOp::CreateContainer { .. } | ExternalOp::Push { .. } => None,
+                    ExternalOp::CreateContainer { .. } | ExternalOp::Push { .. } | ExternalOp::Leftover { .. } => None,
                 };
                 if let Some(kind) = fault
                     && !self.env.fires(kind)
@@ -241,6 +241,9 @@ impl World<'_> {
                 ));
             }
             ExternalOp::HoldLease { reference, seconds } => self.hold_lease(now, reference, *seconds),
+            ExternalOp::Leftover { namespace, name, image, creator, retained } => {
+                self.leftover(namespace, name, image, *creator, *retained)
+            }
             ExternalOp::Push { reference } => {
                 let digest = self.runtime.registry_push(reference);
                 self.env.note(format_args!(
@@ -249,5 +252,35 @@ impl World<'_> {
                 ));
             }
         }
+    }
+
+    /// Plant a container an earlier life of engine `creator` made for an object the store lost.
+    fn leftover(&mut self, namespace: &str, name: &str, image: &str, creator: usize, retained: bool) {
+        let ns_key = ObjectKey::cluster(drydock_engine::api::Namespace::KIND, namespace);
+        let Some(ns_uid) = self.store.get(&ns_key).map(|ns| ns.metadata.uid.0.clone()) else {
+            self.env.note(format_args!("external leftover {namespace}-{name} skipped: no namespace {namespace}"));
+            return;
+        };
+        let creator = process_identity(creator % self.processes.len());
+        let owner = format!("lost-{namespace}-{name}");
+        self.facts.lost_owners.insert(owner.clone());
+        let mut labels = std::collections::BTreeMap::from([
+            (names::LABEL_OWNER_UID.to_string(), owner),
+            (names::LABEL_NAMESPACE.to_string(), namespace.to_string()),
+            (names::LABEL_NAMESPACE_UID.to_string(), ns_uid),
+            (names::LABEL_CREATOR.to_string(), creator.clone()),
+        ]);
+        if retained {
+            labels.insert(names::LABEL_RETAIN.to_string(), "true".to_string());
+        }
+        let runtime_name = format!("{namespace}-{name}");
+        let create =
+            ContainerCreate { name: runtime_name.clone(), image: image.to_string(), labels, ..Default::default() };
+        let result = self.runtime.execute(&RuntimeRequest::CreateContainer(create));
+        self.env.note(format_args!(
+            "external leftover of {creator}{} {runtime_name} -> {}",
+            if retained { " (retained)" } else { "" },
+            if result.is_ok() { "created" } else { "failed" }
+        ));
     }
 }

@@ -53,6 +53,12 @@ pub(super) enum Event {
     Wake {
         process: usize,
     },
+    /// A process's runtime event stream, broken by a daemon restart, is re-established: the
+    /// process is told events may have been missed (as the Docker follower does on reconnect).
+    RuntimeResynced {
+        process: usize,
+        stream: u32,
+    },
     /// The runtime's clock reaches the time a container's main process ends by itself.
     RuntimeDue,
     /// A removal in progress completes: the container is gone.
@@ -78,7 +84,14 @@ impl Event {
     /// Whether handling this event may change the store, the runtime or what the checkers have
     /// observed. (Deliveries, wakes and store replies change only engine memory.)
     pub(super) fn may_change_state(&self) -> bool {
-        !matches!(self, Event::Deliver { .. } | Event::Wake { .. } | Event::Notify { .. } | Event::StoreReply { .. })
+        !matches!(
+            self,
+            Event::Deliver { .. }
+                | Event::Wake { .. }
+                | Event::Notify { .. }
+                | Event::RuntimeResynced { .. }
+                | Event::StoreReply { .. }
+        )
     }
 }
 

@@ -166,6 +166,15 @@ impl<'w> World<'w> {
                 ));
                 self.input(now, process, Input::RuntimeEvent(event));
             }
+            Event::RuntimeResynced { process, stream } => {
+                self.env.paid();
+                if !self.watches.runtime_stream_open(process, stream) {
+                    self.env.note(format_args!("p{process} runtime resync lost with its stream"));
+                    return;
+                }
+                self.env.note(format_args!("p{process} runtime-resync"));
+                self.input(now, process, Input::RuntimeResync);
+            }
             Event::Wake { process } => {
                 self.env.note(format_args!("p{process} wake"));
                 self.processes.woke(process, now);
@@ -247,6 +256,7 @@ impl<'w> World<'w> {
         self.runtime.set_now(true_now(now).wall);
         let (stopped, until) = self.runtime_link.restart_daemon(&mut self.env, &mut self.runtime, now);
         self.watches.drop_runtime_streams(self.runtime.events().len());
+        self.watches.resync_runtime_streams(&mut self.env, &self.processes, until);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
         self.env.note(format_args!("[fault runtime-restart: {stopped} containers stopped, daemon back at {until}] "));
     }

@@ -1,7 +1,9 @@
 //! The link between engine processes and the runtime daemon: request latency, and the runtime
 //! faults. Before a request applies: `slow-runtime` (it takes many times its latency),
 //! `hung-runtime` (it never answers, applied or not), `transient-runtime-error` (a 500, not
-//! applied), `notfound-after-create` (a fresh container not yet visible to inspection), a daemon
+//! applied), `notfound-after-create` (a fresh container not yet visible to inspection; with a lost
+//! create reply, not yet listed either while its name is already held, as Docker does while a
+//! create completes), a daemon
 //! restarting (`runtime-restart`: refused while it is down). After it applied: `uncertain-create`
 //! and `uncertain-remove` (the reply is lost).
 //!
@@ -80,6 +82,9 @@ pub(super) struct RuntimeLink {
     hung: BTreeSet<(usize, OpId)>,
     /// Containers hidden from inspection until a time.
     hidden: BTreeMap<String, MonoTime>,
+    /// Containers whose create is still completing until a time: Docker holds the name (a second
+    /// create gets a conflict) but neither lists nor inspects the container yet.
+    completing: BTreeMap<String, MonoTime>,
     /// The daemon is restarting until then: requests fail without being applied.
     down_until: Option<MonoTime>,
     /// When the world wakes next for the runtime's own clock (a main process ending by itself).
@@ -93,6 +98,7 @@ impl RuntimeLink {
             cancelled: BTreeSet::new(),
             hung: BTreeSet::new(),
             hidden: BTreeMap::new(),
+            completing: BTreeMap::new(),
             down_until: None,
             due_at: None,
         }
@@ -184,7 +190,7 @@ impl RuntimeLink {
                 RuntimeReply::Done
             })
         } else {
-            runtime.execute(request)
+            self.unlisted_while_completing(now, runtime.execute(request))
         };
         Some(Met { result, hangs, hidden, busy_until })
     }
@@ -220,6 +226,13 @@ impl RuntimeLink {
         if self.due_at.is_some_and(|at| at <= now) {
             self.due_at = None;
         }
+    }
+
+    /// A list leaves out containers whose create is still completing.
+    fn unlisted_while_completing(&mut self, now: MonoTime, result: RuntimeResult) -> RuntimeResult {
+        let Ok(RuntimeReply::Containers(found)) = result else { return result };
+        self.completing.retain(|_, until| *until > now);
+        Ok(RuntimeReply::Containers(found.into_iter().filter(|c| !self.completing.contains_key(&c.id)).collect()))
     }
 
     /// A just-created container the notfound-after-create fault still hides from an inspection:
@@ -260,6 +273,16 @@ impl RuntimeLink {
             if env.fires(FaultKind::UncertainCreate) {
                 env.stats.uncertain_creates += 1;
                 env.note(format_args!(" [fault uncertain-create: reply lost]"));
+                if let Ok(RuntimeReply::Created { id }) = &told
+                    && env.fires(FaultKind::NotFoundAfterCreate)
+                {
+                    // The client went away mid-create (as a killed engine does): Docker holds the
+                    // name at once but shows the container only once the create completes.
+                    env.note(format_args!(" [the create completes later: name held, container unlisted]"));
+                    let until = now + env.draw(self.knobs.hidden_for);
+                    self.hidden.insert(id.clone(), until);
+                    self.completing.insert(id.clone(), until);
+                }
                 told = Err(RuntimeError::Uncertain("connection reset by peer after the request was sent".into()));
                 lost = true;
             }

@@ -197,6 +197,19 @@ impl Watches {
         }
     }
 
+    /// The runtime daemon is back at `at`: every live process's follower reconnects a watch delay
+    /// later and says so.
+    pub fn resync_runtime_streams(&mut self, env: &mut Env, processes: &Processes, at: MonoTime) {
+        for process in 0..self.streams.len() {
+            if processes.is_down(process) {
+                continue;
+            }
+            let when = at + env.draw(self.delay(process));
+            let stream = self.streams[process].events_gen;
+            env.owe(when, Event::RuntimeResynced { process, stream });
+        }
+    }
+
     /// `process` crashed: both its streams end with whatever was queued on them.
     pub fn close(&mut self, process: usize) {
         let s = &mut self.streams[process];

@@ -5,7 +5,9 @@
 //! - One runtime operation per object at a time; a delete waits for it to finish.
 //! - Every container created carries the object's uid as a label. After a create whose outcome is
 //!   unknown (lost reply, error, name conflict) the runtime is listed by that label *before* any
-//!   retry: our container is adopted, a stranger holding the name is never adopted.
+//!   retry: our container is adopted, a stranger holding the name is never adopted. A name the
+//!   runtime holds for a create still in progress (Docker answers 409 before the container shows
+//!   in a list or an inspection) is retried with the create's backoff until the holder shows.
 //! - The runtime-cleanup finalizer is released only after the runtime container was removed and
 //!   a list by uid label found nothing left.
 //! - A container removed behind our back is reported `Missing` and never recreated; one seen
@@ -152,7 +154,7 @@ impl PhysicalContainerController {
                 let remove = RuntimeRequest::RemoveContainer { id: stranger, force: true };
                 self.start_op(ctx, uid, Op::RemoveStranger, remove)
             }
-            (Some(Verify::Replace), None) => {
+            (Some(Verify::Replace | Verify::Holder), _) => {
                 self.start_op(ctx, uid, Op::ResolveName, RuntimeRequest::InspectContainer { id: name })
             }
             (Some(_), _) => {
@@ -285,6 +287,13 @@ impl PhysicalContainerController {
             {
                 return Ok(Cleanup::Waiting(Action::requeue(settled - ctx.now().mono)));
             }
+            // The same for a create of this life whose reply was lost: the runtime may still be
+            // completing it, and lists the container only once it has.
+            if let Some(sent) = t.uncertain_create_at
+                && ctx.now().mono < sent + NOTFOUND_SETTLE
+            {
+                return Ok(Cleanup::Waiting(Action::requeue(sent + NOTFOUND_SETTLE - ctx.now().mono)));
+            }
             let check = RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) };
             return self.start_op(ctx, uid, Op::CleanupCheck, check).map(Cleanup::Waiting);
         }
@@ -398,6 +407,17 @@ impl Controller for PhysicalContainerController {
             t.state.inspected_at = None;
         }
         true
+    }
+
+    fn on_runtime_resync(&mut self, _now: Now) -> Vec<ObjectKey> {
+        // Events were missed: look at every container we know instead of waiting for monitoring.
+        let mut keys = Vec::new();
+        for t in self.ops.iter_mut() {
+            t.state.inspected_at = None;
+            keys.push(t.key().clone());
+        }
+        keys.dedup();
+        keys
     }
 
     fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {

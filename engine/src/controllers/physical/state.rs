@@ -13,7 +13,7 @@
 //!   with that message. A start that fails without the container recording anything is the
 //!   daemon failing, not the container: it is retried at the policy's cap, for ever.
 
-use crate::api::{ContainerPhase, PhysicalContainerStatus, reasons};
+use crate::api::{ContainerPhase, PhysicalContainerStatus, names, reasons};
 use crate::runtime::{ContainerInfo, ContainerState, RuntimeError, RuntimeReply, RuntimeResult};
 use crate::time::{MonoTime, Now};
 use crate::toolkit::{self, Retry, RetryGate, RetryPolicy};
@@ -45,7 +45,7 @@ pub(super) const REMOVING_RECHECK: RetryPolicy =
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) enum Op {
     Create,
-    /// replaceExisting: find which container holds our name.
+    /// After a name conflict nothing carries our label: find which container holds the name.
     ResolveName,
     /// replaceExisting: remove exactly the container resolved by name.
     RemoveStranger,
@@ -69,8 +69,12 @@ pub(super) enum Observed {
 pub(super) enum Verify {
     /// The create's outcome is unknown: if nothing carries our label, create again.
     AfterUncertain,
-    /// The name was taken: if nothing carries our label, the name belongs to a stranger.
+    /// The name was taken: if nothing carries our label, look at who holds the name.
     AfterConflict,
+    /// The name was taken and nothing carries our label: inspect the name. A holder with our uid
+    /// label is ours (it did not list yet); another is a stranger; none means a create still in
+    /// progress holds the name (Docker reserves it before the container shows) or it was freed.
+    Holder,
     /// The name belongs to a stranger and `replaceExisting` is set: remove it, then create.
     Replace,
 }
@@ -143,6 +147,9 @@ pub(super) struct Container {
     pub(super) seen_unstarted: bool,
     /// This engine listed the runtime by the object's uid label before its first create.
     pub(super) label_checked: bool,
+    /// The last create whose outcome this engine does not know was sent then: the runtime may
+    /// still be completing it, holding the name without listing the container.
+    pub(super) uncertain_create_at: Option<MonoTime>,
 }
 
 pub(super) type Tracked = toolkit::Tracked<Op, Container>;
@@ -243,6 +250,7 @@ impl Container {
 pub(super) fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &RuntimeResult) {
     use RuntimeError as E;
     use RuntimeReply as R;
+    let uid = tracked.uid().clone();
     let (t, retry) = (&mut tracked.state, &mut tracked.retry);
     match (op, result) {
         (Op::Create, Ok(R::Created { id })) => {
@@ -263,6 +271,7 @@ pub(super) fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
         (Op::Create, Err(E::Conflict(_))) => t.verify = Some(Verify::AfterConflict),
         (Op::Create, Err(e)) => {
             t.verify = Some(Verify::AfterUncertain);
+            t.uncertain_create_at = Some(now.mono);
             let _: Retry = retry.fail(op, now.mono, &RETRY);
             let attempts = retry.failures(op);
             if attempts >= CREATE_REPORT_AFTER {
@@ -275,13 +284,7 @@ pub(super) fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
                 t.verify = None;
                 t.retrying = None;
             }
-            (None, Some(Verify::AfterConflict)) if t.replace_existing => t.verify = Some(Verify::Replace),
-            (None, Some(Verify::AfterConflict)) => {
-                t.failure = Some(Failure::new(
-                    reasons::NAME_TAKEN,
-                    "the container name is taken by a container drydock did not create for this object (set replaceExisting to replace it)".into(),
-                ));
-            }
+            (None, Some(Verify::AfterConflict)) => t.verify = Some(Verify::Holder),
             (None, _) => t.verify = None,
         },
         (Op::Start, Ok(_)) => {
@@ -301,8 +304,38 @@ pub(super) fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
                 t.judge_failed_start(now, retry, info, failed);
             }
         }
-        (Op::ResolveName, Ok(R::Container(holder))) => t.stranger = Some(holder.id.clone()),
-        (Op::ResolveName, Err(E::NotFound(_))) => t.verify = None, // gone meanwhile: create
+        (Op::ResolveName, Ok(R::Container(holder)))
+            if holder.labels.get(names::LABEL_OWNER_UID).map(String::as_str) == Some(uid.0.as_str()) =>
+        {
+            // Ours, created by a request whose reply we never had; it did not list yet.
+            t.observe(now, holder);
+            t.verify = None;
+            t.retrying = None;
+        }
+        (Op::ResolveName, Ok(R::Container(holder))) if t.replace_existing => {
+            t.stranger = Some(holder.id.clone());
+            t.verify = Some(Verify::Replace);
+        }
+        (Op::ResolveName, Ok(R::Container(_))) => {
+            t.failure = Some(Failure::new(
+                reasons::NAME_TAKEN,
+                "the container name is taken by a container drydock did not create for this object (set replaceExisting to replace it)".into(),
+            ));
+        }
+        (Op::ResolveName, Err(E::NotFound(_))) => {
+            // Nobody shows under the name: a create still in progress holds it (ours from an
+            // earlier life, or anyone's), or it was freed meanwhile. Create again, with the
+            // create's backoff: the container shows by then (a conflict we can resolve) or the
+            // name is free.
+            t.verify = None;
+            let _: Retry = retry.fail(Op::Create, now.mono, &RETRY);
+            let attempts = retry.failures(Op::Create);
+            if attempts >= CREATE_REPORT_AFTER {
+                t.retrying = Some(format!(
+                    "cannot create the container ({attempts} attempts): its name is held by a create that has not completed; retrying"
+                ));
+            }
+        }
         (Op::RemoveStranger, Ok(_) | Err(E::NotFound(_))) => {
             t.stranger = None;
             t.verify = None;
@@ -462,5 +495,49 @@ mod tests {
         assert_eq!(waits, [ms(200), ms(400), ms(800), ms(1_600)]);
         assert!(t.state.retrying.as_deref().is_some_and(|m| m.starts_with("cannot create the container (4 attempts)")));
         assert_eq!(t.state.failure, None, "retryable: never Failed");
+    }
+
+    #[test]
+    fn a_name_held_by_a_create_in_progress_is_waited_for_then_adopted() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let ours = t.uid().0.clone();
+        let conflict = || RuntimeError::Conflict("Conflict. The container name \"/ns-web\" is already in use".into());
+        let nothing = || Ok(RuntimeReply::Containers(Vec::new()));
+        let absent = || Err(RuntimeError::NotFound("No such container: ns-web".into()));
+        let mut waits = Vec::new();
+        for n in 0..3u64 {
+            let ms = n * 100_000;
+            handle_result(t, at(ms), Op::Create, &Err(conflict()));
+            handle_result(t, at(ms + 1), Op::Verify, &nothing());
+            assert_eq!(t.state.verify, Some(Verify::Holder), "nothing listed: look at who holds the name");
+            handle_result(t, at(ms + 2), Op::ResolveName, &absent());
+            assert_eq!((t.state.verify, t.state.failure.clone()), (None, None), "held by a create in progress");
+            waits.push(t.retry.remaining(at(ms + 2).mono).unwrap());
+        }
+        let ms = Duration::from_millis;
+        assert_eq!(waits, [ms(200), ms(400), ms(800)], "the create backs off");
+        assert!(t.state.retrying.as_deref().is_some_and(|m| m.contains("held by a create that has not completed")));
+        // The holder shows: ours by its uid label.
+        handle_result(t, at(400_000), Op::Create, &Err(conflict()));
+        handle_result(t, at(400_001), Op::Verify, &nothing());
+        let mut holder = container(ContainerState::Created, None, None);
+        if let Ok(RuntimeReply::Container(info)) = &mut holder {
+            info.labels.insert(names::LABEL_OWNER_UID.into(), ours);
+        }
+        handle_result(t, at(400_002), Op::ResolveName, &holder);
+        assert_eq!((t.state.runtime_id.as_deref(), t.state.failure.clone()), (Some("c1"), None));
+        assert_eq!(t.state.retrying, None);
+    }
+
+    #[test]
+    fn a_name_held_by_a_stranger_is_name_taken() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        handle_result(t, at(0), Op::Create, &Err(RuntimeError::Conflict("in use".into())));
+        handle_result(t, at(1), Op::Verify, &Ok(RuntimeReply::Containers(Vec::new())));
+        handle_result(t, at(2), Op::ResolveName, &container(ContainerState::Running, None, None));
+        assert_eq!(t.state.failure.clone().map(|f| f.reason), Some(reasons::NAME_TAKEN));
+        assert_eq!(t.state.runtime_id, None, "a stranger is never adopted");
     }
 }

@@ -96,7 +96,8 @@ impl Invariant for NoLeakAfterNamespaceDelete {
 }
 
 /// A physical container leaves the store only once no runtime operation on its container is in
-/// flight and its container is gone.
+/// flight and its container is gone. A leftover the workload planted for an object the store
+/// never held (one a restored store lost) is the harvester's to remove, not a finalizer's.
 #[derive(Default)]
 pub(super) struct FinalizerAfterRuntimeCleanup {
     seen: Seen,
@@ -124,6 +125,9 @@ impl Invariant for FinalizerAfterRuntimeCleanup {
         self.seen.check()?;
         for c in view.runtime.containers().filter(|c| !retained(c)) {
             let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) else { continue };
+            if view.facts.lost_owners.contains(uid) {
+                continue;
+            }
             let owner = view.store.get_by_uid(&Uid(uid.clone()));
             if owner.is_none_or(|o| o.kind != PhysicalContainer::KIND) {
                 return Err(format!(
@@ -134,6 +138,61 @@ impl Invariant for FinalizerAfterRuntimeCleanup {
             }
         }
         Ok(())
+    }
+}
+
+/// The harvester removes only leftovers: a container its own engine created, not retained, whose
+/// owner object is gone and whose id no object records. Judged when the remove is sent, against
+/// the store and runtime of that moment.
+#[derive(Default)]
+pub(super) struct HarvestOnlyLeftovers {
+    seen: Seen,
+}
+
+impl Invariant for HarvestOnlyLeftovers {
+    named!(HarvestOnlyLeftovers);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeSent]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Happening::RuntimeSent { process, request: RuntimeRequest::RemoveContainer { id, .. }, issuer, .. } =
+            happening
+        else {
+            return;
+        };
+        if issuer.kind != drydock_engine::controllers::harvest::HARVEST_KIND {
+            return;
+        }
+        let Some(c) = view.runtime.container(id) else { return };
+        let identity = crate::facts::process_identity(*process);
+        let why = if c.labels.get(names::LABEL_CREATOR) != Some(&identity) {
+            Some(format!("it was not created by {identity}"))
+        } else if retained(c) {
+            Some("it is retained".to_string())
+        } else if let Some(owner) =
+            c.labels.get(names::LABEL_OWNER_UID).and_then(|uid| view.store.get_by_uid(&Uid(uid.clone())))
+        {
+            Some(format!("its object {} still exists", owner.key()))
+        } else {
+            view.store
+                .list(Some(PhysicalContainer::KIND), None)
+                .iter()
+                .find(|pc| recorded_runtime_id(pc) == Some(c.id.as_str()) || tracked_id(pc) == Some(c.id.as_str()))
+                .map(|pc| format!("{} records it", pc.key()))
+        };
+        if let Some(why) = why {
+            self.seen.flag(format!(
+                "the harvester of {identity} removes runtime container {} ({}), but {why}",
+                c.name,
+                short(&c.id)
+            ));
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
     }
 }
 
@@ -399,6 +458,11 @@ pub(super) fn retained(c: &ContainerInfo) -> bool {
 /// `status.runtimeId` of a physical container.
 fn recorded_runtime_id(pc: &Object) -> Option<&str> {
     pc.status.get("runtimeId")?.as_str()
+}
+
+/// `spec.containerId` of a physical container tracking a container by id.
+fn tracked_id(pc: &Object) -> Option<&str> {
+    pc.spec.get("containerId")?.as_str()
 }
 
 /// `spec.containerId` is set: the container is tracked by id, not created for the object.

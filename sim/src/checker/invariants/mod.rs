@@ -54,6 +54,7 @@ invariants! {
     NoRecreateAfterExternalRemoval = ("no-recreate-after-external-removal", "a runtime container removed outside drydock is never created again for the same object", containers::NoRecreateAfterExternalRemoval),
     OwnershipStable = ("ownership-stable", "an object's ownerReferences never change once set unless a client changed them", containers::OwnershipStable),
     AdmissionBeforeRuntime = ("admission-before-runtime", "the runtime never refuses a request drydock sent as invalid: admission refuses it first, with a field path", containers::AdmissionBeforeRuntime),
+    HarvestOnlyLeftovers = ("harvest-only-leftovers", "the harvester removes only containers its engine created, not retained, whose object is gone and whose id no object records", containers::HarvestOnlyLeftovers),
     NamespaceCleanupOrder = ("namespace-cleanup-order", "a terminating namespace deletes no image while containers remain in it", containers::NamespaceCleanupOrder),
     SinglePullPerRef = ("single-pull-per-ref", "never two pulls of one normalized image reference in flight, across processes", images::SinglePullPerRef),
     LeaseExclusive = ("lease-exclusive", "never two live holders of one lease", images::LeaseExclusive),

@@ -1,0 +1,290 @@
+//! The harvester: removes runtime containers this engine's identity created whose object is gone.
+//!
+//! A container outlives its object when an engine dies between creating it and recording it and
+//! the object is deleted meanwhile, or when the store lost the object (restored from an older
+//! copy, wiped by hand). Nothing else would ever remove it: every other controller starts from an
+//! object. DCP's harvester is the model: at start, and then periodically, list what we created and
+//! remove what nobody wants.
+//!
+//! A pass lists the runtime by our creator label first and the store (uncached, every kind)
+//! second, so an object that exists when its container is listed is in the store list: objects are
+//! never recreated under the same uid, so "not in the later list" means gone for good.
+//!
+//! *Guarantees*
+//! - Only containers carrying this engine's identity as creator are ever removed: another engine's
+//!   and a stranger's are never touched.
+//! - A container whose object still exists (its owner-uid label names any object in the store) is
+//!   left to that object's controller, which adopts it by that label.
+//! - Retained containers (persistent ones) and containers whose id any object records
+//!   (`spec.containerId`, `status.runtimeId`, `status.containerId`) are never removed.
+//! - Passes run at start, once more when requests an earlier life of the engine left in flight have
+//!   settled (a create of a dead life may land after the first pass), then every
+//!   [`ControllerConfig::harvest_interval`](super::ControllerConfig). A failed pass is retried after
+//!   1 s, doubling up to the interval.
+//!
+//! *Caveats*: a container removed by the harvester is removed with force, as the physical
+//! controller's own cleanup would.
+
+use crate::api::{Object, ObjectKey, Uid, names};
+use crate::controller::{Action, Context, Controller, OpId, ReconcileResult, Watch};
+use crate::runtime::{ContainerInfo, RuntimeReply, RuntimeRequest, RuntimeResult};
+use crate::store::{StoreReply, StoreRequest, StoreResult};
+use crate::time::{MonoTime, Now};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The kind of the harvester's one key. No object of this kind exists: the key names the
+/// harvester's work in queues, traces and request origins.
+pub const HARVEST_KIND: &str = "Harvest";
+
+/// The first retry of a failed pass; it doubles up to the harvest interval.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+
+/// The harvester's one work key.
+pub fn harvest_key() -> ObjectKey {
+    ObjectKey::cluster(HARVEST_KIND, "runtime")
+}
+
+/// The containers of `listed` (all carrying our creator label) that nobody wants: created by
+/// `identity` for an object (an owner uid label), not retained, whose owner uid no object in
+/// `objects` has and whose id no object records. Sorted by id.
+pub fn leftovers<'a>(identity: &str, listed: &'a [ContainerInfo], objects: &[Arc<Object>]) -> Vec<&'a ContainerInfo> {
+    let uids: BTreeSet<&Uid> = objects.iter().map(|o| &o.metadata.uid).collect();
+    let recorded: BTreeSet<&str> = objects.iter().flat_map(|o| recorded_ids(o)).collect();
+    let mut found: Vec<&ContainerInfo> = listed
+        .iter()
+        .filter(|c| c.labels.get(names::LABEL_CREATOR).map(String::as_str) == Some(identity))
+        .filter(|c| c.labels.get(names::LABEL_RETAIN).map(String::as_str) != Some("true"))
+        // Without an owner uid it was not made for an object: not ours to judge.
+        .filter(|c| c.labels.get(names::LABEL_OWNER_UID).is_some_and(|uid| !uids.contains(&Uid(uid.clone()))))
+        .filter(|c| !recorded.contains(c.id.as_str()))
+        .collect();
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    found
+}
+
+/// Runtime container ids an object records as its own or as one it tracks.
+fn recorded_ids(object: &Object) -> impl Iterator<Item = &str> {
+    let spec = object.spec.get("containerId");
+    let status = ["runtimeId", "containerId"].into_iter().filter_map(|f| object.status.get(f));
+    spec.into_iter().chain(status).filter_map(|v| v.as_str())
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Waiting for the next pass, due at this time.
+    Idle { due: MonoTime },
+    /// Listing the runtime by our creator label.
+    ListingRuntime(OpId),
+    /// The runtime listed these; the store list comes next.
+    Listed(Vec<ContainerInfo>),
+    /// Listing the store.
+    ListingStore(OpId, Vec<ContainerInfo>),
+    /// Both lists are in: what the runtime holds, and every object of the store.
+    Fetched { listed: Vec<ContainerInfo>, objects: Vec<Arc<Object>> },
+    /// Removing leftovers: the removes still in flight, and whether one failed.
+    Removing { pending: BTreeSet<OpId>, failed: bool },
+}
+
+#[derive(Debug)]
+pub struct Harvester {
+    interval: Duration,
+    phase: Phase,
+    /// Failed passes in a row.
+    failures: u32,
+    /// When the pass in progress began.
+    pass_began: MonoTime,
+}
+
+impl Harvester {
+    pub fn new(interval: Duration) -> Self {
+        Harvester { interval, phase: Phase::Idle { due: MonoTime(0) }, failures: 0, pass_began: MonoTime(0) }
+    }
+
+    /// The pass ended: when is the next one due?
+    fn end_pass(&mut self, ctx: &Context<'_>, ok: bool) -> Action {
+        let now = ctx.now().mono;
+        let due = if !ok {
+            self.retry_due(now)
+        } else if self.pass_began < ctx.earlier_lives_settle_at {
+            // A create sent by an earlier life may still land after this pass: look again once
+            // such requests have settled.
+            self.failures = 0;
+            ctx.earlier_lives_settle_at
+        } else {
+            self.failures = 0;
+            now + self.interval
+        };
+        self.phase = Phase::Idle { due };
+        Action::requeue(due.since(now))
+    }
+
+    /// After a failed pass: 1 s, doubling up to the interval.
+    fn retry_due(&mut self, now: MonoTime) -> MonoTime {
+        self.failures += 1;
+        let doublings = self.failures.saturating_sub(1).min(16);
+        now + RETRY_FIRST.saturating_mul(1 << doublings).min(self.interval)
+    }
+
+    fn fail(&mut self, now: Now, what: &str, error: &dyn std::fmt::Display) {
+        tracing::warn!(%error, "harvest pass failed: {what}");
+        self.phase = Phase::Idle { due: self.retry_due(now.mono) };
+    }
+
+    /// Remove every leftover of the pass; none: the pass is done.
+    fn remove_leftovers(
+        &mut self,
+        ctx: &mut Context<'_>,
+        listed: &[ContainerInfo],
+        objects: &[Arc<Object>],
+    ) -> ReconcileResult {
+        let mut pending = BTreeSet::new();
+        for leftover in leftovers(ctx.identity(), listed, objects) {
+            tracing::info!(container = %leftover.id, name = %leftover.name, "harvesting a container whose object is gone");
+            pending.insert(ctx.runtime(RuntimeRequest::RemoveContainer { id: leftover.id.clone(), force: true }));
+        }
+        if pending.is_empty() {
+            return Ok(self.end_pass(ctx, true));
+        }
+        self.phase = Phase::Removing { pending, failed: false };
+        Ok(Action::done())
+    }
+}
+
+impl Controller for Harvester {
+    fn name(&self) -> &str {
+        "harvester"
+    }
+
+    fn watches(&self) -> Vec<Watch> {
+        Vec::new()
+    }
+
+    fn boot_keys(&self) -> Vec<ObjectKey> {
+        vec![harvest_key()]
+    }
+
+    fn on_runtime_resync(&mut self, now: Now) -> Vec<ObjectKey> {
+        // Events were missed: containers may have come and gone. Look now unless a pass runs.
+        if let Phase::Idle { due } = &mut self.phase {
+            *due = (*due).min(now.mono);
+        }
+        vec![harvest_key()]
+    }
+
+    fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
+        if *key != harvest_key() {
+            return Ok(Action::done());
+        }
+        let now = ctx.now().mono;
+        match std::mem::replace(&mut self.phase, Phase::Idle { due: now }) {
+            Phase::Idle { due } if due > now => {
+                self.phase = Phase::Idle { due };
+                Ok(Action::requeue(due.since(now)))
+            }
+            Phase::Idle { .. } => {
+                self.pass_began = now;
+                let labels = BTreeMap::from([(names::LABEL_CREATOR.to_string(), ctx.identity().to_string())]);
+                let op = ctx.runtime(RuntimeRequest::ListContainers { labels });
+                self.phase = Phase::ListingRuntime(op);
+                Ok(Action::done())
+            }
+            Phase::Listed(listed) if listed.is_empty() => Ok(self.end_pass(ctx, true)),
+            Phase::Listed(listed) => {
+                let op = ctx.store(StoreRequest::List { kind: None, namespace: None });
+                self.phase = Phase::ListingStore(op, listed);
+                Ok(Action::done())
+            }
+            Phase::Fetched { listed, objects } => self.remove_leftovers(ctx, &listed, &objects),
+            Phase::Removing { pending, failed } if pending.is_empty() => Ok(self.end_pass(ctx, !failed)),
+            busy => {
+                // A request of the pass is in flight; its reply brings us back.
+                self.phase = busy;
+                Ok(Action::done())
+            }
+        }
+    }
+
+    fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
+        match &mut self.phase {
+            Phase::ListingRuntime(listing) if *listing == op => match result {
+                Ok(RuntimeReply::Containers(found)) => self.phase = Phase::Listed(found.clone()),
+                Ok(other) => self.fail(now, "unexpected reply to a list", &format!("{other:?}")),
+                Err(e) => self.fail(now, "cannot list the runtime", e),
+            },
+            Phase::Removing { pending, failed } if pending.contains(&op) => {
+                pending.remove(&op);
+                if let Err(e) = result
+                    && !matches!(e, crate::runtime::RuntimeError::NotFound(_))
+                {
+                    tracing::warn!(error = %e, "cannot remove a leftover container; the next pass retries");
+                    *failed = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_store_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &StoreResult) {
+        if !matches!(&self.phase, Phase::ListingStore(listing, _) if *listing == op) {
+            return;
+        }
+        let Phase::ListingStore(_, listed) = std::mem::replace(&mut self.phase, Phase::Idle { due: now.mono }) else {
+            return;
+        };
+        match result {
+            Ok(StoreReply::Objects(objects)) => self.phase = Phase::Fetched { listed, objects: objects.clone() },
+            Ok(StoreReply::Object(_)) => self.fail(now, "unexpected reply to a list", &"one object"),
+            Err(e) => self.fail(now, "cannot list the store", e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::api::ObjectMeta;
+    use crate::runtime::ContainerState;
+
+    fn container(id: &str, labels: &[(&str, &str)]) -> ContainerInfo {
+        ContainerInfo {
+            id: id.into(),
+            name: format!("name-{id}"),
+            image: "busybox".into(),
+            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            state: ContainerState::Running,
+            exit_code: None,
+            error: None,
+            ports: Vec::new(),
+        }
+    }
+
+    fn object(uid: &str, spec: serde_json::Value, status: serde_json::Value) -> Arc<Object> {
+        let metadata = ObjectMeta { name: uid.into(), uid: Uid(uid.into()), ..Default::default() };
+        Arc::new(Object { api_version: None, kind: "PhysicalContainer".into(), metadata, spec, status })
+    }
+
+    #[test]
+    fn only_our_unwanted_unretained_containers_are_leftovers() {
+        let me = names::LABEL_CREATOR;
+        let owner = names::LABEL_OWNER_UID;
+        let listed = vec![
+            container("gone", &[(me, "d1"), (owner, "u-gone")]),
+            container("alive", &[(me, "d1"), (owner, "u-alive")]),
+            container("kept", &[(me, "d1"), (owner, "u-gone"), (names::LABEL_RETAIN, "true")]),
+            container("theirs", &[(me, "d2"), (owner, "u-gone")]),
+            container("tracked", &[(me, "d1"), (owner, "u-gone-too")]),
+            container("recorded", &[(me, "d1"), (owner, "u-old")]),
+            container("orphan", &[(me, "d1")]),
+        ];
+        let objects = vec![
+            object("u-alive", serde_json::json!({}), serde_json::json!({})),
+            object("u-t", serde_json::json!({"containerId": "tracked"}), serde_json::json!({})),
+            object("u-r", serde_json::json!({}), serde_json::json!({"runtimeId": "recorded"})),
+        ];
+        let found: Vec<&str> = leftovers("d1", &listed, &objects).iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(found, ["gone"], "an unlabelled container of ours was made for no object: not judged");
+    }
+}
