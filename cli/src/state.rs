@@ -8,7 +8,7 @@
 //! share one.
 
 use anyhow::{Context as _, Result};
-use drydock_adapters::SharedStore;
+use drydock_adapters::{Predecessor, SharedStore};
 use drydock_daemon::state_dir::StateDir;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,15 +24,30 @@ pub struct UpState {
     pub store: Arc<SharedStore>,
     /// The engine's identity, kept in the state dir: the same on every run over it.
     pub identity: String,
-    _dir: StateDir,
+    /// How the last run over this dir ended: a run that stopped with nothing in flight lets
+    /// this one skip the wait for an earlier life's requests (30 s before a deleted container's
+    /// finalizer may go).
+    pub predecessor: Predecessor,
+    dir: StateDir,
 }
 
 impl UpState {
     pub fn open(dir: &Path) -> Result<UpState> {
         let state = StateDir::open(dir)?;
         let identity = format!("drydock-up-{}", state.identity_id()?);
+        let clean = state.take_clean_stop()?;
         let store = SharedStore::open_sqlite(&state.store_path())
             .with_context(|| format!("cannot open drydock up's store in {}", state.path().display()))?;
-        Ok(UpState { store, identity, _dir: state })
+        let predecessor = if clean { Predecessor::StoppedCleanly } else { Predecessor::MayHaveCrashed };
+        Ok(UpState { store, identity, predecessor, dir: state })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Record that this run stopped with no runtime request in flight.
+    pub fn record_clean_stop(&self) -> Result<()> {
+        Ok(self.dir.record_clean_stop()?)
     }
 }

@@ -3,7 +3,7 @@
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use drydock_adapters::{DockerRuntime, Driver, Runtime, SharedStore};
+use drydock_adapters::{DockerRuntime, Driver, Predecessor, Runtime, SharedStore};
 use drydock_engine::api::{Namespace, Object, ObjectKey, Resource, names};
 use drydock_engine::runtime::{RuntimeReply, RuntimeRequest};
 use drydock_engine::store::{DeleteOptions, EventType, StoreReply, StoreRequest};
@@ -33,8 +33,10 @@ pub struct UpArgs {
     /// How long `--wait` waits for the objects to settle.
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     wait_timeout_secs: u64,
-    /// How long teardown may take before what is left is reported.
-    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    /// How long teardown may take before what is left is reported. After a run that was killed
+    /// (no clean stop recorded), deleted containers are confirmed gone only 30 s after start, in
+    /// case a create the killed run sent still lands.
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
     teardown_timeout_secs: u64,
 }
 
@@ -46,8 +48,10 @@ pub struct DownArgs {
     /// The state dir `drydock up --state-dir` used.
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// How long teardown may take before what is left is reported.
-    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    /// How long teardown may take before what is left is reported. After a run that was killed
+    /// (no clean stop recorded), deleted containers are confirmed gone only 30 s after start, in
+    /// case a create the killed run sent still lands.
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
     teardown_timeout_secs: u64,
 }
 
@@ -94,19 +98,31 @@ async fn up(args: &UpArgs, state_dir: PathBuf, objects: Vec<Object>) -> Result<E
         if args.wait { "" } else { " (Ctrl-C to tear down)" }
     );
     let printer = tokio::spawn(print_phases(store.clone(), since, true));
-    let mut driver = Driver::builtin(&state.identity, store.clone(), docker.clone());
+    let mut driver = Driver::builtin_after(&state.identity, store.clone(), docker.clone(), state.predecessor);
     if args.wait {
         let code = wait_settled(&mut driver, &store, &applied, Duration::from_secs(args.wait_timeout_secs)).await;
         tokio::time::sleep(Duration::from_millis(50)).await; // let the printer catch up
         printer.abort();
+        stop(driver, &state).await;
         println!("left running; `drydock down -f {}` tears them down", args.file.display());
         return Ok(code);
     }
     driver.run(shutdown_signal()).await;
     printer.abort();
-    teardown(driver, &store, docker.as_ref(), &state.identity, applied, Duration::from_secs(args.teardown_timeout_secs))
-        .await
+    teardown(driver, &state, docker.as_ref(), applied, Duration::from_secs(args.teardown_timeout_secs)).await
 }
+
+/// Stop the engine, letting its runtime requests finish, and record a clean stop if they did.
+async fn stop<R: Runtime>(driver: Driver<R>, state: &crate::state::UpState) {
+    if driver.stop(STOP_GRACE).await
+        && let Err(e) = state.record_clean_stop()
+    {
+        eprintln!("warning: {e:#}; the next run will wait for this one's requests as after a crash");
+    }
+}
+
+/// How long a stop waits for runtime requests in flight.
+const STOP_GRACE: Duration = Duration::from_secs(10);
 
 async fn down_in(state_dir: PathBuf, timeout: Duration) -> Result<ExitCode> {
     if !state_dir.exists() {
@@ -123,8 +139,8 @@ async fn down_in(state_dir: PathBuf, timeout: Duration) -> Result<ExitCode> {
         keys
     });
     applied.dedup();
-    let driver = Driver::builtin(&state.identity, store.clone(), docker.clone());
-    teardown(driver, &store, docker.as_ref(), &state.identity, applied, timeout).await
+    let driver = Driver::builtin_after(&state.identity, store.clone(), docker.clone(), state.predecessor);
+    teardown(driver, &state, docker.as_ref(), applied, timeout).await
 }
 
 /// Create `object`, or bring the stored one's spec, labels and annotations in line with it.
@@ -207,13 +223,19 @@ mod phase {
 /// and report anything left behind.
 async fn teardown<R: Runtime>(
     mut driver: Driver<R>,
-    store: &Arc<SharedStore>,
+    state: &crate::state::UpState,
     runtime: &R,
-    identity: &str,
     applied: Vec<ObjectKey>,
     timeout: Duration,
 ) -> Result<ExitCode> {
+    let (store, identity) = (&state.store, state.identity.as_str());
     println!("tearing down {} objects", applied.len());
+    if state.predecessor == Predecessor::MayHaveCrashed {
+        println!(
+            "  the last run over {} did not stop cleanly: deletions are confirmed once requests it may have left in flight can no longer land (30 s after start)",
+            state.path().display()
+        );
+    }
     let started = Instant::now();
     let since = store.read(|s| s.resource_version());
     for key in applied.iter().rev() {
@@ -232,6 +254,7 @@ async fn teardown<R: Runtime>(
     let clean = driver.run_until(stop, |s| applied.iter().all(|k| s.get(k).is_none())).await;
     tokio::time::sleep(Duration::from_millis(50)).await; // let the printer catch up
     printer.abort();
+    self::stop(driver, state).await;
     report_leftovers(store, runtime, identity, &applied, clean, started).await
 }
 

@@ -21,7 +21,7 @@ use crate::kubeconfig::{self, KubeconfigError};
 use crate::state_dir::{StateDir, StateDirError};
 use crate::tls::{self, CertError};
 use axum::Router;
-use drydock_adapters::{DockerError, DockerRuntime, Driver, SharedStore};
+use drydock_adapters::{DockerError, DockerRuntime, Driver, Predecessor, SharedStore};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
@@ -125,6 +125,7 @@ pub async fn run_until(
     let extra_ips = [listen.ip()];
     let certs = state.certificates(&extra_ips)?;
     let tls = tls::server_config(&certs.server_cert_pem, &certs.server_key_pem)?;
+    let predecessor = if state.take_clean_stop()? { Predecessor::StoppedCleanly } else { Predecessor::MayHaveCrashed };
     let store = open_store(&state)?;
     let docker = Arc::new(DockerRuntime::connect().await.map_err(DaemonError::Docker)?);
     let listener = TcpListener::bind(listen).await.map_err(|source| DaemonError::Bind { addr: listen, source })?;
@@ -133,7 +134,7 @@ pub async fn run_until(
     let kubeconfig_path = options.kubeconfig.clone().unwrap_or_else(|| state.default_kubeconfig_path());
     kubeconfig::write(&kubeconfig_path, &url, &certs.ca_pem, &token)?;
     let router = api::router(store.clone(), ApiOptions { token: Some(token), ..ApiOptions::default() });
-    let mut driver = Driver::builtin(&identity, store.clone(), docker);
+    let mut driver = Driver::builtin_after(&identity, store.clone(), docker, predecessor);
     let ready = Ready { addr, url, kubeconfig: kubeconfig_path, state_dir: state.path().to_path_buf(), identity };
     tracing::info!(url = %ready.url, kubeconfig = %ready.kubeconfig.display(), identity = %ready.identity, "ready");
     on_ready(&ready);
@@ -147,8 +148,12 @@ pub async fn run_until(
         let _ = driver_stopped.await;
     });
     tokio::join!(serving, driving);
+    // Runtime requests still in flight are waited for, so the next start need not assume a
+    // crash (which holds deleted containers' finalizers for the runtime timeout).
+    if driver.stop(options.shutdown_grace).await {
+        state.record_clean_stop()?;
+    }
     tracing::info!("driver stopped; closing the store");
-    drop(driver);
     drop(store);
     drop(state); // releases the lock last
     tracing::info!("stopped");

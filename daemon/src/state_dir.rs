@@ -12,6 +12,7 @@
 //! | `server.crt`, `server.key` | the serving certificate, signed by the CA | key 0600 |
 //! | `store.db` | the durable store | |
 //! | `kubeconfig` | the client config, unless `--kubeconfig` says elsewhere | 0600 |
+//! | `clean-stop` | present only between a stop with no runtime request in flight and the next start | 0600 |
 //!
 //! *Guarantees*: a [`StateDir`] is held by one process at a time (an exclusive `flock` on
 //! `lock`, released when the process ends, even by a crash); a second [`StateDir::open`] on the
@@ -42,6 +43,7 @@ pub const SERVER_CERT_FILE: &str = "server.crt";
 pub const SERVER_KEY_FILE: &str = "server.key";
 pub const STORE_FILE: &str = "store.db";
 pub const KUBECONFIG_FILE: &str = "kubeconfig";
+pub const CLEAN_STOP_FILE: &str = "clean-stop";
 
 /// Why the state directory could not be opened or one of its files read or made.
 #[derive(Debug, thiserror::Error)]
@@ -173,6 +175,28 @@ impl StateDir {
     /// The identity the engine runs as: `drydock-daemon-<id>`.
     pub fn identity(&self) -> Result<String> {
         Ok(format!("drydock-daemon-{}", self.identity_id()?))
+    }
+
+    /// Whether no earlier life over this directory can have left a runtime request in flight:
+    /// there was none (no store yet), or the last one recorded a clean stop. The record is
+    /// removed, so this life counts as crashed until it records its own.
+    ///
+    /// *Guarantees*: `true` at most once per recorded stop, or for a directory without a store.
+    /// A store without a record (a kill -9, a stop that abandoned requests) answers `false`.
+    /// Call it before the store is opened (opening creates it).
+    pub fn take_clean_stop(&self) -> Result<bool> {
+        let path = self.path.join(CLEAN_STOP_FILE);
+        let first_life = !self.store_path().exists();
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(first_life),
+            Err(e) => Err(io("remove the clean-stop record", &path)(e)),
+        }
+    }
+
+    /// Record that this life stops with no runtime request in flight (see [`Self::take_clean_stop`]).
+    pub fn record_clean_stop(&self) -> Result<()> {
+        replace_file(&self.path.join(CLEAN_STOP_FILE), b"stopped with no runtime request in flight\n", 0o600)
     }
 
     /// The CA and a server certificate valid for `127.0.0.1`, `::1`, `localhost` and
@@ -354,6 +378,21 @@ mod tests {
         for file in [TOKEN_FILE, ID_FILE, CA_KEY_FILE, SERVER_KEY_FILE, LOCK_FILE] {
             assert_eq!(mode(&dir.join(file)), 0o600, "{file}");
         }
+    }
+
+    #[test]
+    fn a_clean_stop_is_believed_once_and_a_kill_never() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        assert!(state.take_clean_stop().unwrap(), "no store yet: no earlier life");
+        std::fs::write(state.store_path(), b"").unwrap();
+        assert!(!state.take_clean_stop().unwrap(), "a store and no record: as after a kill -9");
+        state.record_clean_stop().unwrap();
+        assert_eq!(mode(&tmp.path().join(CLEAN_STOP_FILE)), 0o600);
+        drop(state);
+        let state = StateDir::open(tmp.path()).unwrap();
+        assert!(state.take_clean_stop().unwrap(), "recorded by the last life");
+        assert!(!state.take_clean_stop().unwrap(), "taken: this life counts as crashed until it records");
     }
 
     #[test]

@@ -41,6 +41,12 @@ pub struct EngineConfig {
     /// previous one may still arrive gives the new one a fresh range, so no stale reply is
     /// mistaken for one of its own.
     pub first_op: u64,
+    /// The earlier life of this engine, if there was one, stopped with no runtime request in
+    /// flight (its driver waited for them and recorded a clean stop). Then nothing it sent can
+    /// still land, and [`Context::earlier_lives_pending`](crate::Context::earlier_lives_pending)
+    /// is `None` from the start. `false` (the default) assumes a crash: requests of an earlier
+    /// life may land until `runtime_timeout` after boot.
+    pub predecessor_stopped_cleanly: bool,
 }
 
 impl Default for EngineConfig {
@@ -53,6 +59,7 @@ impl Default for EngineConfig {
             runtime_timeout: Duration::from_secs(30),
             pull_timeout: Duration::from_secs(600),
             first_op: 0,
+            predecessor_stopped_cleanly: false,
         }
     }
 }
@@ -236,6 +243,12 @@ impl Engine {
         self.pending.len()
     }
 
+    /// From when no runtime request of an earlier life of this engine can still land.
+    fn earlier_lives_settle_at(&self, now: Now) -> MonoTime {
+        let booted = self.booted_at.unwrap_or(now.mono);
+        if self.config.predecessor_stopped_cleanly { booted } else { booted + self.config.runtime_timeout }
+    }
+
     /// The first time the engine is handed anything: queue every controller's boot keys.
     fn boot(&mut self, now: Now) {
         if self.booted_at.is_some() {
@@ -388,6 +401,7 @@ impl Engine {
             return;
         }
         let (index, key) = &work;
+        let earlier_lives_settle_at = self.earlier_lives_settle_at(now);
         let controller = &mut self.controllers[*index];
         let span = tracing::debug_span!("reconcile", controller = controller.name(), key = %key);
         let _entered = span.enter();
@@ -399,7 +413,7 @@ impl Engine {
             registry: &self.registry,
             next_op: &mut self.next_op,
             issued: Vec::new(),
-            earlier_lives_settle_at: self.booted_at.unwrap_or(now.mono) + self.config.runtime_timeout,
+            earlier_lives_settle_at,
             seen_created: &self.seen_created,
         };
         let result = controller.reconcile(&mut ctx, key);

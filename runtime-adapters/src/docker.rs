@@ -28,7 +28,7 @@
 //! Works against anything that speaks Docker's API: the local socket, `DOCKER_HOST`, or Podman's
 //! Docker-compatible socket through `DOCKER_HOST=unix:///run/podman/podman.sock`.
 
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, RuntimeNotice};
 use bollard::Docker;
 use bollard::errors::Error as BollardError;
 use bollard::models::CreateImageInfo;
@@ -77,6 +77,16 @@ impl DockerRuntime {
         let docker = Docker::connect_with_defaults()
             .map_err(|source| DockerError::Connect { host: host.clone(), source })?
             .with_timeout(REQUEST_TIMEOUT);
+        let docker = docker.negotiate_version().await.map_err(|source| DockerError::Version { host, source })?;
+        Ok(DockerRuntime { docker })
+    }
+
+    /// Connect to the Docker API on the Unix socket at `path` (a proxy in front of the daemon, a
+    /// rootless daemon), negotiating the version as [`DockerRuntime::connect`] does.
+    pub async fn connect_unix(path: &std::path::Path) -> Result<Self, DockerError> {
+        let host = format!("unix://{}", path.display());
+        let docker = Docker::connect_with_unix(&host, REQUEST_TIMEOUT.as_secs(), bollard::API_DEFAULT_VERSION)
+            .map_err(|source| DockerError::Connect { host: host.clone(), source })?;
         let docker = docker.negotiate_version().await.map_err(|source| DockerError::Version { host, source })?;
         Ok(DockerRuntime { docker })
     }
@@ -177,42 +187,77 @@ impl DockerRuntime {
     }
 
     /// Follow the daemon's container events for containers drydock created (those labelled with
-    /// an owner uid), from the moment of this call on, reconnecting after a broken stream from
-    /// the last event seen (Docker replays from `since`, so nothing is missed while the stream
-    /// connects or reconnects; the event at `since` may come twice). Events are hints: the engine
-    /// re-inspects.
-    fn follow_events(&self) -> mpsc::UnboundedReceiver<RuntimeEvent> {
+    /// an owner uid), from the moment of this call on.
+    ///
+    /// *Guarantees*: after the stream breaks (Docker restarted, the socket went away), it waits
+    /// until Docker answers a ping, backing off from 250 ms doubling to 30 s, reconnects from the
+    /// last event seen (Docker replays from `since`; the event at `since` may come twice), and
+    /// then sends [`RuntimeNotice::Resynced`], so the engine re-inspects what it knows: a restart
+    /// stops containers without every `die` reaching a stream. A stream that keeps breaking at
+    /// once is reopened no faster than the backoff allows. Events are hints: the engine
+    /// re-inspects anyway.
+    fn follow_events(&self) -> mpsc::UnboundedReceiver<RuntimeNotice> {
         let (tx, rx) = mpsc::unbounded_channel();
         let docker = self.docker.clone();
-        let mut since = crate::clock::wall_now();
-        tokio::spawn(async move {
-            let filters = HashMap::from([("type", vec!["container"]), ("label", vec![names::LABEL_OWNER_UID])]);
-            loop {
-                let from = format!("{}.{:03}", since.0 / 1000, since.0 % 1000);
-                let options = EventsOptionsBuilder::default().since(&from).filters(&filters).build();
-                let mut stream = docker.events(Some(options));
-                while let Some(message) = stream.next().await {
-                    match message {
-                        Ok(message) => {
-                            let Some(event) = runtime_event(message) else { continue };
-                            since = since.max(event.time);
-                            if tx.send(event).is_err() {
-                                return;
-                            }
-                        }
-                        Err(error) => {
-                            tracing::warn!(%error, "docker event stream broke; reconnecting");
-                            break;
-                        }
-                    }
-                }
+        tokio::spawn(follow(docker, crate::clock::wall_now(), tx));
+        rx
+    }
+}
+
+const RECONNECT_FIRST: Duration = Duration::from_millis(250);
+const RECONNECT_MAX: Duration = Duration::from_secs(30);
+/// A stream that lasted this long counts as healthy: the next break starts the backoff afresh.
+const STREAM_HEALTHY_AFTER: Duration = Duration::from_secs(30);
+
+async fn follow(docker: Docker, mut since: WallTime, tx: mpsc::UnboundedSender<RuntimeNotice>) {
+    let filters = HashMap::from([("type", vec!["container"]), ("label", vec![names::LABEL_OWNER_UID])]);
+    let mut backoff = RECONNECT_FIRST;
+    let mut reconnecting = false;
+    loop {
+        if reconnecting {
+            while let Err(error) = docker.ping().await {
+                tracing::warn!(%error, retry_in = ?backoff, "docker does not answer; the event stream waits");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(RECONNECT_MAX);
                 if tx.is_closed() {
                     return;
                 }
-                tokio::time::sleep(Duration::from_secs(1)).await;
             }
-        });
-        rx
+        }
+        let from = format!("{}.{:03}", since.0 / 1000, since.0 % 1000);
+        let options = EventsOptionsBuilder::default().since(&from).filters(&filters).build();
+        let mut stream = docker.events(Some(options));
+        if reconnecting {
+            tracing::info!("docker event stream reconnected; the engine re-inspects what it knows");
+            if tx.send(RuntimeNotice::Resynced).is_err() {
+                return;
+            }
+        }
+        let opened = tokio::time::Instant::now();
+        while let Some(message) = stream.next().await {
+            match message {
+                Ok(message) => {
+                    let Some(event) = runtime_event(message) else { continue };
+                    since = since.max(event.time);
+                    if tx.send(RuntimeNotice::Event(event)).is_err() {
+                        return;
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "docker event stream broke; reconnecting");
+                    break;
+                }
+            }
+        }
+        if tx.is_closed() {
+            return;
+        }
+        if opened.elapsed() >= STREAM_HEALTHY_AFTER {
+            backoff = RECONNECT_FIRST;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(RECONNECT_MAX);
+        reconnecting = true;
     }
 }
 
@@ -241,7 +286,7 @@ fn runtime_event(message: bollard::models::EventMessage) -> Option<RuntimeEvent>
 }
 
 impl Runtime for DockerRuntime {
-    fn events(&self) -> Option<mpsc::UnboundedReceiver<RuntimeEvent>> {
+    fn events(&self) -> Option<mpsc::UnboundedReceiver<RuntimeNotice>> {
         Some(self.follow_events())
     }
 

@@ -6,10 +6,10 @@
 //! runtime result arrives, the store changes, or the engine's next wakeup is due.
 
 use crate::clock::SystemClock;
-use crate::runtime::Runtime;
+use crate::runtime::{Runtime, RuntimeNotice};
 use crate::store::SharedStore;
 use drydock_engine::controllers::{self, ControllerConfig};
-use drydock_engine::runtime::{RuntimeEvent, RuntimeResult};
+use drydock_engine::runtime::RuntimeResult;
 use drydock_engine::store::{Registry, Store, WatchEvent};
 use drydock_engine::{Engine, EngineConfig, Input, OpId, Output};
 use std::collections::BTreeMap;
@@ -17,6 +17,15 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+
+/// How the earlier life of an engine under the same identity ended, as its state dir tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Predecessor {
+    /// Unknown, or killed: a create it sent may still land for a while (the runtime timeout).
+    MayHaveCrashed,
+    /// It stopped with nothing in flight ([`Driver::stop`] returned `true`), or there was none.
+    StoppedCleanly,
+}
 
 pub struct Driver<R: Runtime> {
     engine: Engine,
@@ -27,12 +36,12 @@ pub struct Driver<R: Runtime> {
     watch_rv: Option<u64>,
     results_tx: mpsc::UnboundedSender<(OpId, RuntimeResult)>,
     results: mpsc::UnboundedReceiver<(OpId, RuntimeResult)>,
-    runtime_events: Option<mpsc::UnboundedReceiver<RuntimeEvent>>,
+    runtime_events: Option<mpsc::UnboundedReceiver<RuntimeNotice>>,
     /// Runtime requests in flight, so they can be cancelled.
     tasks: BTreeMap<OpId, tokio::task::AbortHandle>,
 }
 
-async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<RuntimeEvent>>) -> Option<RuntimeEvent> {
+async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<RuntimeNotice>>) -> Option<RuntimeNotice> {
     match events {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
@@ -55,10 +64,21 @@ impl<R: Runtime> Driver<R> {
         }
     }
 
-    /// A driver running the built-in controllers as `identity`.
+    /// A driver running the built-in controllers as `identity`, assuming an earlier life under
+    /// that identity may have crashed with runtime requests in flight.
     pub fn builtin(identity: &str, store: Arc<SharedStore>, runtime: Arc<R>) -> Self {
+        Self::builtin_after(identity, store, runtime, Predecessor::MayHaveCrashed)
+    }
+
+    /// [`Driver::builtin`], told how the earlier life under `identity` ended.
+    pub fn builtin_after(identity: &str, store: Arc<SharedStore>, runtime: Arc<R>, predecessor: Predecessor) -> Self {
         let seed = crate::clock::wall_now().0;
-        let config = EngineConfig { identity: identity.to_string(), seed, ..EngineConfig::default() };
+        let config = EngineConfig {
+            identity: identity.to_string(),
+            seed,
+            predecessor_stopped_cleanly: predecessor == Predecessor::StoppedCleanly,
+            ..EngineConfig::default()
+        };
         let engine = Engine::new(config, Registry::builtin(), controllers::builtin(&ControllerConfig::default()));
         Driver::new(engine, store, runtime)
     }
@@ -100,13 +120,38 @@ impl<R: Runtime> Driver<R> {
                     tracing::debug!(%id, ok = result.is_ok(), "runtime reply");
                     self.engine.handle(self.clock.now(), Input::RuntimeDone { id, result });
                 }
-                Some(event) = next_event(&mut self.runtime_events) => {
-                    self.engine.handle(self.clock.now(), Input::RuntimeEvent(event));
+                Some(notice) = next_event(&mut self.runtime_events) => {
+                    let input = match notice {
+                        RuntimeNotice::Event(event) => Input::RuntimeEvent(event),
+                        RuntimeNotice::Resynced => Input::RuntimeResync,
+                    };
+                    self.engine.handle(self.clock.now(), input);
                 }
                 Ok(()) = revisions.changed() => {}
                 () = sleep => {}
             }
         }
+    }
+
+    /// Stop: wait up to `grace` for the runtime requests in flight to be answered (a create
+    /// cut off half-way could land after this process is gone), sending nothing new.
+    ///
+    /// *Guarantees*: `true` means no request of this driver is still in flight: a later life
+    /// may be built with [`Predecessor::StoppedCleanly`]. `false` means some were abandoned.
+    pub async fn stop(mut self, grace: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + grace;
+        while !self.tasks.is_empty() {
+            match tokio::time::timeout_at(deadline, self.results.recv()).await {
+                Ok(Some((id, _))) => {
+                    self.tasks.remove(&id);
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+        if !self.tasks.is_empty() {
+            tracing::warn!(in_flight = self.tasks.len(), "stopping with runtime requests unanswered");
+        }
+        self.tasks.is_empty()
     }
 
     /// Run until `done` holds, or give up after `timeout`.

@@ -20,6 +20,6 @@ pub mod store;
 pub mod testing;
 
 pub use docker::{DockerError, DockerRuntime};
-pub use driver::Driver;
-pub use runtime::Runtime;
+pub use driver::{Driver, Predecessor};
+pub use runtime::{Runtime, RuntimeNotice};
 pub use store::SharedStore;

@@ -14,7 +14,17 @@ pub trait Runtime: Send + Sync + 'static {
 
     /// A stream of container events, if the runtime has one. Events are hints that let the
     /// engine notice changes (a container exiting by itself) before its next monitoring pass.
-    fn events(&self) -> Option<UnboundedReceiver<RuntimeEvent>> {
+    fn events(&self) -> Option<UnboundedReceiver<RuntimeNotice>> {
         None
     }
+}
+
+/// What a runtime's event stream carries.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RuntimeNotice {
+    /// Something happened to a container.
+    Event(RuntimeEvent),
+    /// The stream broke and is connected again: events in between may be missing (a daemon
+    /// restart stops containers without a `die` reaching anyone), so the engine looks again.
+    Resynced,
 }

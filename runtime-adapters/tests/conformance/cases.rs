@@ -1152,12 +1152,13 @@ pub async fn image_inspect_of_an_invalid_reference_is_invalid<R: Runtime>(fx: &F
 /// The events of containers carrying an owner uid label, read from the runtime's stream until
 /// `id` is destroyed.
 async fn streamed_until_destroyed(
-    stream: &mut tokio::sync::mpsc::UnboundedReceiver<drydock_engine::runtime::RuntimeEvent>,
+    stream: &mut tokio::sync::mpsc::UnboundedReceiver<drydock_adapters::RuntimeNotice>,
     id: &str,
 ) -> Vec<drydock_engine::runtime::RuntimeEvent> {
     let mut seen = Vec::new();
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while let Ok(Some(event)) = tokio::time::timeout_at(deadline, stream.recv()).await {
+    while let Ok(Some(notice)) = tokio::time::timeout_at(deadline, stream.recv()).await {
+        let drydock_adapters::RuntimeNotice::Event(event) = notice else { continue };
         let done = event.container_id == id && event.action == EventAction::Destroy;
         seen.push(event);
         if done {

@@ -3,12 +3,12 @@
 //! test registry on the loopback, the host's sockets, `docker volume`, `docker rm`); for the
 //! simulated runtime, its model of each.
 
-use drydock_adapters::Runtime;
 use drydock_adapters::clock::wall_now;
 use drydock_adapters::testing::{Published, test_registry_image};
+use drydock_adapters::{Runtime, RuntimeNotice};
 use drydock_engine::api::container::Protocol;
 use drydock_engine::api::names::LABEL_OWNER_UID;
-use drydock_engine::runtime::{RuntimeError, RuntimeEvent, RuntimeRequest, RuntimeResult};
+use drydock_engine::runtime::{RuntimeError, RuntimeRequest, RuntimeResult};
 use drydock_sim::runtime::SimRuntime;
 use parking_lot::Mutex;
 use std::net::TcpListener;
@@ -71,7 +71,7 @@ fn candidate_port() -> u16 {
 pub struct SimAdapter {
     runtime: Arc<Mutex<SimRuntime>>,
     /// The event streams handed out, and how much of the runtime's event log went to them.
-    streams: Mutex<(Vec<UnboundedSender<RuntimeEvent>>, usize)>,
+    streams: Mutex<(Vec<UnboundedSender<RuntimeNotice>>, usize)>,
 }
 
 impl SimAdapter {
@@ -91,7 +91,7 @@ impl SimAdapter {
         let (senders, sent) = &mut *streams;
         for event in &runtime.events()[*sent..] {
             if event.labels.contains_key(LABEL_OWNER_UID) {
-                senders.retain(|tx| tx.send(event.clone()).is_ok());
+                senders.retain(|tx| tx.send(RuntimeNotice::Event(event.clone())).is_ok());
             }
         }
         *sent = runtime.events().len();
@@ -107,7 +107,7 @@ impl Runtime for SimAdapter {
         result
     }
 
-    fn events(&self) -> Option<UnboundedReceiver<RuntimeEvent>> {
+    fn events(&self) -> Option<UnboundedReceiver<RuntimeNotice>> {
         let runtime = self.runtime.lock();
         self.forward_events(&runtime);
         let (tx, rx) = unbounded_channel();
