@@ -44,8 +44,10 @@ const CONVERGE_BOUND: Duration = Duration::from_secs(60);
 const WRITES: u64 = 24;
 /// The longest seeded delay between the kill point and the kill.
 const MAX_KILL_DELAY_MS: u64 = 1500;
+/// After this long, a trial notes what it is still waiting for.
+const SLOW: Duration = Duration::from_secs(5);
 /// The longest seeded pause between two writes.
-const MAX_PACE_MS: u64 = 80;
+const MAX_PACE_MS: u64 = 150;
 const SLEEPER: [&str; 3] = ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"];
 
 // ---------------------------------------------------------------------------------------------
@@ -58,7 +60,7 @@ impl Rng {
         Rng(seed ^ 0x5eed_c7a5_4d1e_0001)
     }
 
-    fn next(&mut self) -> u64 {
+    fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -68,7 +70,7 @@ impl Rng {
 
     /// Uniform in `0..n` (n > 0).
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
 }
 
@@ -288,7 +290,7 @@ struct Model {
 
 impl Model {
     /// The next write, drawn from `rng` over what exists now.
-    fn next(&mut self, rng: &mut Rng) -> Write {
+    fn next_write(&mut self, rng: &mut Rng) -> Write {
         self.counter += 1;
         let n = self.counter;
         let roll = rng.below(100);
@@ -317,7 +319,7 @@ impl Model {
             return Write { key, op: Op::Delete, body: None, outcome: None };
         }
         let ns = self.namespaces[rng.below(self.namespaces.len() as u64) as usize].clone();
-        let (kind, name, spec) = if roll < 40 || roll >= 68 {
+        let (kind, name, spec) = if !(40..68).contains(&roll) {
             (Kind::Physical, format!("pc{n}"), json!({"image": TEST_IMAGE, "command": SLEEPER}))
         } else if roll < 56 {
             (Kind::Logical, format!("session{n}"), json!({"mode": "session", "image": TEST_IMAGE, "command": SLEEPER}))
@@ -577,14 +579,15 @@ fn durability_problems(log: &[Write], snap: &Snapshot, settled: bool) -> Vec<Str
             }
             Op::Delete => {
                 let recreated = later.iter().any(|w| w.op == Op::Create && w.key == write.key);
-                match seen {
-                    Some(s) if !recreated && (settled || !s.deleting) => problems.push(format!(
-                        "{} {when}: present (deleting: {}) after an acknowledged delete{}",
-                        write.key,
-                        s.deleting,
-                        if write.key.kind == Kind::Namespace { " (stuck namespace delete)" } else { "" }
-                    )),
-                    _ => {}
+                if let Some(s) = seen
+                    && !recreated
+                    && (settled || !s.deleting)
+                {
+                    let stuck = if write.key.kind == Kind::Namespace { " (stuck namespace delete)" } else { "" };
+                    problems.push(format!(
+                        "{} {when}: present (deleting: {}) after an acknowledged delete{stuck}",
+                        write.key, s.deleting
+                    ));
                 }
             }
         }
@@ -596,10 +599,10 @@ fn durability_problems(log: &[Write], snap: &Snapshot, settled: bool) -> Vec<Str
             _ => None,
         })
         .max();
-    if let (Some(acked), Some(store)) = (acked_rv, snap.store_rv) {
-        if store < acked {
-            problems.push(format!("{when}: the store's resourceVersion {store} is behind an acknowledged {acked}"));
-        }
+    if let (Some(acked), Some(store)) = (acked_rv, snap.store_rv)
+        && store < acked
+    {
+        problems.push(format!("{when}: the store's resourceVersion {store} is behind an acknowledged {acked}"));
     }
     problems
 }
@@ -616,6 +619,8 @@ struct TrialReport {
     refused: usize,
     converge: Option<Duration>,
     problems: Vec<String>,
+    /// What convergence was still waiting for `SLOW` after the restart.
+    slow: Vec<String>,
 }
 
 impl TrialReport {
@@ -662,7 +667,7 @@ async fn trial(seed: u64) -> TrialReport {
     let mut acked = 0;
     let mut problems = Vec::new();
     for _ in 0..WRITES {
-        let mut write = model.next(&mut rng);
+        let mut write = model.next_write(&mut rng);
         let pace = rng.below(MAX_PACE_MS + 1);
         let outcome = perform(&client, &write).await;
         write.outcome = Some(outcome.clone());
@@ -699,6 +704,7 @@ async fn trial(seed: u64) -> TrialReport {
     let mut last: Option<Snapshot> = None;
     let mut converge = None;
     let mut last_problems = Vec::new();
+    let mut slow = None;
     while restarted_at.elapsed() < CONVERGE_BOUND {
         match snapshot(&client, &identity).await {
             Ok(snap) => {
@@ -707,6 +713,9 @@ async fn trial(seed: u64) -> TrialReport {
                 }
                 last_problems = convergence_problems(&snap);
                 let done = last_problems.is_empty();
+                if slow.is_none() && restarted_at.elapsed() >= SLOW {
+                    slow = Some(last_problems.clone());
+                }
                 if first.is_none() {
                     first = Some(snap);
                 } else {
@@ -741,6 +750,7 @@ async fn trial(seed: u64) -> TrialReport {
         refused: count(|w| matches!(w.outcome, Some(Outcome::Refused(_)))),
         converge,
         problems,
+        slow: slow.unwrap_or_default(),
     };
     if !report.problems.is_empty() {
         eprintln!("---- seed {seed}: the client's log of writes");
@@ -796,6 +806,9 @@ fn run_trials(test: &str, seeds: impl IntoIterator<Item = u64>) {
         for seed in seeds {
             let report = trial(seed).await;
             println!("{}", report.line());
+            for reason in report.slow.iter().take(6) {
+                println!("    waiting {} s after the restart: {reason}", SLOW.as_secs());
+            }
             reports.push(report);
         }
         println!("---- {test}: {} trials", reports.len());
