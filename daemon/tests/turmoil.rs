@@ -508,50 +508,81 @@ fn lost_reply_after_commit_does_not_duplicate() {
 fn partitioned_watch_sees_every_change_once_in_order() {
     let (resumes, gone) = (AtomicU64::new(0), AtomicU64::new(0));
     for_each_seed("partitioned_watch_sees_every_change_once_in_order", |seed| {
-        let dir = store_dir();
-        let short_log = seed % 2 == 1;
-        let setup = setup(seed, &dir, if short_log { 4 } else { 100_000 }, 0.0, &[]);
-        let mut sim = sim(seed, 0.0);
-        add_server(&mut sim, setup.clone());
-        let answers = Arc::new(Mutex::new(Answers::default()));
-        let target = Arc::new(AtomicU64::new(0));
-        let view = Arc::new(Mutex::new(View::default()));
-        {
-            let (answers, target) = (answers.clone(), target.clone());
-            sim.client("writer", async move {
-                let writer = client("writer");
-                workload(writer.clone(), "writer".into(), 30, seed, 1, answers).await?;
-                let list = writer.list(PCS).await.map_err(|e| e.to_string())?;
-                target.store(list.resource_version, Ordering::SeqCst);
-                Ok(())
-            });
-        }
-        {
-            let (view, target) = (view.clone(), target.clone());
-            sim.client("watcher", async move { watch_until(client("watcher").watcher(PCS), target, view).await });
-        }
-        sim.client("chaos", async move {
-            let mut chaos = rng(seed, 7);
-            for _ in 0..between(&mut chaos, 1, 4) {
-                tokio::time::sleep(millis(&mut chaos, 100, 2500)).await;
-                turmoil::partition("server", "watcher");
-                tokio::time::sleep(millis(&mut chaos, 200, 5000)).await;
-                turmoil::repair("server", "watcher");
-            }
-            Ok(())
-        });
-        sim.run().unwrap();
-        drop(sim);
-        let record = setup.record.lock();
-        let stored = stored(&setup.db);
-        let view = view.lock();
-        check_watch(&view, &record.history, &stored, short_log);
-        resumes.fetch_add(view.stats.resumes, Ordering::SeqCst);
-        gone.fetch_add(view.stats.gone, Ordering::SeqCst);
+        let run = partitioned_watch(seed);
+        check_watch(&run.view, &run.history, &run.stored, seed % 2 == 1);
+        resumes.fetch_add(run.view.stats.resumes, Ordering::SeqCst);
+        gone.fetch_add(run.view.stats.gone, Ordering::SeqCst);
     });
     if seeds().len() >= 10 {
         assert!(resumes.load(Ordering::SeqCst) > 0, "no watch was ever resumed: the test tests nothing");
         assert!(gone.load(Ordering::SeqCst) > 0, "no watch was ever answered 410 Gone: the relist is untested");
+    }
+}
+
+/// What one run of the partitioned watch gave.
+struct WatchRun {
+    view: View,
+    history: Vec<(u64, EventType, String)>,
+    stored: BTreeMap<String, Value>,
+    elapsed: Duration,
+}
+
+/// A writer, a watcher, and partitions between the watcher and the server (a log of 4 events
+/// on odd seeds).
+fn partitioned_watch(seed: u64) -> WatchRun {
+    let dir = store_dir();
+    let short_log = seed % 2 == 1;
+    let setup = setup(seed, &dir, if short_log { 4 } else { 100_000 }, 0.0, &[]);
+    let mut sim = sim(seed, 0.0);
+    add_server(&mut sim, setup.clone());
+    let answers = Arc::new(Mutex::new(Answers::default()));
+    let target = Arc::new(AtomicU64::new(0));
+    let view = Arc::new(Mutex::new(View::default()));
+    {
+        let (answers, target) = (answers.clone(), target.clone());
+        sim.client("writer", async move {
+            let writer = client("writer");
+            workload(writer.clone(), "writer".into(), 30, seed, 1, answers).await?;
+            let list = writer.list(PCS).await.map_err(|e| e.to_string())?;
+            target.store(list.resource_version, Ordering::SeqCst);
+            Ok(())
+        });
+    }
+    {
+        let (view, target) = (view.clone(), target.clone());
+        sim.client("watcher", async move { watch_until(client("watcher").watcher(PCS), target, view).await });
+    }
+    sim.client("chaos", async move {
+        let mut chaos = rng(seed, 7);
+        for _ in 0..between(&mut chaos, 1, 4) {
+            tokio::time::sleep(millis(&mut chaos, 100, 2500)).await;
+            turmoil::partition("server", "watcher");
+            tokio::time::sleep(millis(&mut chaos, 200, 5000)).await;
+            turmoil::repair("server", "watcher");
+        }
+        Ok(())
+    });
+    sim.run().unwrap();
+    let elapsed = sim.elapsed();
+    drop(sim);
+    let history = std::mem::take(&mut setup.record.lock().history);
+    let stored = stored(&setup.db);
+    let view = std::mem::take(&mut *view.lock());
+    WatchRun { view, history, stored, elapsed }
+}
+
+/// A seed reproduces: the same seed run twice gives the same run, to the simulated millisecond
+/// (names made by `generateName` aside: they come from the wall clock).
+#[test]
+fn a_seed_reproduces() {
+    let shape = |run: &WatchRun| {
+        let seen: Vec<(u64, Option<EventType>)> = run.view.seen.iter().map(|(rv, kind, _)| (*rv, *kind)).collect();
+        let history: Vec<(u64, EventType)> = run.history.iter().map(|(rv, kind, _)| (*rv, *kind)).collect();
+        (run.elapsed, seen, history, run.view.stats, run.stored.len())
+    };
+    for seed in [2, 3] {
+        let (first, second) = (partitioned_watch(seed), partitioned_watch(seed));
+        assert_eq!(shape(&first), shape(&second), "seed {seed} ran differently twice");
     }
 }
 
