@@ -12,6 +12,11 @@
 //! turn, so stopping between them never cuts one in half. Nothing the daemon logs contains the
 //! token.
 //!
+//! The serving loop is transport-agnostic: [`serve_with`] takes any [`Listener`] and a
+//! per-connection `establish` step; [`serve`] is it over TCP with a TLS handshake (production),
+//! [`serve_plain`] over any listener in plain HTTP (the tests on turmoil's simulated network,
+//! `daemon/tests/turmoil.rs`, which has no TLS).
+//!
 //! *Caveats*: connections still open after the grace period (a long watch, a stuck client) are
 //! dropped when the runtime ends. A bind to a non-loopback address is allowed (the user asked for
 //! it) and logged as a warning: anyone who can reach it and holds the token can use the daemon.
@@ -31,6 +36,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
@@ -191,6 +197,23 @@ pub fn shutdown_signal() -> Result<impl Future<Output = ()>, DaemonError> {
     })
 }
 
+/// Where connections come from: a TCP listener in production, a simulated one (turmoil's) in
+/// tests. [`serve_with`] serves the API over any of them.
+pub trait Listener: Send {
+    /// An accepted connection, before any handshake.
+    type Conn: Send + 'static;
+    /// Wait for the next connection and its peer's address.
+    fn accept(&mut self) -> impl Future<Output = std::io::Result<(Self::Conn, SocketAddr)>> + Send;
+}
+
+impl Listener for TcpListener {
+    type Conn = TcpStream;
+
+    async fn accept(&mut self) -> std::io::Result<(TcpStream, SocketAddr)> {
+        TcpListener::accept(self).await
+    }
+}
+
 /// Serve `router` over TLS on `listener` until `shutdown` resolves, then let in-flight requests
 /// finish for up to `grace`.
 ///
@@ -205,6 +228,51 @@ pub async fn serve(
     grace: Duration,
 ) {
     let acceptor = TlsAcceptor::from(tls);
+    let handshake = move |tcp: TcpStream, peer: SocketAddr| {
+        let acceptor = acceptor.clone();
+        async move {
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(stream)) => Some(stream),
+                Ok(Err(error)) => {
+                    tracing::debug!(%peer, %error, "TLS handshake failed");
+                    None
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    None
+                }
+            }
+        }
+    };
+    serve_with(listener, handshake, router, shutdown, grace).await;
+}
+
+/// Serve `router` in plain HTTP (no TLS) on any [`Listener`]: what the tests on turmoil's
+/// simulated network run. Production never serves plain HTTP; it uses [`serve`].
+pub async fn serve_plain<L: Listener>(listener: L, router: Router, shutdown: impl Future<Output = ()>, grace: Duration)
+where
+    L::Conn: AsyncRead + AsyncWrite + Unpin,
+{
+    serve_with(listener, |conn: L::Conn, _peer| async move { Some(conn) }, router, shutdown, grace).await;
+}
+
+/// Serve `router` on `listener`: each accepted connection goes through `establish` (a TLS
+/// handshake, or nothing) in its own task, then HTTP/2 or HTTP/1.1 until it closes. Stops
+/// accepting when `shutdown` resolves, then lets in-flight requests finish for up to `grace`.
+///
+/// *Guarantees*: as [`serve`]'s, for any transport: the API does not know what carries it.
+pub async fn serve_with<L, E, F, Io>(
+    mut listener: L,
+    establish: E,
+    router: Router,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+) where
+    L: Listener,
+    E: Fn(L::Conn, SocketAddr) -> F,
+    F: Future<Output = Option<Io>> + Send + 'static,
+    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -213,8 +281,15 @@ pub async fn serve(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((tcp, peer)) => {
-                tokio::spawn(connection(acceptor.clone(), tcp, peer, router.clone(), graceful.watcher()));
+            Ok((conn, peer)) => {
+                let established = establish(conn, peer);
+                let router = router.clone();
+                let watcher = graceful.watcher();
+                tokio::spawn(async move {
+                    if let Some(io) = established.await {
+                        connection(io, peer, router, watcher).await;
+                    }
+                });
             }
             Err(error) => {
                 tracing::warn!(%error, "accept failed");
@@ -230,21 +305,13 @@ pub async fn serve(
     }
 }
 
-/// One connection: TLS handshake, then HTTP/2 or HTTP/1.1 (by ALPN) until it closes.
-async fn connection(acceptor: TlsAcceptor, tcp: TcpStream, peer: SocketAddr, router: Router, watcher: Watcher) {
-    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(error)) => {
-            tracing::debug!(%peer, %error, "TLS handshake failed");
-            return;
-        }
-        Err(_) => {
-            tracing::debug!(%peer, "TLS handshake timed out");
-            return;
-        }
-    };
+/// One established connection: HTTP/2 or HTTP/1.1 (by ALPN or preface) until it closes.
+async fn connection<Io>(io: Io, peer: SocketAddr, router: Router, watcher: Watcher)
+where
+    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let builder = auto::Builder::new(TokioExecutor::new());
-    let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(router));
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(router));
     if let Err(error) = watcher.watch(conn).await {
         tracing::debug!(%peer, %error, "connection ended with an error");
     }

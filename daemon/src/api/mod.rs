@@ -53,11 +53,13 @@ pub struct ApiOptions {
     pub token: Option<String>,
     /// Request bodies larger than this are refused with 413.
     pub max_body_bytes: usize,
+    /// How long an idle watch that asked for bookmarks waits before it sends one (10 s).
+    pub bookmark_interval: Duration,
 }
 
 impl Default for ApiOptions {
     fn default() -> Self {
-        ApiOptions { token: None, max_body_bytes: 3 * 1024 * 1024 }
+        ApiOptions { token: None, max_body_bytes: 3 * 1024 * 1024, bookmark_interval: Duration::from_secs(10) }
     }
 }
 
@@ -68,11 +70,29 @@ pub struct AppState {
     pub options: ApiOptions,
     /// How long an idle watch waits before it sends a bookmark (when asked for bookmarks).
     pub bookmark_interval: Duration,
+    /// Held across the check-then-create of a create that carries a request id
+    /// ([`REQUEST_ID_ANNOTATION`]), so two copies of one create cannot both create.
+    pub create_lock: Arc<parking_lot::Mutex<()>>,
 }
+
+/// The annotation that makes a create idempotent: a create whose object carries it, arriving when
+/// an object of the same kind and namespace already carries the same value, is answered `200 OK`
+/// with that object instead of creating another one (or failing with `409 AlreadyExists`). A
+/// client that retries a create whose reply it lost sends the same id again and so neither
+/// duplicates the object nor reports a failure for a write that happened.
+///
+/// *Caveats*: the id is remembered only as long as the object exists: a retry that arrives after
+/// the object was deleted creates it again. Ids are compared within one kind and namespace.
+pub const REQUEST_ID_ANNOTATION: &str = "drydock.dev/request-id";
 
 /// The API as an `axum::Router`: serve it over any listener, or call it in-process.
 pub fn router(store: Arc<SharedStore>, options: ApiOptions) -> Router {
-    let state = AppState { store, options: options.clone(), bookmark_interval: Duration::from_secs(10) };
+    let state = AppState {
+        store,
+        options: options.clone(),
+        bookmark_interval: options.bookmark_interval,
+        create_lock: Arc::default(),
+    };
     Router::new()
         .route("/version", get(discovery::version))
         .route("/healthz", get(discovery::healthy))

@@ -9,6 +9,9 @@
 //! - `PUT` without a resourceVersion is unconditional (like Kubernetes); with one, a stale one is
 //!   a 409 Conflict.
 //! - Lists carry the store's revision as `metadata.resourceVersion`.
+//! - A create carrying the `drydock.dev/request-id` annotation is idempotent: repeated, it is
+//!   answered `200 OK` with the object the first copy made (see
+//!   [`REQUEST_ID_ANNOTATION`](super::REQUEST_ID_ANNOTATION)).
 //!
 //! *Caveats*: `limit`/`continue` are ignored (lists are whole); `dryRun` is refused (400);
 //! `deletecollection` is not served (405).
@@ -19,7 +22,7 @@ use super::selectors::{FieldSelector, LabelSelector};
 use super::status::{ApiError, ApiResult};
 use super::table::{self, Context, IncludeObject};
 use super::wire::{self, FieldValidation, Target};
-use super::{AppState, patch, watch};
+use super::{AppState, REQUEST_ID_ANNOTATION, patch, watch};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -264,9 +267,34 @@ async fn create(call: &Call, body: Body) -> ApiResult<Response> {
     let target = Target { desc: &call.path.desc, namespace: call.path.namespace.as_deref(), name: None };
     let (object, warnings) = wire::from_wire(value, &target, validation)?;
     let name = object.metadata.name.clone();
-    let created = execute(&call.state, &call.path.desc, &name, StoreRequest::Create { object })?;
+    let (code, created) = create_once(&call.state, &call.path.desc, &name, object)?;
     let body = render_object(&call.state, &call.path.desc, &created, format, IncludeObject::Metadata);
-    Ok(json_with_warnings(StatusCode::CREATED, &body, &warnings))
+    Ok(json_with_warnings(code, &body, &warnings))
+}
+
+/// Create `object`, or, if it carries a [`REQUEST_ID_ANNOTATION`] that an object of its kind and
+/// namespace already carries, answer that object with `200 OK` (a retried create whose first
+/// reply was lost). Otherwise `201 Created`.
+///
+/// *Guarantees*: the look-up and the create happen under the API's create lock, so two copies of
+/// one create (the original delayed, the retry on time) create one object. Writes that do not
+/// go through the API (the engine's) never carry a client's request id.
+fn create_once(state: &AppState, desc: &KindDesc, name: &str, object: Object) -> ApiResult<(StatusCode, Arc<Object>)> {
+    let Some(request_id) = object.metadata.annotations.get(REQUEST_ID_ANNOTATION).cloned() else {
+        return Ok((StatusCode::CREATED, execute(state, desc, name, StoreRequest::Create { object })?));
+    };
+    let _held = state.create_lock.lock();
+    let namespace = object.metadata.namespace.clone();
+    let earlier = state.store.read(|s| {
+        s.list(Some(&object.kind), namespace.as_deref())
+            .into_iter()
+            .find(|o| o.metadata.annotations.get(REQUEST_ID_ANNOTATION) == Some(&request_id))
+    });
+    if let Some(earlier) = earlier {
+        tracing::debug!(request_id, name = %earlier.metadata.name, "a repeated create: answering the object it made");
+        return Ok((StatusCode::OK, earlier));
+    }
+    Ok((StatusCode::CREATED, execute(state, desc, name, StoreRequest::Create { object })?))
 }
 
 async fn update(call: &Call, name: &str, body: Body, status: bool) -> ApiResult<Response> {

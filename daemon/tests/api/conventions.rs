@@ -359,3 +359,32 @@ async fn unknown_fields_are_warned_about_by_default() {
         serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
     assert_eq!(created["metadata"].get("color"), None);
 }
+
+#[tokio::test]
+async fn a_create_repeated_with_its_request_id_answers_the_first_object() {
+    let app = app();
+    app.namespace().await;
+    let pc = |metadata: serde_json::Value| {
+        json!({"apiVersion": "drydock.dev/v1", "kind": "PhysicalContainer", "metadata": metadata,
+            "spec": {"image": "busybox:1.36"}})
+    };
+    let named = pc(json!({"name": "a", "annotations": {"drydock.dev/request-id": "r1"}}));
+    let (code, first) = app.post(PCS, named.clone()).await;
+    assert_eq!(code, StatusCode::CREATED, "{first}");
+    let (code, again) = app.post(PCS, named).await;
+    assert_eq!(code, StatusCode::OK, "{again}");
+    assert_eq!(again["metadata"]["uid"], first["metadata"]["uid"]);
+    // Another request for the same name is still refused.
+    let (code, body) = app.post(PCS, pc(json!({"name": "a", "annotations": {"drydock.dev/request-id": "r2"}}))).await;
+    assert_status(code, &body, 409, "AlreadyExists");
+    let (code, body) = app.post(PCS, pc(json!({"name": "a"}))).await;
+    assert_status(code, &body, 409, "AlreadyExists");
+    // generateName: the repeat is answered with the generated object, not a second one.
+    let generated = pc(json!({"generateName": "g-", "annotations": {"drydock.dev/request-id": "r3"}}));
+    let (code, first) = app.post(PCS, generated.clone()).await;
+    assert_eq!(code, StatusCode::CREATED, "{first}");
+    let (code, again) = app.post(PCS, generated).await;
+    assert_eq!((code, again["metadata"]["name"].clone()), (StatusCode::OK, first["metadata"]["name"].clone()));
+    let (_, list) = app.get(PCS).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 2, "{list}");
+}

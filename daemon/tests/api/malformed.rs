@@ -352,7 +352,8 @@ fn snapshot(app: &App) -> Snapshot {
 
 #[tokio::test]
 async fn ten_thousand_malformed_requests_are_refused_with_a_status_and_change_nothing() {
-    let app = app_with(store(1000), ApiOptions { token: Some(TOKEN.into()), max_body_bytes: LIMIT });
+    let app =
+        app_with(store(1000), ApiOptions { token: Some(TOKEN.into()), max_body_bytes: LIMIT, ..ApiOptions::default() });
     for (uri, body) in [
         ("/api/v1/namespaces", json!({"kind": "Namespace", "metadata": {"name": "demo"}})),
         (
