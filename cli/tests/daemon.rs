@@ -189,6 +189,9 @@ async fn daemon_serves_kubectl_refuses_a_second_daemon_and_exits_0_on_sigterm() 
     assert_eq!(status.code(), Some(0), "{logs}");
     assert!(logs.contains("SIGTERM"), "{logs}");
     assert!(!logs.contains(&token), "the token is in the logs");
+    // Nothing was in flight: the stop is recorded, so the next start need not wait as after a crash.
+    let record = state.join(drydock_daemon::state_dir::CLEAN_STOP_FILE);
+    assert!(record.exists(), "no clean-stop record after SIGTERM: {logs}");
     let identity = logs.split("identity=").nth(1).and_then(|s| s.split_whitespace().next()).map(str::to_string);
 
     // A restart found through XDG_STATE_HOME, on another loopback address: same token, CA and
@@ -203,6 +206,7 @@ async fn daemon_serves_kubectl_refuses_a_second_daemon_and_exits_0_on_sigterm() 
     );
     let out = kubectl(kubectl_bin, &restarted.kubeconfig, &[]);
     assert!(out.status.success(), "kubectl: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(!record.exists(), "the record is taken at start: a kill -9 of this life must not find it");
     std::thread::sleep(Duration::from_millis(100));
     let logs = restarted.stderr_so_far();
     let identity2 = logs.split("identity=").nth(1).and_then(|s| s.split_whitespace().next()).map(str::to_string);
