@@ -12,11 +12,15 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Instant;
 
 #[derive(Subcommand)]
 pub enum SimCommand {
-    /// Run seeds START..START+N of a scenario across threads and summarise.
+    /// Run seeds START..START+N of a scenario across threads and summarise (or, with --duration,
+    /// seeds from START until the time is up). Ctrl-C ends a sweep early with the summary of what
+    /// ran, and saves the failing schedules found so far with --out.
     Run(RunArgs),
     /// Run one seed, optionally printing its trace and checking that it is deterministic.
     Repro(ReproArgs),
@@ -49,12 +53,16 @@ pub struct RunArgs {
     /// Scenario name (see `drydock sim list`).
     #[arg(long, default_value = "mixed")]
     scenario: String,
-    /// How many seeds to run.
-    #[arg(long, default_value_t = 100)]
-    seeds: u64,
+    /// How many seeds to run [default: 100, or no limit with --duration].
+    #[arg(long)]
+    seeds: Option<u64>,
     /// First seed.
     #[arg(long, default_value_t = 0)]
     start: u64,
+    /// Run seeds until this much wall time has passed (`90s`, `10m`, `2h`), then summarise: no new
+    /// seed starts, the seeds in flight finish. With --seeds, whichever ends first.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    duration: Option<std::time::Duration>,
     /// Worker threads (default: all cores).
     #[arg(long)]
     jobs: Option<usize>,
@@ -163,27 +171,105 @@ fn repro_command(scenario: &str, seed: u64, faults: &str) -> String {
     }
 }
 
+/// `90s`, `10m`, `2h`, `1h30m`: a wall-clock duration for `--duration`.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("{text:?} is not a duration: write it like 90s, 10m, 2h or 1h30m");
+    let (mut total, mut digits) = (0u64, String::new());
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3_600,
+            'd' => 86_400,
+            _ => return Err(bad()),
+        };
+        let n: u64 = digits.parse().map_err(|_| bad())?;
+        total = n.checked_mul(unit).and_then(|s| total.checked_add(s)).ok_or_else(bad)?;
+        digits.clear();
+    }
+    if !digits.is_empty() || total == 0 {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_secs(total))
+}
+
+/// Why a sweep ended before its last seed.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum StopCause {
+    Interrupted = 1,
+    TimeUp = 2,
+}
+
+/// A flag set when the sweep should stop, with its cause: by Ctrl-C (a second Ctrl-C aborts at
+/// once), or when `duration` has passed.
+fn stop_signal(duration: Option<std::time::Duration>) -> (Arc<AtomicBool>, Arc<AtomicU8>) {
+    let (stop, cause) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU8::new(0)));
+    let raise = {
+        let (stop, cause) = (stop.clone(), cause.clone());
+        move |why: StopCause| {
+            let _ = cause.compare_exchange(0, why as u8, Ordering::SeqCst, Ordering::SeqCst);
+            stop.store(true, Ordering::SeqCst);
+        }
+    };
+    if let Some(duration) = duration {
+        let raise = raise.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(duration);
+            raise(StopCause::TimeUp);
+        });
+    }
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        runtime.block_on(async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            raise(StopCause::Interrupted);
+            eprintln!("\ninterrupted: finishing the seeds in flight (Ctrl-C again to abort at once)");
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        });
+    });
+    (stop, cause)
+}
+
 fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
     let scenario = scenario(&args.scenario)?;
     let faults = &parse_faults(&args.faults)?;
-    if args.seeds == 0 {
-        bail!("--seeds must be at least 1");
-    }
-    let end = args.start.checked_add(args.seeds).context("--start + --seeds overflows a u64")?;
+    let seeds = match (args.seeds, args.duration) {
+        (Some(0), _) => bail!("--seeds must be at least 1"),
+        (Some(n), _) => n,
+        (None, Some(_)) => u64::MAX - args.start,
+        (None, None) => 100,
+    };
+    args.start.checked_add(seeds).context("--start + --seeds overflows a u64")?;
     if !(0.0..=100.0).contains(&args.check_determinism) {
         bail!("--check-determinism {}: give a percentage between 0 and 100", args.check_determinism);
     }
+    let (stop, cause) = stop_signal(args.duration);
     let config = SweepConfig {
         start: args.start,
-        seeds: args.seeds,
+        seeds,
         jobs: jobs(args.jobs),
         check_every: SweepConfig::check_every_for_percent(args.check_determinism),
+        stop: Some(stop),
     };
-    let progress = ProgressBar::new(args.seeds).with_style(
-        ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} seeds {per_sec} eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    let progress = match args.seeds {
+        Some(n) => ProgressBar::new(n).with_style(
+            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} seeds {per_sec} eta {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        ),
+        None => ProgressBar::no_length().with_style(
+            ProgressStyle::with_template("{spinner} {msg} {pos} seeds {per_sec}, {elapsed} of the time given")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ),
+    };
     progress.set_message(format!("sim {}", scenario.name));
     let started = Instant::now();
     let mut shown = 0;
@@ -199,6 +285,8 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
         progress.inc(1);
     });
     progress.finish_and_clear();
+    let stopped_by = report.stopped_early.then(|| cause.load(Ordering::SeqCst));
+    let end = args.start + report.seeds() as u64;
     let wall = started.elapsed().as_secs_f64();
     if let Some(dir) = &args.out
         && !report.failures.is_empty()
@@ -238,7 +326,7 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
     )?;
     writeln!(
         out,
-        "determinism: {} seeds run twice, {}",
+        "determinism: {} seeds run twice (a sample, and every failing seed), {}",
         report.determinism_checked,
         if report.nondeterministic.is_empty() {
             "same digests".to_string()
@@ -261,6 +349,15 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
         "work after faults healed, the most in one minute: {} runtime requests and {} store writes by one object, {} reconciles per object by one process",
         work.runtime_requests, work.store_writes, work.reconciles_per_object
     )?;
+    let stopped = match stopped_by {
+        Some(c) if c == StopCause::Interrupted as u8 => Some("interrupted"),
+        Some(c) if c == StopCause::TimeUp as u8 => Some("time-up"),
+        _ => None,
+    };
+    if let Some(why) = stopped {
+        let why = if why == "interrupted" { "interrupted by Ctrl-C" } else { "the --duration given is up" };
+        writeln!(out, "stopped early ({why}): seeds {}..{end} ran, none skipped among them", args.start)?;
+    }
     let (events, sim_seconds) = (report.events(), report.sim_seconds());
     let seeds_per_sec = report.seeds() as f64 / wall.max(1e-9);
     let acceleration = sim_seconds / wall.max(1e-9);
@@ -293,6 +390,7 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             "scenario": scenario.name,
             "seeds": report.seeds(),
             "start": args.start,
+            "stopped": stopped,
             "jobs": report.jobs,
             "failures": failures,
             "events": events,
@@ -310,7 +408,11 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
         });
         writeln!(out, "{summary}")?;
     }
-    Ok(if report.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(match stopped_by {
+        _ if !report.passed() => ExitCode::from(1),
+        Some(c) if c == StopCause::Interrupted as u8 => ExitCode::from(130),
+        _ => ExitCode::SUCCESS,
+    })
 }
 
 /// Worker threads: as asked, else one per core.

@@ -178,3 +178,48 @@ fn failing_seeds_are_saved_replayed_and_shrunk() {
     assert_eq!(small["violations"][0]["invariant"], shrunk["invariant"], "the shrunk schedule fails the same way");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn sim_run_duration_runs_until_the_time_is_up() {
+    let out =
+        drydock(&["sim", "run", "--scenario", "basic", "--duration", "3s", "--start", "7", "--jobs", "2", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary = last_json(&out);
+    assert_eq!(summary["stopped"], "time-up");
+    let seeds = summary["seeds"].as_u64().unwrap();
+    assert!(seeds > 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("seeds 7..{} ran", 7 + seeds)), "{stdout}");
+    for bad in ["0s", "10", "ten minutes", "5x"] {
+        let out = drydock(&["sim", "run", "--duration", bad]);
+        assert_eq!(out.status.code(), Some(2), "--duration {bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("is not a duration"), "--duration {bad}");
+    }
+}
+
+#[test]
+fn ctrl_c_ends_a_sweep_with_the_summary_and_saves_failing_schedules() {
+    let dir = std::env::temp_dir().join(format!("drydock-ctrl-c-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // A scenario that fails by design, so the schedules found before Ctrl-C are there to save.
+    let child = Command::new(env!("CARGO_BIN_EXE_drydock"))
+        .args(["sim", "run", "--scenario", "rdd-namespaces-buggy", "--seeds", "100000000", "--jobs", "1", "--json"])
+        .arg("--out")
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "failures found: exit 1; {}", String::from_utf8_lossy(&out.stderr));
+    let summary = last_json(&out);
+    assert_eq!(summary["stopped"], "interrupted");
+    let failures = summary["failures"].as_array().unwrap().len();
+    assert!(failures > 0);
+    let saved = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(saved, failures, "one schedule per failing seed found before the interrupt");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,7 +3,10 @@
 //!
 //! *Guarantees*
 //! - Every seed of `start..start + seeds` runs exactly once (the determinism self-check runs some
-//!   a second time and compares digests).
+//!   a second time and compares digests), unless the sweep is stopped early: then the seeds that
+//!   ran are exactly `start..start + outcomes.len()`, none missing.
+//! - Every failing seed is run a second time and its digest compared: a failure that does not
+//!   reproduce is reported as nondeterministic, whatever the sampling rate.
 //! - The report does not depend on the number of threads or on which thread ran which seed:
 //!   results are ordered by seed, counts are sums.
 //! - Memory stays small in the number of seeds: a passing seed keeps a [`SeedOutcome`] (its digest
@@ -19,7 +22,8 @@ use crate::checker::efficiency::WorkPeaks;
 use crate::probes::Probe;
 use drydock_faults::FaultKind;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 
 /// What to sweep.
@@ -30,7 +34,11 @@ pub struct SweepConfig {
     /// Worker threads (at least one).
     pub jobs: usize,
     /// Run every k-th seed twice and compare digests (the determinism self-check); `None`: off.
+    /// Failing seeds are always run twice.
     pub check_every: Option<u64>,
+    /// Set it (from a timer, a Ctrl-C handler) to end the sweep early: no new seed starts, the
+    /// seeds in flight finish and are reported.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl SweepConfig {
@@ -63,6 +71,8 @@ pub struct SweepReport {
     pub determinism_checked: u64,
     /// Seeds whose second run gave another digest.
     pub nondeterministic: Vec<u64>,
+    /// The sweep was stopped before its last seed (see [`SweepConfig::stop`]).
+    pub stopped_early: bool,
     /// How many times each fault kind fired, over all seeds (every kind present, maybe zero).
     pub faults_fired: BTreeMap<FaultKind, u64>,
     /// Hits per probe over all seeds (every probe present, maybe zero).
@@ -141,23 +151,26 @@ pub fn sweep(
         ..SweepReport::default()
     };
     let next = AtomicU64::new(config.start);
+    let stopped = || config.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
     let (tx, rx) = mpsc::channel::<(RunReport, Option<String>)>();
     let run_seed = &run_seed;
     std::thread::scope(|scope| {
         for _ in 0..report.jobs {
             let tx = tx.clone();
-            let next = &next;
+            let (next, stopped) = (&next, &stopped);
             scope.spawn(move || {
                 loop {
+                    // Seeds are taken in order, so stopping leaves no gap among the seeds run.
+                    if stopped() {
+                        break;
+                    }
                     let seed = next.fetch_add(1, Ordering::Relaxed);
                     if seed >= end {
                         break;
                     }
                     let report = run_seed(seed);
-                    let again = config
-                        .check_every
-                        .filter(|k| (seed - config.start).is_multiple_of(*k))
-                        .map(|_| run_seed(seed).digest);
+                    let sampled = config.check_every.is_some_and(|k| (seed - config.start).is_multiple_of(k));
+                    let again = (sampled || !report.ok).then(|| run_seed(seed).digest);
                     if tx.send((report, again)).is_err() {
                         break;
                     }
@@ -171,7 +184,82 @@ pub fn sweep(
         }
     });
     report.outcomes.sort_by_key(|o| o.seed);
+    report.stopped_early = (report.outcomes.len() as u64) < end - config.start;
     report.failures.sort_by_key(|r| r.seed);
     report.nondeterministic.sort_unstable();
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::Violation;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A seed's report: seeds divisible by 7 fail; `digest_salt` changes the digest of a re-run.
+    fn fake_run(seed: u64, digest_salt: u64) -> RunReport {
+        let ok = !seed.is_multiple_of(7);
+        RunReport {
+            seed,
+            ok,
+            digest: format!("{seed}-{digest_salt}"),
+            events: 1,
+            sim_nanos: 1,
+            faults: String::new(),
+            fault_counts: BTreeMap::new(),
+            fault_decisions: BTreeMap::new(),
+            violations: if ok {
+                Vec::new()
+            } else {
+                vec![Violation { invariant: "x".into(), message: "y".into(), at: "0".into() }]
+            },
+            probes: BTreeMap::new(),
+            stats: Default::default(),
+            trace: None,
+        }
+    }
+
+    fn config(seeds: u64, stop: Option<Arc<AtomicBool>>) -> SweepConfig {
+        SweepConfig { start: 10, seeds, jobs: 2, check_every: None, stop }
+    }
+
+    #[test]
+    fn every_failing_seed_is_run_twice_even_without_sampling() {
+        let runs = AtomicUsize::new(0);
+        let report = sweep(
+            &config(30, None),
+            |seed| {
+                // Every second run of a seed gives another digest: only the seeds run twice show it.
+                let n = runs.fetch_add(1, Ordering::Relaxed) as u64;
+                fake_run(seed, if seed.is_multiple_of(7) { n } else { 0 })
+            },
+            |_| {},
+        );
+        let failing: Vec<u64> = (10..40).filter(|s| s % 7 == 0).collect();
+        assert_eq!(report.failures.iter().map(|r| r.seed).collect::<Vec<_>>(), failing);
+        assert_eq!(report.determinism_checked, failing.len() as u64);
+        assert_eq!(report.nondeterministic, failing, "a failure that does not reproduce is flagged");
+        assert!(!report.stopped_early);
+    }
+
+    #[test]
+    fn a_stopped_sweep_reports_a_gapless_prefix_of_its_seeds() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let report = sweep(
+            &config(1_000, Some(stop.clone())),
+            |seed| {
+                if seed == 34 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                fake_run(seed, 0)
+            },
+            |_| {},
+        );
+        assert!(report.stopped_early);
+        let ran = report.outcomes.len() as u64;
+        assert!((25..1_000).contains(&ran), "the seeds in flight finish, then none starts: {ran}");
+        let seeds: Vec<u64> = report.outcomes.iter().map(|o| o.seed).collect();
+        assert_eq!(seeds, (10..10 + ran).collect::<Vec<_>>());
+        assert!(report.nondeterministic.is_empty());
+    }
 }
