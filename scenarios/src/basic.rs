@@ -48,7 +48,14 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
         }
         if chance(rng, 0.4) {
             let delay = if chance(rng, 0.3) { between(rng, 0, 100) } else { between(rng, 1_000, 30_000) };
-            at(created + delay, ClientOp::DeleteContainer { namespace: namespace.clone(), name: name.clone() });
+            at(
+                created + delay,
+                ClientOp::DeleteContainer {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    propagation: Default::default(),
+                },
+            );
         }
         containers.push((namespace, name));
     }

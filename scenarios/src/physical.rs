@@ -1,13 +1,15 @@
 //! `physical`: the full physical layer, mixed: containers from images and from ContainerImage
 //! references, strangers holding names (with and without replaceExisting), retained containers,
 //! caller labels that try to set system labels, containers removed behind the engine's back,
-//! owners and dependents, stops, deletes racing creates, namespace deletes, and containers an
-//! earlier life of an engine left for objects the store lost (for the harvester).
+//! owners and dependents (some blocking their owner's deletion), stops, deletes racing creates
+//! (background, foreground or orphaning), names reused while the old object is still going,
+//! containers of different namespaces wanting one runtime name, namespace deletes, and containers
+//! an earlier life of an engine left for objects the store lost (for the harvester).
 
 use crate::draw::{Ops, between, chance, pick};
 use crate::shapes::{self, Behaviour, Flaw};
 use drydock_engine::api::PullPolicy;
-use drydock_sim::workload::{ClientOp, ContainerOp, ExternalOp, Workload};
+use drydock_sim::workload::{ClientOp, ContainerOp, ExternalOp, Propagation, Workload};
 use drydock_sim::{Latency, ProcessKnobs, WatchKnobs, WorldConfig};
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
@@ -18,6 +20,15 @@ pub fn world() -> WorldConfig {
         processes: ProcessKnobs { count: 2, ..ProcessKnobs::default() },
         watch: WatchKnobs { delays: vec![Latency::millis(0, 20), Latency::millis(0, 100)], ..WatchKnobs::default() },
         ..WorldConfig::default()
+    }
+}
+
+/// How a client deletes: mostly in the background, else in the foreground or orphaning.
+pub fn propagation(rng: &mut ChaCha8Rng) -> Propagation {
+    match rng.next_u64() % 4 {
+        0 => Propagation::Foreground,
+        1 => Propagation::Orphan,
+        _ => Propagation::Background,
     }
 }
 
@@ -50,7 +61,8 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             ops.at(created.saturating_sub(between(rng, 0, 2_000)), ClientOp::External(stranger));
         }
         let siblings: Vec<&String> = made.iter().filter(|(ns, _)| *ns == namespace).map(|(_, n)| n).collect();
-        let owner = (!siblings.is_empty() && chance(rng, 0.2)).then(|| pick(rng, &siblings).to_string());
+        let owner = (!siblings.is_empty() && chance(rng, 0.3)).then(|| pick(rng, &siblings).to_string());
+        let block_owner_deletion = owner.is_some() && chance(rng, 0.6);
         let mut labels = BTreeMap::new();
         if chance(rng, 0.2) {
             labels.insert("drydock.dev/owner-uid".to_string(), "not-yours".to_string());
@@ -63,6 +75,8 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             Flaw::Name => Some("x".to_string()),
             // Now and then the runtime name of another container of the namespace: refused.
             _ if !siblings.is_empty() && chance(rng, 0.05) => Some(format!("{namespace}-{}", pick(rng, &siblings))),
+            // A runtime name containers of other namespaces want too: one of them gets it.
+            _ if chance(rng, 0.06) => Some(format!("shared-{}", rng.next_u64() % 2)),
             _ => None,
         };
         let container = ContainerOp {
@@ -71,6 +85,7 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             image,
             image_ref,
             owner,
+            block_owner_deletion,
             retain: chance(rng, 0.2),
             replace_existing: chance(rng, 0.5),
             labels,
@@ -80,7 +95,7 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             env: shapes::env(rng, flaw == Flaw::Env, j).into_iter().map(|e| (e.name, e.value)).collect(),
             container_name,
         };
-        ops.at(created, ClientOp::CreateContainer(container));
+        ops.at(created, ClientOp::CreateContainer(container.clone()));
         if chance(rng, 0.2) {
             let removal = ExternalOp::RemoveContainer { name: runtime_name };
             ops.at(created + between(rng, 2_000, 20_000), ClientOp::External(removal));
@@ -93,7 +108,20 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
         }
         if chance(rng, 0.4) {
             let delay = if chance(rng, 0.3) { between(rng, 0, 100) } else { between(rng, 1_000, 25_000) };
-            ops.at(created + delay, ClientOp::DeleteContainer { namespace: namespace.clone(), name: name.clone() });
+            let propagation = propagation(rng);
+            ops.at(
+                created + delay,
+                ClientOp::DeleteContainer { namespace: namespace.clone(), name: name.clone(), propagation },
+            );
+            if chance(rng, 0.4) {
+                // The name reused while the old container (its runtime container, its dependents)
+                // may still be going: the create is refused while the old object is there, so
+                // it is tried again later.
+                let again = ContainerOp { command: Behaviour::draw(rng).command(), ..container };
+                let first = created + delay + between(rng, 0, 3_000);
+                ops.at(first, ClientOp::CreateContainer(again.clone()));
+                ops.at(first + between(rng, 2_000, 12_000), ClientOp::CreateContainer(again));
+            }
         }
         made.push((namespace, name));
     }

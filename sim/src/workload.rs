@@ -5,6 +5,7 @@
 
 use drydock_engine::MonoTime;
 use drydock_engine::api::PullPolicy;
+pub use drydock_engine::store::Propagation;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -31,6 +32,9 @@ pub enum ClientOp {
     DeleteLogical {
         namespace: String,
         name: String,
+        /// How the delete propagates to dependents (background unless said).
+        #[serde(default, skip_serializing_if = "is_background")]
+        propagation: Propagation,
     },
     /// Set `spec.stop` on a logical container.
     StopLogical {
@@ -62,9 +66,16 @@ pub enum ClientOp {
     DeleteContainer {
         namespace: String,
         name: String,
+        /// How the delete propagates to dependents (background unless said).
+        #[serde(default, skip_serializing_if = "is_background")]
+        propagation: Propagation,
     },
     /// Someone outside drydock acts on the runtime or the registry.
     External(ExternalOp),
+}
+
+fn is_background(propagation: &Propagation) -> bool {
+    *propagation == Propagation::Background
 }
 
 /// The spec of a physical container a client creates.
@@ -79,6 +90,9 @@ pub struct ContainerOp {
     /// Name of a container in the same namespace that owns this one (garbage collection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The reference to `owner` blocks its deletion in the foreground (`blockOwnerDeletion`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub block_owner_deletion: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retain: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

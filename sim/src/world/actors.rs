@@ -16,9 +16,18 @@ use drydock_engine::api::{
 };
 use drydock_engine::controllers::image::pull_lease_name;
 use drydock_engine::runtime::{ContainerCreate, RuntimeRequest};
-use drydock_engine::store::{DeleteOptions, StoreError, StoreReply};
+use drydock_engine::store::{DeleteOptions, Propagation, StoreError, StoreReply};
 use drydock_faults::FaultKind;
 use std::sync::Arc;
+
+/// How a client's delete propagates, as the trace shows it (nothing for the default, background).
+fn policy(propagation: Propagation) -> &'static str {
+    match propagation {
+        Propagation::Background => "",
+        Propagation::Foreground => " (foreground)",
+        Propagation::Orphan => " (orphan)",
+    }
+}
 
 impl World<'_> {
     pub(super) fn client(&mut self, now: MonoTime, index: usize) {
@@ -66,10 +75,11 @@ impl World<'_> {
                 let object = Object::from_spec::<LogicalContainer>(ObjectMeta::named(Some(namespace), name), &**spec);
                 self.store.create(wall, object)
             }
-            ClientOp::DeleteLogical { namespace, name } => {
-                self.env.note(format_args!("client delete LogicalContainer/{namespace}/{name}"));
+            ClientOp::DeleteLogical { namespace, name, propagation } => {
+                self.env
+                    .note(format_args!("client delete LogicalContainer/{namespace}/{name}{}", policy(*propagation)));
                 let key = ObjectKey::namespaced(LogicalContainer::KIND, namespace, name);
-                self.store.delete(wall, &key, &DeleteOptions::default())
+                self.store.delete(wall, &key, &DeleteOptions { propagation: *propagation, ..Default::default() })
             }
             ClientOp::StopLogical { namespace, name } => {
                 self.env.note(format_args!("client stop LogicalContainer/{namespace}/{name}"));
@@ -88,10 +98,11 @@ impl World<'_> {
                     None => Err(StoreError::NotFound { key: key.to_string() }),
                 }
             }
-            ClientOp::DeleteContainer { namespace, name } => {
-                self.env.note(format_args!("client delete PhysicalContainer/{namespace}/{name}"));
+            ClientOp::DeleteContainer { namespace, name, propagation } => {
+                self.env
+                    .note(format_args!("client delete PhysicalContainer/{namespace}/{name}{}", policy(*propagation)));
                 let key = ObjectKey::namespaced(PhysicalContainer::KIND, namespace, name);
-                self.store.delete(wall, &key, &DeleteOptions::default())
+                self.store.delete(wall, &key, &DeleteOptions { propagation: *propagation, ..Default::default() })
             }
             ClientOp::External(op) => {
                 let fault = match op {
@@ -141,7 +152,9 @@ impl World<'_> {
         if let Some(owner) = &c.owner
             && let Some(o) = self.store.get(&ObjectKey::namespaced(PhysicalContainer::KIND, &c.namespace, owner))
         {
-            meta.owner_references.push(o.owner_reference(false));
+            let mut reference = o.owner_reference(false);
+            reference.block_owner_deletion = c.block_owner_deletion;
+            meta.owner_references.push(reference);
         }
         let spec = PhysicalContainerSpec {
             image: c.image.clone(),

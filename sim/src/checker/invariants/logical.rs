@@ -1,9 +1,10 @@
 //! Invariants about logical containers and their backing resources.
 
 use super::containers::recorded_owner;
+use super::content::Content;
 use super::named;
 use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
-use drydock_engine::api::logical::{LogicalContainer, LogicalMode};
+use drydock_engine::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalMode};
 use drydock_engine::api::{ContainerImage, Lease, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
 use drydock_engine::controllers::logical::startup_lease_name;
 use drydock_engine::runtime::{ContainerCreate, ContainerInfo, RuntimeRequest};
@@ -336,5 +337,110 @@ impl Invariant for WorkloadRecordedBeforeLeaseRelease {
 
     fn check(&self, _view: &View<'_>) -> Result<(), String> {
         self.seen.check()
+    }
+}
+
+/// A persistent container is replaced only when the client's edit changed what it is made of, by
+/// the checker's own reading of the specs ([`Content`]), never the engine's lifecycle key; and a
+/// container made for other content is never reused.
+#[derive(Default)]
+pub(super) struct ReplaceOnlyOnContentChange {
+    /// The spec a client last wrote for each logical container, by uid.
+    written: BTreeMap<String, LogicalContainerSpec>,
+    /// Removes in flight issued by the live backing of a persistent logical container -> its uid.
+    replacing: BTreeMap<(usize, OpId), String>,
+    seen: Seen,
+}
+
+impl ReplaceOnlyOnContentChange {
+    /// The persistent logical container whose live backing `issuer` is, if it is one.
+    fn persistent_owner(&self, view: &View<'_>, issuer: &ObjectKey) -> Option<String> {
+        let object = view.store.get(issuer).filter(|o| o.kind == PhysicalContainer::KIND)?;
+        if object.metadata.is_deleting() {
+            return None;
+        }
+        object
+            .metadata
+            .owner_references
+            .iter()
+            .filter(|r| r.kind == LogicalContainer::KIND)
+            .map(|r| r.uid.0.clone())
+            .find(|uid| self.written.get(uid).is_some_and(|s| s.mode == LogicalMode::Persistent))
+    }
+
+    /// Whether the specs of logical containers `a` and `b` (both written by clients) differ in
+    /// content; `None` if either is unknown.
+    fn differ(&self, a: &str, b: &str) -> Option<bool> {
+        Some(Content::of(self.written.get(a)?) != Content::of(self.written.get(b)?))
+    }
+}
+
+impl Invariant for ReplaceOnlyOnContentChange {
+    named!(ReplaceOnlyOnContentChange);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[
+            HappeningKind::ClientWrote,
+            HappeningKind::RuntimeSent,
+            HappeningKind::RuntimeApplied,
+            HappeningKind::RuntimeSettled,
+        ]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::ClientWrote { object } if object.kind == LogicalContainer::KIND => {
+                if let Ok(spec) = object.spec::<LogicalContainer>() {
+                    self.written.insert(object.metadata.uid.0.clone(), spec);
+                }
+            }
+            Happening::RuntimeSent { process, id, request: RuntimeRequest::RemoveContainer { .. }, issuer } => {
+                if let Some(owner) = self.persistent_owner(view, issuer) {
+                    self.replacing.insert((*process, *id), owner);
+                }
+            }
+            Happening::RuntimeSettled { process, id } => {
+                self.replacing.remove(&(*process, *id));
+            }
+            Happening::RuntimeApplied { process, id, .. } => {
+                let Some(replacer) = self.replacing.remove(&(*process, *id)) else { return };
+                let Some((_, removed)) = applied_remove(happening) else { return };
+                let Some(made_for) = removed.labels.get(names::LABEL_LOGICAL_UID) else { return };
+                if removed.labels.contains_key(names::LABEL_CREATOR) && self.differ(made_for, &replacer) == Some(false)
+                {
+                    self.seen.flag(format!(
+                        "p{process} replaced {} for logical container {replacer}, whose spec differs from the one \
+                         it was made for ({made_for}) only in fields outside the lifecycle key or in order",
+                        removed.name
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        self.seen.check()?;
+        // A backing tracking an existing runtime container (a reuse) tracks one made for the same
+        // content as its logical container.
+        for pc in view.store.list(Some(PhysicalContainer::KIND), None) {
+            let Some(id) = pc.spec::<PhysicalContainer>().ok().and_then(|s| s.container_id) else { continue };
+            let Some(made_for) = view.runtime.container(&id).and_then(|c| c.labels.get(names::LABEL_LOGICAL_UID))
+            else {
+                continue;
+            };
+            for owner in pc.metadata.owner_references.iter().filter(|r| r.kind == LogicalContainer::KIND) {
+                let persistent = self.written.get(&owner.uid.0).is_some_and(|s| s.mode == LogicalMode::Persistent);
+                if persistent && *made_for != owner.uid.0 && self.differ(made_for, &owner.uid.0) == Some(true) {
+                    return Err(format!(
+                        "{} reuses runtime container {id}, made for logical container {made_for} whose spec \
+                         differs in content from that of {}",
+                        pc.key(),
+                        owner.uid
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -7,6 +7,8 @@
 //! state violating two of them is reported under.
 
 mod containers;
+mod content;
+mod deletion;
 mod images;
 mod logical;
 
@@ -56,6 +58,9 @@ invariants! {
     AdmissionBeforeRuntime = ("admission-before-runtime", "the runtime never refuses a request drydock sent as invalid: admission refuses it first, with a field path", containers::AdmissionBeforeRuntime),
     HarvestOnlyLeftovers = ("harvest-only-leftovers", "the harvester removes only containers its engine created, not retained, whose object is gone and whose id no object records", containers::HarvestOnlyLeftovers),
     NamespaceCleanupOrder = ("namespace-cleanup-order", "a terminating namespace deletes no image while containers remain in it", containers::NamespaceCleanupOrder),
+    DeletesOnlyGarbage = ("deletes-only-garbage", "the engine deletes an object only if its namespace is terminating or it has owners and none of them is live (never one found by a reused name)", deletion::DeletesOnlyGarbage),
+    OrphansSurvive = ("orphans-survive", "a dependent of an owner a client deleted with orphan is never deleted for it, and no longer refers to it once it is gone", deletion::OrphansSurvive),
+    ForegroundAfterDependents = ("foreground-after-dependents", "an owner a client deleted in the foreground is gone only after its blocking dependents are gone", deletion::ForegroundAfterDependents),
     SinglePullPerRef = ("single-pull-per-ref", "never two pulls of one normalized image reference in flight, across processes", images::SinglePullPerRef),
     LeaseExclusive = ("lease-exclusive", "never two live holders of one lease", images::LeaseExclusive),
     PinnedImageStable = ("pinned-image-stable", "the image id a ContainerImage pinned never changes", images::PinnedImageStable),
@@ -63,6 +68,7 @@ invariants! {
     SingleBacking = ("single-backing", "never two runtime containers for one logical container", logical::SingleBacking),
     PersistentReuse = ("persistent-reuse", "a matching, drydock-created persistent container is reused, never removed and created again", logical::PersistentReuse),
     PersistentReplaceOnce = ("persistent-replace-once", "a persistent logical container creates its runtime container at most once (a key mismatch: one remove, one create)", logical::PersistentReplaceOnce),
+    ReplaceOnlyOnContentChange = ("persistent-replace-justified", "a persistent container is replaced only when the client's edit changed its content (the checker's own reading: image, env, ports, mounts, files, labels as sets), and never reused for other content", logical::ReplaceOnlyOnContentChange),
     ExistingNeverCreates = ("existing-never-creates", "an existing-mode logical container never creates a runtime container", logical::ExistingNeverCreates),
     SessionNeverOutlivesOwner = ("session-never-outlives-owner", "a session runtime container never outlives its logical container", logical::SessionNeverOutlivesOwner),
     PersistentSurvivesDelete = ("persistent-survives-delete", "deleting a persistent logical container never removes its runtime container", logical::PersistentSurvivesDelete),

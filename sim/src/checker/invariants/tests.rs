@@ -505,3 +505,191 @@ fn a_request_the_runtime_refuses_as_invalid_is_caught() {
     assert_eq!(w.violated().as_deref(), Some("admission-before-runtime"));
     assert!(w.message().contains("p1 sent `create x from busybox`"), "{}", w.message());
 }
+
+/// A persistent logical container `name` with `spec`, as a client writes it.
+fn persistent(w: &mut Fixture, name: &str, spec: &LogicalContainerSpec) -> Arc<Object> {
+    // Two live logical containers cannot share a runtime name; the name is outside the content.
+    let spec = &LogicalContainerSpec { container_name: Some(format!("ns-{name}")), ..spec.clone() };
+    let lc = w
+        .store
+        .create(WallTime(1), Object::from_spec::<LogicalContainer>(ObjectMeta::named(Some("ns"), name), spec))
+        .unwrap();
+    w.observe(Happening::ClientWrote { object: &lc });
+    lc
+}
+
+fn db_spec() -> LogicalContainerSpec {
+    use drydock_engine::api::container::EnvVar;
+    let env = |n: &str, v: &str| EnvVar { name: n.into(), value: v.into() };
+    LogicalContainerSpec {
+        mode: LogicalMode::Persistent,
+        image: Some("busybox".into()),
+        container_name: Some("ns-db".into()),
+        env: vec![env("A", "1"), env("B", "2")],
+        ..Default::default()
+    }
+}
+
+/// The backing of `lc`, tracking runtime container `container_id` if given.
+fn backing_of(w: &mut Fixture, lc: &Object, container_id: Option<&str>) -> Arc<Object> {
+    let mut meta = ObjectMeta::named(Some("ns"), &format!("{}-backing", lc.metadata.name));
+    meta.owner_references.push(lc.owner_reference(true));
+    meta.finalizers.push(names::FINALIZER_HOLD.into());
+    let spec = match container_id {
+        Some(id) => PhysicalContainerSpec { container_id: Some(id.into()), ..Default::default() },
+        None => busybox(),
+    };
+    w.store.create(WallTime(1), Object::from_spec::<PhysicalContainer>(meta, &spec)).unwrap()
+}
+
+#[test]
+fn replacing_a_persistent_container_for_an_edit_outside_its_content_is_caught() {
+    for content_changed in [false, true] {
+        let mut w = Fixture::new();
+        let first = persistent(&mut w, "db", &db_spec());
+        let mut edited = db_spec();
+        edited.env.reverse();
+        edited.command = vec!["sh".into()];
+        if content_changed {
+            edited.env[0].value = "9".into();
+        }
+        let second = persistent(&mut w, "db2", &edited);
+        let backing = backing_of(&mut w, &second, None);
+        let made_for = first.metadata.uid.0.clone();
+        let old = w.container("old", &[(names::LABEL_CREATOR, "engine-0"), (names::LABEL_LOGICAL_UID, &made_for)]);
+        let remove = RuntimeRequest::RemoveContainer { id: "old".into(), force: true };
+        w.observe(Happening::RuntimeSent { process: 0, id: OpId(1), request: &remove, issuer: &backing.key() });
+        w.applied(1, &remove, Some(&old));
+        let want = (!content_changed).then_some("persistent-replace-justified");
+        assert_eq!(w.violated().as_deref(), want, "content changed: {content_changed}");
+    }
+}
+
+#[test]
+fn reusing_a_persistent_container_made_for_other_content_is_caught() {
+    for content_changed in [false, true] {
+        let mut w = Fixture::new();
+        let first = persistent(&mut w, "db", &db_spec());
+        let mut edited = db_spec();
+        edited.networks.push(drydock_engine::api::container::NetworkAttachment { name: "n".into(), aliases: vec![] });
+        if content_changed {
+            edited.image = Some("nginx:1.27".into());
+        }
+        let second = persistent(&mut w, "db2", &edited);
+        let made_for = first.metadata.uid.0.clone();
+        w.container("old", &[(names::LABEL_CREATOR, "engine-0"), (names::LABEL_LOGICAL_UID, &made_for)]);
+        backing_of(&mut w, &second, Some("old"));
+        let want = content_changed.then_some("persistent-replace-justified");
+        assert_eq!(w.violated().as_deref(), want, "content changed: {content_changed}");
+    }
+}
+
+/// A physical container `name` in `ns`, owned by `owner` (blocking its deletion if `blocking`).
+fn owned_pc(w: &mut Fixture, name: &str, owner: Option<&Object>, blocking: bool) -> Arc<Object> {
+    let mut meta = ObjectMeta::named(Some("ns"), name);
+    if let Some(owner) = owner {
+        let mut reference = owner.owner_reference(false);
+        reference.block_owner_deletion = blocking;
+        meta.owner_references.push(reference);
+    }
+    w.store.create(WallTime(1), Object::from_spec::<PhysicalContainer>(meta, &busybox())).unwrap()
+}
+
+fn engine_deletes(w: &mut Fixture, object: &Object) {
+    let request = StoreRequest::Delete {
+        key: object.key(),
+        options: DeleteOptions { precondition_uid: Some(object.metadata.uid.clone()), ..Default::default() },
+    };
+    w.observe(Happening::StoreApplying { process: 0, request: &request });
+    w.store_applied(request);
+}
+
+fn client_deletes(w: &mut Fixture, object: &Object, propagation: drydock_engine::store::Propagation) {
+    let options = DeleteOptions { propagation, ..Default::default() };
+    let marked = w.store.delete(WallTime(2), &object.key(), &options).unwrap();
+    w.observe(Happening::ClientWrote { object: &marked });
+}
+
+#[test]
+fn the_engine_deleting_an_object_that_is_not_garbage_is_caught() {
+    // No owner, namespace active.
+    let mut w = Fixture::new();
+    let lonely = owned_pc(&mut w, "lonely", None, false);
+    engine_deletes(&mut w, &lonely);
+    assert_eq!(w.violated().as_deref(), Some("deletes-only-garbage"));
+    // A live owner.
+    let mut w = Fixture::new();
+    let owner = owned_pc(&mut w, "owner", None, false);
+    let child = owned_pc(&mut w, "child", Some(&owner), false);
+    engine_deletes(&mut w, &child);
+    assert_eq!(w.violated().as_deref(), Some("deletes-only-garbage"));
+    // An owner being deleted (background, held by a finalizer): garbage.
+    let mut w = Fixture::new();
+    let mut meta = ObjectMeta::named(Some("ns"), "owner");
+    meta.finalizers.push(names::FINALIZER_RUNTIME.into());
+    let owner = w.store.create(WallTime(1), Object::from_spec::<PhysicalContainer>(meta, &busybox())).unwrap();
+    let child = owned_pc(&mut w, "child", Some(&owner), false);
+    client_deletes(&mut w, &owner, Default::default());
+    engine_deletes(&mut w, &child);
+    assert_eq!(w.violated(), None);
+    // A terminating namespace: anything goes.
+    let mut w = Fixture::new();
+    let lonely = owned_pc(&mut w, "lonely", None, false);
+    let mut ns = (**w.store.get(&ObjectKey::cluster(Namespace::KIND, "ns")).unwrap()).clone();
+    ns.metadata.finalizers.push(names::FINALIZER_NAMESPACE.into());
+    w.store.update(ns).unwrap();
+    w.store.delete(WallTime(2), &ObjectKey::cluster(Namespace::KIND, "ns"), &DeleteOptions::default()).unwrap();
+    engine_deletes(&mut w, &lonely);
+    assert_eq!(w.violated(), None);
+}
+
+#[test]
+fn deleting_an_orphaned_dependent_or_keeping_its_reference_is_caught() {
+    use drydock_engine::store::{FINALIZER_ORPHAN, Propagation};
+    // The engine deletes the dependent of an orphaning owner.
+    let mut w = Fixture::new();
+    let owner = owned_pc(&mut w, "owner", None, false);
+    let child = owned_pc(&mut w, "child", Some(&owner), false);
+    client_deletes(&mut w, &owner, Propagation::Orphan);
+    engine_deletes(&mut w, &child);
+    assert_eq!(w.violated().as_deref(), Some("orphans-survive"));
+    // The owner goes with the dependent still referring to it, or after it was unlinked.
+    for unlinked in [false, true] {
+        let mut w = Fixture::new();
+        let owner = owned_pc(&mut w, "owner", None, false);
+        let child = owned_pc(&mut w, "child", Some(&owner), false);
+        client_deletes(&mut w, &owner, Propagation::Orphan);
+        if unlinked {
+            let mut next = (*child).clone();
+            next.metadata.owner_references.clear();
+            w.store_applied(StoreRequest::Update { object: next });
+        }
+        let mut released = (**w.store.get(&owner.key()).unwrap()).clone();
+        released.metadata.finalizers.retain(|f| f != FINALIZER_ORPHAN);
+        w.store_applied(StoreRequest::Update { object: released });
+        assert!(w.store.get(&owner.key()).is_none());
+        let want = (!unlinked).then_some("orphans-survive");
+        assert_eq!(w.violated().as_deref(), want, "unlinked: {unlinked}");
+    }
+}
+
+#[test]
+fn a_foreground_owner_gone_before_its_blocking_dependents_is_caught() {
+    use drydock_engine::store::{FINALIZER_FOREGROUND_DELETION, Propagation};
+    for dependents_first in [false, true] {
+        let mut w = Fixture::new();
+        let owner = owned_pc(&mut w, "owner", None, false);
+        let blocking = owned_pc(&mut w, "blocking", Some(&owner), true);
+        // One that does not block may outlive it (the collector deletes it afterwards).
+        owned_pc(&mut w, "other", Some(&owner), false);
+        client_deletes(&mut w, &owner, Propagation::Foreground);
+        if dependents_first {
+            engine_deletes(&mut w, &blocking);
+        }
+        let mut released = (**w.store.get(&owner.key()).unwrap()).clone();
+        released.metadata.finalizers.retain(|f| f != FINALIZER_FOREGROUND_DELETION);
+        w.store_applied(StoreRequest::Update { object: released });
+        let want = (!dependents_first).then_some("foreground-after-dependents");
+        assert_eq!(w.violated().as_deref(), want, "dependents first: {dependents_first}");
+    }
+}

@@ -1,0 +1,219 @@
+//! Invariants about deletion: what the engine may delete, and the two propagation policies a
+//! client can ask for besides background (foreground, orphan), judged from the store's history.
+
+use super::named;
+use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
+use drydock_engine::api::{Namespace, Object, ObjectKey, Resource, Uid};
+use drydock_engine::store::{FINALIZER_FOREGROUND_DELETION, FINALIZER_ORPHAN, StoreRequest};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The object a delete request of an engine would mark or remove, as the store is before it
+/// applies: `None` if the request would do nothing (gone, uid precondition failing, already
+/// being deleted).
+fn delete_target<'a>(view: &View<'a>, request: &StoreRequest) -> Option<&'a Object> {
+    let StoreRequest::Delete { key, options } = request else { return None };
+    let target: &'a Object = view.store.get(key)?;
+    if options.precondition_uid.as_ref().is_some_and(|uid| *uid != target.metadata.uid) || target.metadata.is_deleting()
+    {
+        return None;
+    }
+    Some(target)
+}
+
+/// The object's namespace is being deleted (or gone): its controller may delete everything in it.
+fn namespace_terminating(view: &View<'_>, object: &Object) -> bool {
+    let Some(ns) = &object.metadata.namespace else { return false };
+    view.store.get(&ObjectKey::cluster(Namespace::KIND, ns)).is_none_or(|ns| ns.metadata.is_deleting())
+}
+
+fn references(object: &Object, owner: &Uid) -> bool {
+    object.metadata.owner_references.iter().any(|r| r.uid == *owner)
+}
+
+fn blocks(object: &Object, owner: &Uid) -> bool {
+    object.metadata.owner_references.iter().any(|r| r.uid == *owner && r.block_owner_deletion)
+}
+
+/// The engine deletes an object only when it is garbage: its namespace is terminating, or it has
+/// owners and none of them is live (each is gone or being deleted). An object looked up by name
+/// instead of by its owner's uid (a name reused, two parents wanting one name) is the bug this
+/// names when it happens, rather than as a world that never settles.
+#[derive(Default)]
+pub(super) struct DeletesOnlyGarbage {
+    seen: Seen,
+}
+
+impl Invariant for DeletesOnlyGarbage {
+    named!(DeletesOnlyGarbage);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::StoreApplying]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Happening::StoreApplying { process, request } = happening else { return };
+        let Some(target) = delete_target(view, request) else { return };
+        if namespace_terminating(view, target) {
+            return;
+        }
+        let refs = &target.metadata.owner_references;
+        if refs.is_empty() {
+            self.seen.flag(format!(
+                "p{process} deleted {} ({}), which has no owner, in a namespace that is not terminating",
+                target.key(),
+                target.metadata.uid
+            ));
+            return;
+        }
+        let live =
+            refs.iter().filter_map(|r| view.store.get_by_uid(&r.uid)).find(|owner| !owner.metadata.is_deleting());
+        if let Some(owner) = live {
+            self.seen.flag(format!(
+                "p{process} deleted {} ({}) while its owner {} ({}) is live",
+                target.key(),
+                target.metadata.uid,
+                owner.key(),
+                owner.metadata.uid
+            ));
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
+/// A dependent of an owner a client deleted with `orphan` survives: the engine never deletes it
+/// while it refers to that owner, and once the owner is gone it refers to it no more.
+#[derive(Default)]
+pub(super) struct OrphansSurvive {
+    /// Owners clients deleted with `orphan` -> their key and the dependents they had then.
+    orphaned: BTreeMap<Uid, (ObjectKey, BTreeSet<Uid>)>,
+    seen: Seen,
+}
+
+impl Invariant for OrphansSurvive {
+    named!(OrphansSurvive);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::ClientWrote, HappeningKind::StoreApplying]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::ClientWrote { object }
+                if object.metadata.is_deleting() && object.metadata.has_finalizer(FINALIZER_ORPHAN) =>
+            {
+                let uid = &object.metadata.uid;
+                let dependents = view
+                    .store
+                    .list(None, object.metadata.namespace.as_deref())
+                    .iter()
+                    .filter(|d| references(d, uid))
+                    .map(|d| d.metadata.uid.clone())
+                    .collect();
+                self.orphaned.entry(uid.clone()).or_insert((object.key(), dependents));
+            }
+            Happening::StoreApplying { process, request } => {
+                let Some(target) = delete_target(view, request) else { return };
+                if namespace_terminating(view, target) {
+                    return;
+                }
+                // Only while the owner is there: a dependent created after the owner was marked
+                // may outlive it referring to it, and is then ordinary garbage.
+                let orphaning = target
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .filter(|r| self.orphaned.contains_key(&r.uid))
+                    .find_map(|r| view.store.get_by_uid(&r.uid));
+                if let Some(owner) = orphaning {
+                    self.seen.flag(format!(
+                        "p{process} deleted {}, a dependent of {}, which a client deleted with orphan",
+                        target.key(),
+                        owner.key()
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        self.seen.check()?;
+        for (owner, (key, dependents)) in &self.orphaned {
+            if view.store.get_by_uid(owner).is_some() {
+                continue;
+            }
+            for dependent in dependents.iter().filter_map(|d| view.store.get_by_uid(d)) {
+                if references(dependent, owner) {
+                    return Err(format!(
+                        "{key} ({owner}), deleted with orphan, is gone but its dependent {} still refers to it",
+                        dependent.key()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An owner a client deleted in the foreground is gone only after its blocking dependents (those
+/// with `blockOwnerDeletion` it had then, as long as they still block it) are gone.
+#[derive(Default)]
+pub(super) struct ForegroundAfterDependents {
+    /// Owners clients deleted in the foreground, still in the store -> their key and blocking
+    /// dependents then.
+    waiting: BTreeMap<Uid, (ObjectKey, BTreeSet<Uid>)>,
+    seen: Seen,
+}
+
+impl ForegroundAfterDependents {
+    fn settle(&mut self, view: &View<'_>) {
+        let gone: Vec<Uid> = self.waiting.keys().filter(|uid| view.store.get_by_uid(uid).is_none()).cloned().collect();
+        for owner in gone {
+            let Some((key, dependents)) = self.waiting.remove(&owner) else { continue };
+            let left = dependents.iter().filter_map(|d| view.store.get_by_uid(d)).find(|d| blocks(d, &owner));
+            if let Some(dependent) = left {
+                self.seen.flag(format!(
+                    "{key} ({owner}), deleted in the foreground, is gone while its blocking dependent {} remains",
+                    dependent.key()
+                ));
+            }
+        }
+    }
+}
+
+impl Invariant for ForegroundAfterDependents {
+    named!(ForegroundAfterDependents);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::ClientWrote, HappeningKind::StoreApplied]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        if let Happening::ClientWrote { object } = happening
+            && object.metadata.is_deleting()
+            && object.metadata.has_finalizer(FINALIZER_FOREGROUND_DELETION)
+            && !object.metadata.has_finalizer(FINALIZER_ORPHAN)
+            && view.store.get_by_uid(&object.metadata.uid).is_some()
+        {
+            let uid = &object.metadata.uid;
+            let dependents = view
+                .store
+                .list(None, object.metadata.namespace.as_deref())
+                .iter()
+                .filter(|d| blocks(d, uid))
+                .map(|d| d.metadata.uid.clone())
+                .collect();
+            self.waiting.entry(uid.clone()).or_insert((object.key(), dependents));
+        }
+        if !self.waiting.is_empty() {
+            self.settle(view);
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
