@@ -56,6 +56,7 @@ invariants! {
     AdmissionBeforeRuntime = ("admission-before-runtime", "the runtime never refuses a request drydock sent as invalid: admission refuses it first, with a field path", containers::AdmissionBeforeRuntime),
     HarvestOnlyLeftovers = ("harvest-only-leftovers", "the harvester removes only containers its engine created, not retained, whose object is gone and whose id no object records", containers::HarvestOnlyLeftovers),
     NamespaceCleanupOrder = ("namespace-cleanup-order", "a terminating namespace deletes no image while containers remain in it", containers::NamespaceCleanupOrder),
+    NamespaceReleasedEmpty = ("namespace-released-empty", "a namespace's finalizer is released only once the store holds no object in it", containers::NamespaceReleasedEmpty),
     SinglePullPerRef = ("single-pull-per-ref", "never two pulls of one normalized image reference in flight, across processes", images::SinglePullPerRef),
     LeaseExclusive = ("lease-exclusive", "never two live holders of one lease", images::LeaseExclusive),
     PinnedImageStable = ("pinned-image-stable", "the image id a ContainerImage pinned never changes", images::PinnedImageStable),
