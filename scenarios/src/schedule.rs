@@ -136,7 +136,7 @@ impl Schedule {
 
     /// The workload actions and the fault decisions, as one list.
     fn step_list(&self) -> Vec<Step> {
-        let ops = self.workload.ops.iter().cloned().map(Step::Op);
+        let ops = self.workload.ops.iter().map(|op| Step::Op(Box::new(op.clone())));
         ops.chain(self.decisions().into_iter().map(|(kind, n)| Step::Fault(kind, n))).collect()
     }
 
@@ -147,7 +147,7 @@ impl Schedule {
         let mut decisions = Vec::new();
         for step in steps {
             match step {
-                Step::Op(op) => ops.push(op.clone()),
+                Step::Op(op) => ops.push((**op).clone()),
                 Step::Fault(kind, n) => decisions.push((*kind, *n)),
             }
         }
@@ -201,7 +201,7 @@ pub const SHRINK_ROUNDS: usize = 4;
 /// One step of a schedule: a workload action, or a fault decision (the `n`th draw of a kind fires).
 #[derive(Clone, Debug, PartialEq)]
 enum Step {
-    Op(TimedOp),
+    Op(Box<TimedOp>),
     Fault(FaultKind, u64),
 }
 
