@@ -3,8 +3,9 @@
 //! generator that made it, and shrunk.
 
 use crate::{FaultSelection, Scenario, find, names, streams};
+use drydock_engine::MonoTime;
 use drydock_faults::{Decisions, FaultKind, FaultPlan};
-use drydock_sim::workload::Workload;
+use drydock_sim::workload::{TimedOp, Workload};
 use drydock_sim::{RunReport, World, WorldConfig};
 use serde::{Deserialize, Serialize};
 
@@ -93,9 +94,18 @@ impl Schedule {
         Schedule { faults: self.faults.clone().scripted(script), ..self.clone() }
     }
 
-    /// A smaller schedule that still fails with `invariant`: remove chunks of actions (halving
-    /// the chunk size down to single actions), then whole fault kinds, then chunks of single
-    /// fault decisions, keeping every removal after which the same invariant still fails.
+    /// A smaller schedule that still fails with `invariant` (the same invariant, never another).
+    ///
+    /// Passes, repeated until none makes progress (at most [`SHRINK_ROUNDS`] rounds):
+    /// 1. drop whole fault kinds (once, first);
+    /// 2. delta debugging (`ddmin`) over workload actions and fault decisions together, as one
+    ///    list of steps: a failure that needs an action *and* a fault decision is found by
+    ///    keeping subsets and removing complements of both at once;
+    /// 3. shift each action earlier in time (to its predecessor's time, else halfway there), so
+    ///    waits that do not matter go, and actions that only mattered through timing can go in
+    ///    the next round;
+    /// 4. simplify each action: drop its optional fields (top-level and in its spec) one by one.
+    ///
     /// Returns the schedule and how many runs it took.
     pub fn shrink(&self, config: &WorldConfig, invariant: &str) -> (Schedule, usize) {
         let mut runs = 0;
@@ -103,11 +113,7 @@ impl Schedule {
             runs += 1;
             trial.failure(config).as_deref() == Some(invariant)
         };
-        let ops = self.workload.ops.clone();
-        let mut best = shrink_list(self.clone(), ops, &mut fails, |s, ops| Schedule {
-            workload: Workload { ops: ops.to_vec(), ..s.workload.clone() },
-            ..s.clone()
-        });
+        let mut best = self.clone();
         let kinds: Vec<FaultKind> = best.faults.enabled().map(|(k, _)| k).collect();
         for kind in kinds {
             let trial = Schedule { faults: best.faults.clone().without(kind), ..best.clone() };
@@ -115,40 +121,165 @@ impl Schedule {
                 best = trial;
             }
         }
-        let decisions = best.decisions();
-        let best = shrink_list(best, decisions, &mut fails, |s, d| s.with_decisions(d));
+        for _ in 0..SHRINK_ROUNDS {
+            let before = best.clone();
+            let kept = ddmin(best.step_list(), &mut |steps: &[Step]| fails(&best.with_steps(steps)));
+            best = best.with_steps(&kept);
+            best = best.shift_earlier(&mut fails);
+            best = best.simplify(&mut fails);
+            if best == before {
+                break;
+            }
+        }
         (best, runs)
+    }
+
+    /// The workload actions and the fault decisions, as one list.
+    fn step_list(&self) -> Vec<Step> {
+        let ops = self.workload.ops.iter().map(|op| Step::Op(Box::new(op.clone())));
+        ops.chain(self.decisions().into_iter().map(|(kind, n)| Step::Fault(kind, n))).collect()
+    }
+
+    /// This schedule with only `steps` (actions keep their order; a schedule without recorded
+    /// decisions keeps its plan).
+    fn with_steps(&self, steps: &[Step]) -> Schedule {
+        let mut ops = Vec::new();
+        let mut decisions = Vec::new();
+        for step in steps {
+            match step {
+                Step::Op(op) => ops.push((**op).clone()),
+                Step::Fault(kind, n) => decisions.push((*kind, *n)),
+            }
+        }
+        let with_ops = Schedule { workload: Workload { ops, ..self.workload.clone() }, ..self.clone() };
+        if self.faults.script().is_some() { with_ops.with_decisions(&decisions) } else { with_ops }
+    }
+
+    /// Move each action as early as it can go (its predecessor's time, else halfway there, a few
+    /// times) with the failure kept. Actions stay sorted by time.
+    fn shift_earlier(&self, fails: &mut impl FnMut(&Schedule) -> bool) -> Schedule {
+        let mut best = self.clone();
+        for i in 0..best.workload.ops.len() {
+            let floor = if i == 0 { MonoTime::ZERO } else { best.workload.ops[i - 1].at };
+            let at = best.workload.ops[i].at;
+            let mut target = floor;
+            for _ in 0..3 {
+                if target >= at {
+                    break;
+                }
+                let mut trial = best.clone();
+                trial.workload.ops[i].at = target;
+                if fails(&trial) {
+                    best = trial;
+                    break;
+                }
+                target = MonoTime(target.0 + (at.0 - target.0) / 2);
+            }
+        }
+        best
+    }
+
+    /// Drop the optional fields of each action, one at a time, with the failure kept.
+    fn simplify(&self, fails: &mut impl FnMut(&Schedule) -> bool) -> Schedule {
+        let mut best = self.clone();
+        for i in 0..best.workload.ops.len() {
+            for candidate in simpler(&best.workload.ops[i]) {
+                let mut trial = best.clone();
+                trial.workload.ops[i] = candidate;
+                if fails(&trial) {
+                    best = trial;
+                }
+            }
+        }
+        best
     }
 }
 
-/// Delta debugging over one list of a schedule: remove chunks (halving the size down to single
-/// items) while `fails` still holds for the schedule `rebuild` makes from what is left.
-fn shrink_list<T: Clone>(
-    schedule: Schedule,
-    mut items: Vec<T>,
-    fails: &mut impl FnMut(&Schedule) -> bool,
-    rebuild: impl Fn(&Schedule, &[T]) -> Schedule,
-) -> Schedule {
-    let mut best = schedule;
-    let mut chunk = items.len().div_ceil(2).max(1);
-    loop {
-        let mut start = 0;
-        while start < items.len() {
-            let mut fewer = items.clone();
-            fewer.drain(start..(start + chunk).min(items.len()));
-            let trial = rebuild(&best, &fewer);
-            if fails(&trial) {
-                best = trial;
-                items = fewer;
-            } else {
-                start += chunk;
+/// How many rounds of all shrinking passes at most.
+pub const SHRINK_ROUNDS: usize = 4;
+
+/// One step of a schedule: a workload action, or a fault decision (the `n`th draw of a kind fires).
+#[derive(Clone, Debug, PartialEq)]
+enum Step {
+    Op(Box<TimedOp>),
+    Fault(FaultKind, u64),
+}
+
+/// Fields an action keeps whatever the shrinker does: what identifies it.
+const ESSENTIAL_FIELDS: [&str; 5] = ["at", "op", "external", "namespace", "name"];
+
+/// `op` with one optional field less (at its top level, or inside an object field such as a
+/// spec), for every field that can go: the variants that still parse as an action.
+fn simpler(op: &TimedOp) -> Vec<TimedOp> {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(op) else { return Vec::new() };
+    let mut out: Vec<TimedOp> = Vec::new();
+    let mut push = |value: serde_json::Map<String, serde_json::Value>| {
+        if let Ok(simpler) = serde_json::from_value::<TimedOp>(serde_json::Value::Object(value))
+            && simpler != *op
+            && !out.contains(&simpler)
+        {
+            out.push(simpler);
+        }
+    };
+    for (key, value) in &fields {
+        if ESSENTIAL_FIELDS.contains(&key.as_str()) {
+            continue;
+        }
+        let mut without = fields.clone();
+        without.remove(key);
+        push(without);
+        if let serde_json::Value::Object(inner) = value {
+            for inner_key in inner.keys() {
+                let mut smaller = inner.clone();
+                smaller.remove(inner_key);
+                let mut with = fields.clone();
+                with.insert(key.clone(), serde_json::Value::Object(smaller));
+                push(with);
             }
         }
-        if chunk == 1 {
-            return best;
-        }
-        chunk = chunk.div_ceil(2);
     }
+    out
+}
+
+/// Delta debugging (Zeller's `ddmin`): a sublist of `items` for which `fails` holds. Tries each
+/// of `n` chunks alone, then (for `n > 2`) each complement, and doubles `n` when neither fails,
+/// until single items: the result is 1-minimal (no single item can go).
+fn ddmin<T: Clone>(mut items: Vec<T>, fails: &mut impl FnMut(&[T]) -> bool) -> Vec<T> {
+    let mut n = 2;
+    while items.len() >= 2 {
+        let len = items.len();
+        let bounds: Vec<(usize, usize)> = (0..n).map(|i| (i * len / n, (i + 1) * len / n)).collect();
+        let mut reduced = false;
+        for &(a, b) in &bounds {
+            if a < b && fails(&items[a..b]) {
+                items = items[a..b].to_vec();
+                n = 2;
+                reduced = true;
+                break;
+            }
+        }
+        if !reduced && n > 2 {
+            for &(a, b) in &bounds {
+                let complement: Vec<T> = items[..a].iter().chain(&items[b..]).cloned().collect();
+                if a < b && fails(&complement) {
+                    items = complement;
+                    n = (n - 1).max(2);
+                    reduced = true;
+                    break;
+                }
+            }
+        }
+        if !reduced {
+            if n >= len {
+                break;
+            }
+            n = (2 * n).min(len);
+        }
+    }
+    if items.len() == 1 && fails(&[]) {
+        items.clear();
+    }
+    items
 }
 
 #[cfg(test)]
@@ -194,5 +325,62 @@ mod tests {
         assert!(runs > 0);
         assert_eq!(small.failure(&config).as_deref(), Some("event-budget"), "still fails the same way");
         assert!(small.steps() < schedule.steps(), "{} -> {}", schedule.steps(), small.steps());
+    }
+
+    #[test]
+    fn ddmin_finds_the_two_items_that_matter() {
+        let items: Vec<u32> = (0..40).collect();
+        let mut runs = 0;
+        let kept = ddmin(items, &mut |s: &[u32]| {
+            runs += 1;
+            s.contains(&7) && s.contains(&31)
+        });
+        assert_eq!(kept, vec![7, 31]);
+        assert!(runs < 100, "{runs} runs");
+        assert_eq!(ddmin(vec![1, 2, 3], &mut |_: &[u32]| true), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn simpler_drops_optional_fields_but_never_identity() {
+        let op = TimedOp {
+            at: MonoTime(5),
+            op: drydock_sim::workload::ClientOp::CreateImage {
+                namespace: "ns".into(),
+                name: "img".into(),
+                image: "busybox".into(),
+                pull_policy: drydock_engine::api::PullPolicy::Always,
+                pull_retry_limit: 3,
+            },
+        };
+        let variants = simpler(&op);
+        assert!(!variants.is_empty());
+        for v in &variants {
+            let json = serde_json::to_value(v).unwrap();
+            assert_eq!(json["namespace"], "ns");
+            assert_eq!(json["name"], "img");
+            assert_eq!(v.at, op.at);
+        }
+    }
+
+    /// `rdd-namespaces-buggy` fails by design; each of its first failing seeds shrinks to at most
+    /// 20 steps, failing the same invariant.
+    #[test]
+    fn a_failing_seed_shrinks_to_at_most_20_steps_on_the_same_invariant() {
+        let scenario = find("rdd-namespaces-buggy").unwrap();
+        let config = (scenario.world)();
+        let mut shrunk = 0;
+        for seed in 0..40 {
+            let schedule = scenario.schedule(seed, &FaultSelection::Default);
+            let Some(invariant) = schedule.failure(&config) else { continue };
+            let (small, _) = schedule.shrink(&config, &invariant);
+            assert_eq!(small.failure(&config).as_deref(), Some(invariant.as_str()), "seed {seed}");
+            assert!(small.steps() <= 20, "seed {seed}: {} -> {} steps", schedule.steps(), small.steps());
+            assert!(small.steps() <= schedule.steps());
+            shrunk += 1;
+            if shrunk == 2 {
+                break;
+            }
+        }
+        assert!(shrunk > 0, "no failing seed of rdd-namespaces-buggy in 0..40");
     }
 }

@@ -6,7 +6,8 @@
 //! is settled (its reply is delivered, it is cancelled, or its process dies). Lease claims are in
 //! the world's true time, whatever the writer's clock says.
 
-use drydock_engine::api::{Lease, Object, Resource, names, normalize_image_reference};
+use crate::runtime::reference_key;
+use drydock_engine::api::{Lease, Object, Resource, names};
 use drydock_engine::runtime::RuntimeRequest;
 use drydock_engine::{OpId, WallTime, lease};
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,7 +54,7 @@ impl InFlight {
     /// `owner`: the owner uid label of the container the request acts on, if any.
     pub fn send(&mut self, process: usize, id: OpId, request: &RuntimeRequest, owner: Option<String>) {
         let pull = match request {
-            RuntimeRequest::PullImage { reference } => Some(normalize_image_reference(reference)),
+            RuntimeRequest::PullImage { reference } => Some(reference_key(reference)),
             _ => None,
         };
         if let Some(reference) = &pull {

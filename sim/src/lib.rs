@@ -16,6 +16,6 @@ pub mod workload;
 pub mod world;
 
 pub use world::{
-    Factor, Latency, LivenessKnobs, ProcessKnobs, RunReport, RunStats, RuntimeLinkKnobs, StoreLinkKnobs, Violation,
-    WatchKnobs, World, WorldConfig,
+    Factor, KindLag, Latency, LivenessKnobs, ProcessKnobs, RunReport, RunStats, RuntimeLinkKnobs, StoreLinkKnobs,
+    Violation, WatchKnobs, WatchOrdering, World, WorldConfig,
 };

@@ -12,9 +12,10 @@
 //!   the image with all its references: refused while a running container uses it (even forced),
 //!   and without force also while a stopped one does or it has tags in several repositories.
 
-use super::references::{check_reference, full_id, is_tag_ref, ref_name, truncate_id};
+use super::references::{
+    check_reference, familiar_reference, full_id, is_tag_ref, normalize_reference, ref_name, reference_key, truncate_id,
+};
 use super::{SimRuntime, sha256_of};
-use drydock_engine::api::{familiar_image_reference, normalize_image_reference};
 use drydock_engine::runtime::{ContainerState, ImageInfo, RuntimeError, RuntimeReply, RuntimeResult};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -100,7 +101,9 @@ impl ImageStore {
         if let Some(id) = full_id(reference) {
             return self.images.get(&id);
         }
-        if let Some(image) = self.refs.get(&normalize_image_reference(reference)).and_then(|id| self.images.get(id)) {
+        if let Some(image) =
+            normalize_reference(reference).and_then(|r| self.refs.get(&r)).and_then(|id| self.images.get(id))
+        {
             return Some(image);
         }
         let prefix = reference.strip_prefix("sha256:").unwrap_or(reference);
@@ -119,7 +122,7 @@ impl SimRuntime {
     /// Make an image present under `reference` (as `docker load` or `docker import` would), with
     /// the default command; no registry involved. Its id is derived from the reference alone.
     pub fn add_image(&mut self, reference: &str) {
-        let normalized = normalize_image_reference(reference);
+        let normalized = reference_key(reference);
         let id = sha256_of(&[normalized.as_bytes()]);
         self.images.add(&id, || DEFAULT_IMAGE_COMMAND.iter().map(|s| s.to_string()).collect());
         self.images.set_ref(&normalized, &id);
@@ -144,8 +147,9 @@ impl SimRuntime {
     /// Docker 20.10's `ImageService.ImageDelete`, step by step.
     pub(super) fn remove_image(&mut self, reference: &str, force: bool) -> RuntimeResult {
         let Some(image) = self.images.resolve(reference) else {
-            let shown =
-                if full_id(reference).is_some() { reference.to_string() } else { familiar_image_reference(reference) };
+            let shown = familiar_reference(reference)
+                .filter(|_| full_id(reference).is_none())
+                .unwrap_or_else(|| reference.to_string());
             return Err(RuntimeError::NotFound(format!("No such image: {shown}")));
         };
         let id = image.id.clone();
@@ -165,7 +169,7 @@ impl SimRuntime {
                     truncate_id(&id)
                 )));
             }
-            let removed = normalize_image_reference(reference);
+            let removed = reference_key(reference);
             self.images.unset_ref(&removed);
             if is_tag_ref(&removed) {
                 // With no tag of that repository left, its repo digests go too.
@@ -266,7 +270,12 @@ impl DeleteConflict {
 fn image_info(image: &SimImage) -> ImageInfo {
     ImageInfo {
         id: image.id.clone(),
-        tags: image.refs.iter().filter(|r| is_tag_ref(r)).map(|r| familiar_image_reference(r)).collect(),
+        tags: image
+            .refs
+            .iter()
+            .filter(|r| is_tag_ref(r))
+            .map(|r| familiar_reference(r).unwrap_or_else(|| r.clone()))
+            .collect(),
     }
 }
 

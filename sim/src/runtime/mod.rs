@@ -33,6 +33,7 @@ mod shell;
 mod test_support;
 
 pub use images::DEFAULT_IMAGE_COMMAND;
+pub use references::{ImageReference, ReferenceError, familiar_reference, normalize_reference, reference_key};
 
 use containers::SimContainer;
 use drydock_engine::WallTime;

@@ -7,9 +7,8 @@
 //! under two tags gives one digest.
 
 use super::images::DEFAULT_IMAGE_COMMAND;
-use super::references::{Selector, check_reference, split_reference, truncate_id};
+use super::references::{Selector, check_reference, familiar_reference, reference_key, split_reference, truncate_id};
 use super::{SimRuntime, sha256_of};
-use drydock_engine::api::{familiar_image_reference, normalize_image_reference};
 use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -143,7 +142,7 @@ impl SimRuntime {
     pub(super) fn pull(&mut self, reference: &str) -> RuntimeResult {
         check_reference(reference)?;
         let (name, selector) = split_reference(reference);
-        let familiar = familiar_image_reference(reference);
+        let familiar = familiar_reference(reference).unwrap_or_else(|| reference.to_string());
         let host = name.split_once('/').map_or("", |(host, _)| host);
         if host != "docker.io" && !self.registry.has_host(host) {
             return Err(RuntimeError::Transient(format!("500: {}", unreachable(host))));
@@ -162,7 +161,7 @@ impl SimRuntime {
         let path = name.split_once('/').map_or(name.as_str(), |(_, path)| path);
         let shown = match &selector {
             Selector::Tag(tag) => tag.clone(),
-            Selector::Digest(_) => normalize_image_reference(reference),
+            Selector::Digest(_) => reference_key(reference),
         };
         let mut progress = vec![format!("{shown}: Pulling from {path}")];
         if self.images.add(&image_id, || content.command.clone()) {

@@ -12,7 +12,7 @@ use drydock_engine::MonoTime;
 use drydock_engine::api::logical::LogicalContainer;
 use drydock_engine::api::{
     ContainerImage, ContainerImageSpec, Lease, LeaseSpec, Namespace, NamespaceSpec, Object, ObjectKey, ObjectMeta,
-    PhysicalContainer, PhysicalContainerSpec, Resource, names, normalize_image_reference,
+    PhysicalContainer, PhysicalContainerSpec, Resource, names,
 };
 use drydock_engine::controllers::image::pull_lease_name;
 use drydock_engine::runtime::{ContainerCreate, RuntimeRequest};
@@ -174,7 +174,7 @@ impl World<'_> {
 
     /// Write a pull lease as a holder that will never renew it.
     fn hold_lease(&mut self, now: MonoTime, reference: &str, seconds: u64) {
-        let normalized = normalize_image_reference(reference);
+        let normalized = crate::runtime::reference_key(reference);
         let name = pull_lease_name(reference);
         let wall = super::true_now(now).wall;
         let spec = LeaseSpec {

@@ -5,7 +5,7 @@ pub use super::liveness::LivenessKnobs;
 pub use super::processes::ProcessKnobs;
 pub use super::runtime_link::RuntimeLinkKnobs;
 pub use super::store_link::StoreLinkKnobs;
-pub use super::watches::WatchKnobs;
+pub use super::watches::{KindLag, WatchKnobs, WatchOrdering};
 use crate::checker::{self, Invariant};
 use drydock_engine::Controller;
 use drydock_engine::controllers::{self, ControllerConfig};

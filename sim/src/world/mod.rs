@@ -24,7 +24,9 @@ mod runtime_link;
 mod store_link;
 mod watches;
 
-pub use config::{LivenessKnobs, ProcessKnobs, RuntimeLinkKnobs, StoreLinkKnobs, WatchKnobs, WorldConfig};
+pub use config::{
+    KindLag, LivenessKnobs, ProcessKnobs, RuntimeLinkKnobs, StoreLinkKnobs, WatchKnobs, WatchOrdering, WorldConfig,
+};
 pub use env::RunStats;
 pub use latency::{Factor, Latency};
 pub use report::{RunReport, Violation};

@@ -2,10 +2,18 @@
 //! faults (`stale-cache` delays a delivery, `watch-gone` breaks a store watch with 410 Gone,
 //! `coalesced-watch` merges two adjacent events of one object).
 //!
-//! *Guarantees*: store events reach a process in resource-version order (a delivery is never
-//! scheduled before the previous one). Nothing queued on an earlier stream (before a crash, a Gone or
-//! a runtime daemon restart) is ever delivered. Only adjacent events are coalesced, so a cache never
-//! sees a later event of another object before an earlier state of this one.
+//! *Guarantees*: store events reach a process in resource-version order within each ordering
+//! group (a delivery is never scheduled before the previous one of its group): the whole stream
+//! ([`WatchOrdering::Total`]), each kind, as with one Kubernetes watch per kind
+//! ([`WatchOrdering::PerKind`]), or each object ([`WatchOrdering::PerObject`]). Across groups
+//! there is no ordering: with [`KindLag`], a group falls behind on its own for a while, so a process
+//! may see a namespace terminating before it sees a child created earlier, or one object's delete
+//! before another object's earlier update. Nothing queued on an earlier stream (before a crash, a
+//! Gone or a runtime daemon restart) is ever delivered. Only adjacent events of one group are
+//! coalesced, so a cache never sees an object's later state and then an earlier one.
+//!
+//! *Simplification*: a Gone breaks every group of a process at once and the relist lists every
+//! kind at one version (a snapshot more consistent than separate per-kind relists would give).
 
 use super::env::{Env, Event};
 use super::latency::Latency;
@@ -15,7 +23,32 @@ use drydock_engine::api::Object;
 use drydock_engine::runtime::RuntimeEvent;
 use drydock_engine::store::{Store, WatchEvent};
 use drydock_faults::FaultKind;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Which events of one process's store watch keep their resource-version order among themselves.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum WatchOrdering {
+    /// One ordered stream of every kind.
+    #[default]
+    Total,
+    /// One ordered stream per kind (a watch, or an informer, per kind); kinds drift apart.
+    PerKind,
+    /// Only the events of one object keep their order.
+    PerObject,
+}
+
+/// Independent lag of ordering groups: an event is held back by `lag` with probability `chance`,
+/// and the rest of its group queues behind it while other groups flow.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct KindLag {
+    pub chance: f64,
+    pub lag: Latency,
+}
+
+impl KindLag {
+    /// What the two-process worlds use.
+    pub const DEFAULT: KindLag = KindLag { chance: 0.05, lag: Latency::millis(200, 3_000) };
+}
 
 /// Watch streams (store events and runtime events to processes) and the magnitudes of their faults
 /// (`stale-cache`, `watch-gone`; `coalesced-watch` has none).
@@ -27,6 +60,22 @@ pub struct WatchKnobs {
     pub stale: Latency,
     /// A watch broken with Gone relists after this long.
     pub relist_after: Latency,
+    /// Which events keep their relative order.
+    pub ordering: WatchOrdering,
+    /// How ordering groups fall behind independently (`None`: only through the delays above).
+    pub group_lag: Option<KindLag>,
+}
+
+impl WatchKnobs {
+    /// Per-kind streams that lag independently, with these per-process delays.
+    pub fn per_kind(delays: Vec<Latency>) -> Self {
+        WatchKnobs {
+            delays,
+            ordering: WatchOrdering::PerKind,
+            group_lag: Some(KindLag::DEFAULT),
+            ..WatchKnobs::default()
+        }
+    }
 }
 
 impl Default for WatchKnobs {
@@ -35,23 +84,44 @@ impl Default for WatchKnobs {
             delays: vec![Latency::millis(0, 20)],
             stale: Latency::millis(500, 5_000),
             relist_after: Latency::millis(50, 1_500),
+            ordering: WatchOrdering::Total,
+            group_lag: None,
         }
     }
 }
 
+/// An ordering group: the whole stream, a kind, or one object.
+type Group = (String, Option<String>, String);
+
 /// One process's two streams.
 #[derive(Default)]
 struct Streams {
-    /// Store events are delivered in order: never before the previous one.
-    last_delivery: MonoTime,
+    /// Store events are delivered in order within a group: never before the previous one. A
+    /// group missing here delivers from `since` on.
+    last_delivery: BTreeMap<Group, MonoTime>,
+    /// When the stream (re)started: no delivery of it is scheduled before.
+    since: MonoTime,
     /// The store watch stream: deliveries queued on an older one are lost (crash, Gone).
     watch_gen: u32,
     /// The watch broke with Gone and the relist has not happened yet.
     broken: bool,
     /// The runtime event stream: events queued on an older one are lost (crash, daemon restart).
     events_gen: u32,
-    /// The last store event queued (for coalescing).
-    last_queued: Option<WatchEvent>,
+    /// The last store event queued, per group (for coalescing).
+    last_queued: BTreeMap<Group, WatchEvent>,
+}
+
+impl Streams {
+    fn last_delivery(&self, group: &Group) -> MonoTime {
+        self.last_delivery.get(group).copied().unwrap_or(self.since)
+    }
+
+    /// Forget every group: the stream starts again at `now`.
+    fn restart(&mut self, now: MonoTime) {
+        self.last_delivery.clear();
+        self.last_queued.clear();
+        self.since = now;
+    }
 }
 
 /// What happens to a store event as it reaches its process.
@@ -103,16 +173,22 @@ impl Watches {
                 if !self.watching(env, processes, now, process) {
                     continue;
                 }
-                let delay = if env.fires(FaultKind::StaleCache) {
+                let mut delay = if env.fires(FaultKind::StaleCache) {
                     env.stats.stale_deliveries += 1;
                     env.draw(self.knobs.stale)
                 } else {
                     env.draw(self.delay(process))
                 };
-                self.coalesce(env, now, process, &event);
+                if let Some(lag) = self.knobs.group_lag
+                    && drydock_faults::unit(&mut env.rng) < lag.chance
+                {
+                    delay += env.draw(lag.lag);
+                }
+                let group = self.group(&event.object);
+                self.coalesce(env, now, process, &group, &event);
                 let s = &mut self.streams[process];
-                let at = (now + delay).max(s.last_delivery);
-                s.last_delivery = at;
+                let at = (now + delay).max(s.last_delivery(&group));
+                s.last_delivery.insert(group, at);
                 env.owe(at, Event::Deliver { process, stream: s.watch_gen, event: event.clone() });
             }
         }
@@ -140,12 +216,12 @@ impl Watches {
     /// The coalesced-watch fault, as `event` is queued for `process`: if the event queued just
     /// before it, still undelivered, is about the same object, that one is never delivered (an
     /// informer handing out the latest state).
-    fn coalesce(&mut self, env: &mut Env, now: MonoTime, process: usize, event: &WatchEvent) {
+    fn coalesce(&mut self, env: &mut Env, now: MonoTime, process: usize, group: &Group, event: &WatchEvent) {
         let s = &self.streams[process];
         let previous = s
             .last_queued
-            .as_ref()
-            .filter(|last| same_object(&last.object, &event.object) && s.last_delivery > now)
+            .get(group)
+            .filter(|last| same_object(&last.object, &event.object) && s.last_delivery(group) > now)
             .map(WatchEvent::resource_version);
         if let Some(previous) = previous
             && env.fires(FaultKind::CoalescedWatch)
@@ -153,7 +229,7 @@ impl Watches {
             self.coalesced.insert((process, previous));
             env.stats.other_faults += 1;
         }
-        self.streams[process].last_queued = Some(event.clone());
+        self.streams[process].last_queued.insert(group.clone(), event.clone());
     }
 
     /// A store event queued on `stream` reaches `process`.
@@ -216,12 +292,12 @@ impl Watches {
         s.watch_gen += 1;
         s.events_gen += 1;
         s.broken = false;
-        s.last_queued = None;
+        s.last_queued.clear();
     }
 
     /// `process` listed the store at `now` (after a restart): it watches from there.
     pub fn restarted(&mut self, process: usize, now: MonoTime) {
-        self.streams[process].last_delivery = now;
+        self.streams[process].restart(now);
     }
 
     /// A relist after Gone for `stream` is due: whether it still applies (the process may have
@@ -232,14 +308,24 @@ impl Watches {
             return false;
         }
         s.broken = false;
-        s.last_delivery = now;
-        s.last_queued = None;
+        s.restart(now);
         true
     }
 
     /// A broken watch waiting for its relist.
     pub fn broken(&self, process: usize) -> bool {
         self.streams[process].broken
+    }
+
+    /// The ordering group of an event about `object`.
+    fn group(&self, object: &Object) -> Group {
+        match self.knobs.ordering {
+            WatchOrdering::Total => Group::default(),
+            WatchOrdering::PerKind => (object.kind.clone(), None, String::new()),
+            WatchOrdering::PerObject => {
+                (object.kind.clone(), object.metadata.namespace.clone(), object.metadata.name.clone())
+            }
+        }
     }
 
     fn delay(&self, process: usize) -> Latency {

@@ -397,6 +397,46 @@ impl Invariant for NamespaceCleanupOrder {
     }
 }
 
+/// A namespace's finalizer is released only once the store holds no object in it: a controller
+/// that trusts a cache lagging on some kind (and skips its uncached confirmation) would release it
+/// while a child it has not seen yet is still there.
+#[derive(Default)]
+pub(super) struct NamespaceReleasedEmpty {
+    seen: Seen,
+}
+
+impl Invariant for NamespaceReleasedEmpty {
+    named!(NamespaceReleasedEmpty);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::StoreApplying]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Happening::StoreApplying { process, request: StoreRequest::Update { object } } = happening else {
+            return;
+        };
+        if object.kind != Namespace::KIND || object.metadata.has_finalizer(names::FINALIZER_NAMESPACE) {
+            return;
+        }
+        let key = object.key();
+        let held = view.store.get(&key).is_some_and(|ns| {
+            ns.metadata.uid == object.metadata.uid && ns.metadata.has_finalizer(names::FINALIZER_NAMESPACE)
+        });
+        let name = &object.metadata.name;
+        if held && let Some(child) = view.store.list(None, Some(name)).first() {
+            self.seen.flag(format!(
+                "p{process} released the finalizer of namespace {name} while {} was still in it",
+                child.key()
+            ));
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
 /// What Docker would refuse as invalid in a spec never reaches the runtime: admission refuses it
 /// first, with a field path the user can act on, instead of an object failing later with a runtime
 /// message. (A start refused because the command is not in the image is not a spec's fault that

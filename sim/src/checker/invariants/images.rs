@@ -2,7 +2,8 @@
 
 use super::named;
 use crate::checker::{Happening, HappeningKind, Invariant, View};
-use drydock_engine::api::{ContainerImage, Resource, Uid, normalize_image_reference};
+use crate::runtime::reference_key;
+use drydock_engine::api::{ContainerImage, Resource, Uid};
 use drydock_engine::runtime::RuntimeRequest;
 use std::collections::BTreeMap;
 
@@ -100,13 +101,13 @@ impl Invariant for PullAttemptsWithinLimit {
 
     fn observe(&mut self, _view: &View<'_>, happening: &Happening<'_>) {
         if let Happening::RuntimeSent { request: RuntimeRequest::PullImage { reference }, .. } = happening {
-            *self.issued.entry(normalize_image_reference(reference)).or_default() += 1;
+            *self.issued.entry(reference_key(reference)).or_default() += 1;
         }
         let Some(object) = happening.written_object() else { return };
         if object.kind == ContainerImage::KIND
             && let Ok(spec) = object.spec::<ContainerImage>()
         {
-            let budget = (normalize_image_reference(&spec.image), spec.pull_retry_limit);
+            let budget = (reference_key(&spec.image), spec.pull_retry_limit);
             self.budgets.entry(object.metadata.uid.clone()).or_insert(budget);
         }
     }

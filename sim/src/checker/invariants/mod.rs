@@ -61,6 +61,7 @@ invariants! {
     DeletesOnlyGarbage = ("deletes-only-garbage", "the engine deletes an object only if its namespace is terminating or it has owners and none of them is live (never one found by a reused name)", deletion::DeletesOnlyGarbage),
     OrphansSurvive = ("orphans-survive", "a dependent of an owner a client deleted with orphan is never deleted for it, and no longer refers to it once it is gone", deletion::OrphansSurvive),
     ForegroundAfterDependents = ("foreground-after-dependents", "an owner a client deleted in the foreground is gone only after its blocking dependents are gone", deletion::ForegroundAfterDependents),
+    NamespaceReleasedEmpty = ("namespace-released-empty", "a namespace's finalizer is released only once the store holds no object in it", containers::NamespaceReleasedEmpty),
     SinglePullPerRef = ("single-pull-per-ref", "never two pulls of one normalized image reference in flight, across processes", images::SinglePullPerRef),
     LeaseExclusive = ("lease-exclusive", "never two live holders of one lease", images::LeaseExclusive),
     PinnedImageStable = ("pinned-image-stable", "the image id a ContainerImage pinned never changes", images::PinnedImageStable),

@@ -258,6 +258,31 @@ fn deleting_an_image_while_containers_remain_in_a_terminating_namespace_is_caugh
     assert_eq!(w.violated().as_deref(), Some("namespace-cleanup-order"));
 }
 
+#[test]
+fn releasing_a_namespace_finalizer_while_a_child_remains_is_caught() {
+    let mut w = Fixture::new();
+    let key = ObjectKey::cluster(Namespace::KIND, "ns");
+    let mut ns = (**w.store.get(&key).unwrap()).clone();
+    ns.metadata.finalizers.push(names::FINALIZER_NAMESPACE.into());
+    let ns = w.store.update(ns).unwrap();
+    w.pc("web", busybox(), "c1");
+    let mut released = (*ns).clone();
+    released.metadata.finalizers.retain(|f| f != names::FINALIZER_NAMESPACE);
+    let release = StoreRequest::Update { object: released };
+    w.observe(Happening::StoreApplying { process: 0, request: &release });
+    assert_eq!(w.violated().as_deref(), Some("namespace-released-empty"));
+    assert!(w.message().contains("PhysicalContainer"), "{}", w.message());
+
+    let mut w = Fixture::new();
+    let mut ns = (**w.store.get(&key).unwrap()).clone();
+    ns.metadata.finalizers.push(names::FINALIZER_NAMESPACE.into());
+    let ns = w.store.update(ns).unwrap();
+    let mut released = (*ns).clone();
+    released.metadata.finalizers.clear();
+    w.observe(Happening::StoreApplying { process: 0, request: &StoreRequest::Update { object: released } });
+    assert_eq!(w.violated(), None, "an empty namespace may go");
+}
+
 // --- images, pulls, leases -------------------------------------------------------------------
 
 fn image(w: &mut Fixture, name: &str, limit: u32, status: ContainerImageStatus) -> Arc<Object> {
