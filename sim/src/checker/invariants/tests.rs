@@ -555,7 +555,7 @@ fn a_reconcile_sending_while_an_earlier_one_of_its_key_waits_for_store_replies_i
 fn a_failed_physical_container_with_a_container_it_does_not_record_is_caught() {
     use drydock_engine::api::ContainerPhase;
     let fail = |w: &mut Fixture, pc: &Object, runtime_id: Option<&str>| {
-        let mut next = (*w.store.get(&pc.key()).unwrap()).clone();
+        let mut next = (**w.store.get(&pc.key()).unwrap()).clone();
         next.set_status::<PhysicalContainer>(&PhysicalContainerStatus {
             phase: ContainerPhase::Failed,
             runtime_id: runtime_id.map(str::to_string),
