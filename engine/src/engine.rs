@@ -111,18 +111,27 @@ pub enum Output {
     },
 }
 
-/// Which reconcile asked for a request: its controller and key. For drivers that trace, log or
-/// inject faults by request; the engine itself never reads it back.
+/// Which reconcile asked for a request: its controller and key, and which of this engine's
+/// reconciles it was. For drivers that trace, log, check or inject faults by request; the engine
+/// itself never reads it back.
+///
+/// *Guarantees*: `reconcile` numbers this engine's reconciles from 1, in the order they ran, so
+/// requests with equal numbers come from one reconcile. A reconcile of a (controller, key) is in
+/// progress until the replies to all its *store* requests were handed back (runtime requests are
+/// not waited for: their replies queue a new reconcile); no other reconcile of that controller
+/// and key issues a request meanwhile (the work queue hands a key out once until it is done).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Origin {
     /// The controller's [`Controller::name`].
     pub controller: Arc<str>,
     pub key: Arc<ObjectKey>,
+    /// The number of the reconcile that issued the request, per engine, from 1.
+    pub reconcile: u64,
 }
 
 impl Origin {
-    fn new(controller: &Arc<str>, key: &ObjectKey) -> Self {
-        Origin { controller: controller.clone(), key: Arc::new(key.clone()) }
+    fn new(controller: &Arc<str>, key: &ObjectKey, reconcile: u64) -> Self {
+        Origin { controller: controller.clone(), key: Arc::new(key.clone()), reconcile }
     }
 }
 
@@ -418,7 +427,7 @@ impl Engine {
         };
         let result = controller.reconcile(&mut ctx, key);
         let issued = std::mem::take(&mut ctx.issued);
-        let origin = Origin::new(&self.names[*index], key);
+        let origin = Origin::new(&self.names[*index], key, self.stats.reconciles);
         let first_output = self.outbox.len();
         let mut outstanding = 0;
         let (mut made_reads, mut made_writes) = (false, false);

@@ -52,10 +52,14 @@ pub enum FaultKind {
     ForeignLease,
     /// An engine process's wall clock runs ahead of or behind the others'.
     ClockSkew,
+    /// While a create's outcome is unknown (its reply lost, or it hangs), something disruptive
+    /// happens to it from outside: its container or its image is removed, or the runtime daemon
+    /// restarts.
+    DisruptWhileUncertain,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 17] = [
+    pub const ALL: [FaultKind; 18] = [
         FaultKind::UncertainCreate,
         FaultKind::StaleCache,
         FaultKind::UncertainRemove,
@@ -73,6 +77,7 @@ impl FaultKind {
         FaultKind::CrashBetweenWrites,
         FaultKind::ForeignLease,
         FaultKind::ClockSkew,
+        FaultKind::DisruptWhileUncertain,
     ];
 
     pub fn name(self) -> &'static str {
@@ -94,6 +99,7 @@ impl FaultKind {
             FaultKind::CrashBetweenWrites => "crash-between-writes",
             FaultKind::ForeignLease => "foreign-lease",
             FaultKind::ClockSkew => "clock-skew",
+            FaultKind::DisruptWhileUncertain => "disrupt-while-uncertain",
         }
     }
 
@@ -151,6 +157,9 @@ impl FaultKind {
             FaultKind::ClockSkew => {
                 "wall clocks that disagree between processes (VM clock drift after sleep): lease expiry must tolerate skew well under the lease duration"
             }
+            FaultKind::DisruptWhileUncertain => {
+                "a user or a prune acting in the window where a create's outcome is unknown (`docker rmi` between two create attempts, `docker rm -f` or a daemon restart before the create was verified): the retry meets a different world, and must not conclude from it what the first attempt did"
+            }
         }
     }
 
@@ -176,6 +185,7 @@ impl FaultKind {
             FaultKind::CrashBetweenWrites => (0.05, 0.5),
             FaultKind::ForeignLease => (0.5, 1.0),
             FaultKind::ClockSkew => (0.3, 1.0),
+            FaultKind::DisruptWhileUncertain => (0.3, 1.0),
         }
     }
 

@@ -301,6 +301,18 @@ pub fn adopt_existing(rng: &mut ChaCha8Rng) -> Workload {
     workload(ops)
 }
 
+/// `docker rmi -f` of references ContainerImages pin (the shared image's, and inline images'),
+/// at random times: a pinned image vanishes and must never be pulled again.
+fn pinned_image_removals(rng: &mut ChaCha8Rng, ops: &mut Ops) {
+    if !chance(rng, 0.5) {
+        return;
+    }
+    for _ in 0..1 + rng.next_u64() % 3 {
+        let reference = pick(rng, &["nginx:1.27", "docker.io/library/redis:7"]).to_string();
+        ops.at(between(rng, 2_000, 35_000), ClientOp::External(ExternalOp::RemoveImage { reference }));
+    }
+}
+
 /// Everything so far, at random: the default scenario.
 pub fn mixed(rng: &mut ChaCha8Rng) -> Workload {
     let mut ops = Ops::default();
@@ -314,6 +326,7 @@ pub fn mixed(rng: &mut ChaCha8Rng) -> Workload {
         adopt_ops(rng, &mut ops, "e");
     }
     crate::pull_storm::foreign_lease(rng, &mut ops, &["nginx:1.27", "docker.io/library/redis:7"]);
+    pinned_image_removals(rng, &mut ops);
     let mut w = workload(ops);
     if chance(rng, 0.5) {
         // The physical layer alongside, in its own namespaces.

@@ -1,9 +1,9 @@
 //! What happens in a world, as checkers and probes see it: events the final state no longer shows.
 
-use drydock_engine::OpId;
 use drydock_engine::api::{Object, ObjectKey};
 use drydock_engine::runtime::{ContainerInfo, RuntimeRequest, RuntimeResult};
 use drydock_engine::store::{StoreRequest, StoreResult};
+use drydock_engine::{OpId, Origin};
 
 /// One thing that happened.
 #[derive(Debug)]
@@ -34,6 +34,13 @@ pub enum Happening<'a> {
     InspectHidden { container_id: &'a str },
     /// Someone outside drydock removed `container` (`docker rm -f`).
     ExternallyRemoved { container: &'a ContainerInfo },
+    /// A process handed out a request (`store`: a store request, else a runtime request), issued
+    /// by the reconcile `origin` names.
+    Requested { process: usize, id: OpId, origin: &'a Origin, store: bool },
+    /// The reply to store or runtime request `id` was handed to `process` (it was up to take it).
+    Answered { process: usize, id: OpId },
+    /// `process` crashed: what it had in flight is no longer its business; a new life follows.
+    Crashed { process: usize },
 }
 
 /// The kinds of [`Happening`], for routing.
@@ -48,10 +55,13 @@ pub enum HappeningKind {
     ReplyLost,
     InspectHidden,
     ExternallyRemoved,
+    Requested,
+    Answered,
+    Crashed,
 }
 
 impl HappeningKind {
-    pub const ALL: [HappeningKind; 9] = [
+    pub const ALL: [HappeningKind; 12] = [
         HappeningKind::ClientWrote,
         HappeningKind::StoreApplying,
         HappeningKind::StoreApplied,
@@ -61,6 +71,9 @@ impl HappeningKind {
         HappeningKind::ReplyLost,
         HappeningKind::InspectHidden,
         HappeningKind::ExternallyRemoved,
+        HappeningKind::Requested,
+        HappeningKind::Answered,
+        HappeningKind::Crashed,
     ];
 }
 
@@ -76,6 +89,9 @@ impl Happening<'_> {
             Happening::ReplyLost { .. } => HappeningKind::ReplyLost,
             Happening::InspectHidden { .. } => HappeningKind::InspectHidden,
             Happening::ExternallyRemoved { .. } => HappeningKind::ExternallyRemoved,
+            Happening::Requested { .. } => HappeningKind::Requested,
+            Happening::Answered { .. } => HappeningKind::Answered,
+            Happening::Crashed { .. } => HappeningKind::Crashed,
         }
     }
 

@@ -4,6 +4,7 @@
 //! lease and dies): each happens only if its fault fires.
 
 use super::World;
+use super::env::Disruption;
 use crate::checker::Happening;
 use crate::facts::process_identity;
 use crate::probes::Probe;
@@ -210,6 +211,18 @@ impl World<'_> {
         }
         self.describe_store_result(&result.map(StoreReply::Object));
         self.watches.broadcast(&mut self.env, &self.store, &self.processes, now);
+    }
+
+    /// `disrupt-while-uncertain` strikes: the act it scheduled for an uncertain create happens.
+    pub(super) fn disrupt(&mut self, now: MonoTime, disruption: Disruption) {
+        self.env.note(format_args!("[fault disrupt-while-uncertain] "));
+        match disruption {
+            Disruption::RemoveContainer(name) => self.external(now, &ExternalOp::RemoveContainer { name }),
+            Disruption::RemoveImage(reference) => self.external(now, &ExternalOp::RemoveImage { reference }),
+            Disruption::RestartDaemon => self.restart_runtime(now),
+        }
+        self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
+        self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
     }
 
     fn external(&mut self, now: MonoTime, op: &ExternalOp) {

@@ -74,10 +74,23 @@ pub(super) enum Event {
         process: usize,
         stream: u32,
     },
+    /// `disrupt-while-uncertain`: an outside act aimed at a create whose outcome is unknown.
+    Disrupt(Disruption),
     Heal,
     /// The liveness judge looks at the world at a time it set: the convergence bound, or the end
     /// of the settle period (nothing else may happen then).
     Judge,
+}
+
+/// What `disrupt-while-uncertain` does to a create whose outcome is unknown.
+#[derive(Debug)]
+pub(super) enum Disruption {
+    /// `docker rm -f` of the container it made.
+    RemoveContainer(String),
+    /// `docker rmi -f` of the image it named, as written.
+    RemoveImage(String),
+    /// The runtime daemon restarts.
+    RestartDaemon,
 }
 
 impl Event {

@@ -146,6 +146,9 @@ impl<'w> World<'w> {
             Event::StoreReply { process, id, result } => {
                 self.env.paid();
                 self.env.note(format_args!("p{process} store-reply {id}"));
+                if !self.processes.is_down(process) {
+                    self.observe(Happening::Answered { process, id });
+                }
                 self.input(now, process, Input::StoreDone { id, result });
             }
             Event::RuntimeApply { process, id, request } => self.runtime_apply(now, process, id, request),
@@ -153,6 +156,9 @@ impl<'w> World<'w> {
                 self.env.paid();
                 self.settle(process, id);
                 self.env.note(format_args!("p{process} runtime-reply {id}"));
+                if !self.processes.is_down(process) {
+                    self.observe(Happening::Answered { process, id });
+                }
                 self.input(now, process, Input::RuntimeDone { id, result });
             }
             Event::Notify { process, stream, event } => {
@@ -192,6 +198,7 @@ impl<'w> World<'w> {
                 self.env.paid();
                 self.relist(now, process, stream);
             }
+            Event::Disrupt(disruption) => self.disrupt(now, disruption),
             Event::Heal => {
                 self.env.note(format_args!("heal faults={}", self.env.faults.describe()));
                 self.env.faults.heal();

@@ -39,6 +39,7 @@ impl World<'_> {
                 }
                 Output::Store { id, request, write_follows, origin } => {
                     self.env.stats.store_requests += 1;
+                    self.observe(Happening::Requested { process, id, origin: &origin, store: true });
                     if !request.is_read() {
                         self.liveness.sent(now, &origin.key, false, false, || request.describe());
                     }
@@ -49,6 +50,7 @@ impl World<'_> {
                 }
                 Output::Runtime { id, request, origin } => {
                     self.env.stats.runtime_requests += 1;
+                    self.observe(Happening::Requested { process, id, origin: &origin, store: false });
                     let changes = !matches!(
                         request,
                         RuntimeRequest::InspectContainer { .. }
@@ -120,6 +122,7 @@ impl World<'_> {
             self.settle(process, id);
         }
         self.facts.leases.drop_identity(&process_identity(process));
+        self.observe(Happening::Crashed { process });
         self.dirty = true;
         let config = self.config;
         let at = self
@@ -188,9 +191,13 @@ impl World<'_> {
             Ok(reply) => self.env.note(format_args!(" -> {}", describe_reply(reply))),
             Err(e) => self.env.note(format_args!(" -> {}", e.code())),
         }
+        let applied_ok = result.is_ok();
         let (told, lost) = self.runtime_link.after_apply(&mut self.env, now, &request, result);
         if lost {
             self.observe(Happening::ReplyLost { process, id, request: &request });
+        }
+        if applied_ok && (lost || hangs) {
+            self.runtime_link.disrupt_uncertain_create(&mut self.env, now, &request);
         }
         self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);

@@ -13,12 +13,13 @@
 //! *Caveats*: healing stops new faults only: a container hidden just before stays hidden for its
 //! moment, and a daemon restarting comes back at its time.
 
-use super::env::{Env, Event};
+use super::env::{Disruption, Env, Event};
 use super::latency::{Factor, Latency};
 use crate::runtime::SimRuntime;
 use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use drydock_engine::{MonoTime, OpId};
 use drydock_faults::{FaultKind, unit};
+use rand_core::RngCore;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The link between processes and the runtime daemon, and the magnitudes of its faults
@@ -44,6 +45,9 @@ pub struct RuntimeLinkKnobs {
     pub restart_downtime: Latency,
     /// A container being removed shows `removing` this long; the remove request answers after.
     pub removal_takes: Latency,
+    /// disrupt-while-uncertain: the outside act comes this long after the create applied (the
+    /// window before the engine has verified what its create did).
+    pub disrupt_within: Latency,
 }
 
 impl Default for RuntimeLinkKnobs {
@@ -58,6 +62,7 @@ impl Default for RuntimeLinkKnobs {
             hidden_for: Latency::millis(200, 2_000),
             restart_downtime: Latency::millis(300, 3_000),
             removal_takes: Latency::millis(5, 500),
+            disrupt_within: Latency::millis(0, 400),
         }
     }
 }
@@ -297,6 +302,24 @@ impl RuntimeLink {
             lost = true;
         }
         (told, lost)
+    }
+
+    /// A create applied but its caller will not learn so (its reply lost, or it hangs):
+    /// `disrupt-while-uncertain` may schedule an outside act on it within the window.
+    pub fn disrupt_uncertain_create(&self, env: &mut Env, now: MonoTime, request: &RuntimeRequest) {
+        let RuntimeRequest::CreateContainer(create) = request else { return };
+        if !env.fires(FaultKind::DisruptWhileUncertain) {
+            return;
+        }
+        let disruption = match env.rng.next_u32() % 3 {
+            0 => Disruption::RemoveImage(create.image.clone()),
+            1 => Disruption::RestartDaemon,
+            _ => Disruption::RemoveContainer(create.name.clone()),
+        };
+        let at = now + env.draw(self.knobs.disrupt_within);
+        env.stats.other_faults += 1;
+        env.note(format_args!(" [fault disrupt-while-uncertain: {disruption:?} at {at}]"));
+        env.at(at, Event::Disrupt(disruption));
     }
 
     /// The answer to an applied request goes back (not before `busy_until`, when the request

@@ -114,8 +114,13 @@ impl PhysicalContainerController {
         if t.runtime_id.is_none() {
             t.runtime_id = spec.container_id.clone().or_else(|| status.runtime_id.clone());
         }
-        if let Some(failure) = &t.failure {
-            write_status::<PhysicalContainer>(ctx, obj, &status, failure.status(&status));
+        if t.failure.is_some() {
+            if let Some(checking) = self.confirm_failure(ctx, obj) {
+                return checking;
+            }
+            if let Some(failure) = &self.ops.entry(obj).state.failure {
+                write_status::<PhysicalContainer>(ctx, obj, &status, failure.status(&status));
+            }
             return Ok(Action::done());
         }
         if status.phase == ContainerPhase::Failed {
@@ -126,6 +131,32 @@ impl PhysicalContainerController {
             None => self.create(ctx, obj, ns, &spec, &status),
             Some(runtime_id) => self.run(ctx, obj, &spec, &status, runtime_id),
         }
+    }
+
+    /// A failure is about to be reported while no container is known: a create of ours whose
+    /// outcome we never learnt (its reply lost, or sent by an earlier life of this engine) may
+    /// have made one all the same, and a retry that failed (the image removed meanwhile) says
+    /// nothing about it. `Failed` is final, so first wait until such a create has landed and
+    /// list by our label; `Some` while that is under way (the list adopts what it finds).
+    fn confirm_failure(&mut self, ctx: &mut Context<'_>, obj: &Object) -> Option<ReconcileResult> {
+        let uid = &obj.metadata.uid;
+        let now = ctx.now().mono;
+        let t = &mut self.ops.entry(obj).state;
+        let earlier_lives = !unknown_to_earlier_lives(t, ctx, uid);
+        if t.runtime_id.is_some() || t.failure_checked || (t.uncertain_create_at.is_none() && !earlier_lives) {
+            return None;
+        }
+        // Waiting to finish a step (not at rest): a retry, as drivers and the simulator count it.
+        if earlier_lives && let Some(settled) = ctx.earlier_lives_pending() {
+            return Some(Ok(Action::retry_after(settled - now)));
+        }
+        if let Some(sent) = t.uncertain_create_at
+            && now < sent + NOTFOUND_SETTLE
+        {
+            return Some(Ok(Action::retry_after(sent + NOTFOUND_SETTLE - now)));
+        }
+        let list = RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) };
+        Some(self.start_op(ctx, uid, Op::FailureCheck, list))
     }
 
     /// No runtime container is known: verify what an uncertain create did, replace a stranger,
@@ -177,9 +208,13 @@ impl PhysicalContainerController {
                     Ok(Action::done())
                 }
                 ImageSource::Failed(message) => {
-                    let failure = Failure::new(reasons::IMAGE_FAILED, message);
-                    write_status::<PhysicalContainer>(ctx, obj, status, failure.status(status));
-                    t.failure = Some(failure);
+                    t.failure = Some(Failure::new(reasons::IMAGE_FAILED, message));
+                    if let Some(checking) = self.confirm_failure(ctx, obj) {
+                        return checking;
+                    }
+                    if let Some(failure) = &self.ops.entry(obj).state.failure {
+                        write_status::<PhysicalContainer>(ctx, obj, status, failure.status(status));
+                    }
                     Ok(Action::done())
                 }
             },

@@ -57,6 +57,8 @@ pub(super) enum Op {
     Remove,
     /// List by uid label before releasing the finalizer.
     CleanupCheck,
+    /// List by uid label before reporting `Failed` while a create of ours may have landed unseen.
+    FailureCheck,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,6 +152,9 @@ pub(super) struct Container {
     /// The last create whose outcome this engine does not know was sent then: the runtime may
     /// still be completing it, holding the name without listing the container.
     pub(super) uncertain_create_at: Option<MonoTime>,
+    /// A failure was about to be reported while a create of ours may have landed unseen, and a
+    /// list by uid label found nothing carrying our label.
+    pub(super) failure_checked: bool,
 }
 
 pub(super) type Tracked = toolkit::Tracked<Op, Container>;
@@ -352,6 +357,17 @@ pub(super) fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
             t.removed = true;
             t.cleanup_verified = false;
         }
+        // A create we never heard back from did make our container: it is ours, and the object
+        // did not fail to get one (the failure was the retry meeting a changed world).
+        (Op::FailureCheck, Ok(R::Containers(found))) => match found.first() {
+            Some(ours) => {
+                t.observe(now, ours);
+                t.failure = None;
+                t.verify = None;
+                t.retrying = None;
+            }
+            None => t.failure_checked = true,
+        },
         (Op::CleanupCheck, Ok(R::Containers(found))) => match found.first() {
             Some(leftover) => {
                 t.runtime_id = Some(leftover.id.clone());
@@ -466,6 +482,32 @@ mod tests {
         assert_eq!(t.state.retrying.as_deref(), Some("cannot start the container (4 attempts): 500: busy; retrying"));
         handle_result(t, at(63_001), Op::Start, &Ok(RuntimeReply::Done));
         assert_eq!((t.state.retrying.clone(), t.retry.failures(Op::Start)), (None, 0));
+    }
+
+    #[test]
+    fn a_failure_is_checked_against_our_label_and_a_create_that_landed_unseen_is_adopted() {
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        let ours = t.uid().0.clone();
+        // The first create's reply is lost; the retry finds the image removed meanwhile.
+        handle_result(t, at(0), Op::Create, &Err(RuntimeError::Uncertain("connection reset".into())));
+        handle_result(t, at(1), Op::Verify, &Ok(RuntimeReply::Containers(Vec::new())));
+        handle_result(t, at(300), Op::Create, &Err(RuntimeError::NotFound("No such image: busybox".into())));
+        assert!(t.state.failure.is_some() && t.state.uncertain_create_at.is_some());
+        // The first create did complete: the check finds it, and it is ours, not a failure.
+        let mut info = match container(ContainerState::Created, None, None) {
+            Ok(RuntimeReply::Container(info)) => info,
+            other => panic!("{other:?}"),
+        };
+        info.labels.insert(names::LABEL_OWNER_UID.into(), ours);
+        handle_result(t, at(10_001), Op::FailureCheck, &Ok(RuntimeReply::Containers(vec![info])));
+        assert_eq!((t.state.failure.clone(), t.state.runtime_id.as_deref()), (None, Some("c1")));
+        // Nothing found: the failure stands, checked.
+        let mut ops = OpTracker::<Op, Container>::new();
+        let t = ops.entry(&widget("web"));
+        handle_result(t, at(0), Op::Create, &Err(RuntimeError::NotFound("No such image: busybox".into())));
+        handle_result(t, at(10_001), Op::FailureCheck, &Ok(RuntimeReply::Containers(Vec::new())));
+        assert!(t.state.failure.is_some() && t.state.failure_checked);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use super::named;
 use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
 use crate::facts::is_process_identity;
 use drydock_engine::api::{Namespace, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
-use drydock_engine::runtime::{ContainerInfo, RuntimeError, RuntimeRequest};
+use drydock_engine::runtime::{ContainerInfo, ContainerState, RuntimeError, RuntimeRequest};
 use drydock_engine::store::StoreRequest;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -134,6 +134,49 @@ impl Invariant for FinalizerAfterRuntimeCleanup {
                     "runtime container {} ({}) outlived the PhysicalContainer it was created for (uid {uid})",
                     c.name,
                     short(&c.id)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A physical container reported `Failed` has no live runtime container carrying its uid, other
+/// than the one it records (a container whose start failed stays, for its error and exit code).
+/// `Failed` is final: a container it does not know of would run on, unowned, for as long as the
+/// object lives. (An object gone from the store is the same question: see
+/// finalizer-after-runtime-cleanup for physical containers and session-never-outlives-owner for
+/// logical ones, which allow for retained containers.) A container being removed is not live.
+#[derive(Default)]
+pub(super) struct FailedHasNoStrayContainer;
+
+impl Invariant for FailedHasNoStrayContainer {
+    named!(FailedHasNoStrayContainer);
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        let mut failed: BTreeMap<String, (ObjectKey, Option<String>)> = BTreeMap::new();
+        for pc in view.store.list(Some(PhysicalContainer::KIND), None) {
+            if pc.status.get("phase").and_then(serde_json::Value::as_str) == Some("Failed") {
+                let recorded = recorded_runtime_id(&pc).map(str::to_string);
+                failed.insert(pc.metadata.uid.0.clone(), (pc.key(), recorded));
+            }
+        }
+        if failed.is_empty() {
+            return Ok(());
+        }
+        for c in view.runtime.containers().filter(|c| c.state != ContainerState::Removing) {
+            let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) else { continue };
+            if let Some((key, recorded)) = failed.get(uid)
+                && recorded.as_deref() != Some(c.id.as_str())
+            {
+                return Err(format!(
+                    "{key} is Failed, but runtime container {} ({}) carrying its uid lives on{}",
+                    c.name,
+                    short(&c.id),
+                    match recorded {
+                        Some(id) => format!(" (it records {})", short(id)),
+                        None => " (it records none)".to_string(),
+                    }
                 ));
             }
         }

@@ -1,11 +1,12 @@
 //! Invariants about images, pulls and leases.
 
 use super::named;
-use crate::checker::{Happening, HappeningKind, Invariant, View};
+use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
 use crate::runtime::reference_key;
-use drydock_engine::api::{ContainerImage, Resource, Uid};
-use drydock_engine::runtime::RuntimeRequest;
-use std::collections::BTreeMap;
+use drydock_engine::api::{ContainerImage, ObjectKey, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::runtime::{RuntimeError, RuntimeRequest};
+use drydock_engine::{OpId, WallTime};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Never two pulls of one normalized reference in flight, across processes.
 #[derive(Default)]
@@ -137,4 +138,153 @@ impl Invariant for PullAttemptsWithinLimit {
         }
         Ok(())
     }
+}
+
+/// A ContainerImage that pinned an image id never asks for a pull again, and a physical container
+/// made from a ContainerImage is created from the id it pinned, never from a reference (which a
+/// push or a pull may have moved). Judged when the request is sent, against the store of that
+/// moment; the references are compared exactly as written, never normalized.
+#[derive(Default)]
+pub(super) struct PinnedImageHonoured {
+    seen: Seen,
+}
+
+impl Invariant for PinnedImageHonoured {
+    named!(PinnedImageHonoured);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeSent]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Happening::RuntimeSent { process, id, request, issuer } = happening else { return };
+        match request {
+            RuntimeRequest::PullImage { reference } if issuer.kind == ContainerImage::KIND => {
+                let Some(image) = view.store.get(issuer) else { return };
+                if let Some(pinned) = pinned_id(&image) {
+                    self.seen.flag(format!("p{process} pulls {reference} ({id}) for {issuer}, which pinned {pinned}"));
+                }
+            }
+            RuntimeRequest::CreateContainer(create) => {
+                let Some(pc) = create
+                    .labels
+                    .get(names::LABEL_OWNER_UID)
+                    .and_then(|uid| view.store.get_by_uid(&Uid(uid.clone())))
+                    .filter(|pc| pc.kind == PhysicalContainer::KIND)
+                else {
+                    return;
+                };
+                let Some(name) = pc.spec.get("imageRef").and_then(serde_json::Value::as_str) else { return };
+                let namespace = pc.metadata.namespace.as_deref().unwrap_or_default();
+                let key = ObjectKey::namespaced(ContainerImage::KIND, namespace, name);
+                let Some(pinned) = view.store.get(&key).and_then(|image| pinned_id(&image).map(str::to_string)) else {
+                    return;
+                };
+                if create.image != pinned {
+                    self.seen.flag(format!(
+                        "p{process} creates {} for {} from {}, but {key} pinned {pinned}",
+                        create.name,
+                        pc.key(),
+                        create.image
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
+/// How long a ContainerImage may go on saying Ready after its engine was told its pinned image
+/// is gone: the status write the answer leads to, retried through conflicts and lost replies.
+pub(super) const READY_AFTER_GONE: std::time::Duration = std::time::Duration::from_secs(35);
+
+/// A ContainerImage reports Ready only while its pinned image exists in the runtime, with the lag
+/// the engine's design implies. The engine cannot know of a removal before it looks (Docker's
+/// event stream, as the engine follows it, carries container events only): it inspects the
+/// pinned id every monitoring period, and a hung or failing inspection delays that further. So
+/// the lag is counted from the moment a process was *handed* a NotFound answer to an inspection
+/// of the pinned id it sent for that ContainerImage: from then on it has
+/// [`READY_AFTER_GONE`] to stop saying Ready (a crash of that process resets the clock: its next
+/// life must look again). The image coming back (an inspection finding it) ends the count.
+#[derive(Default)]
+pub(super) struct ReadyWhilePinnedPresent {
+    /// Inspections of an image sent by a ContainerImage's reconcile: (process, op) -> (issuer,
+    /// reference inspected).
+    inspections: BTreeMap<(usize, OpId), (ObjectKey, String)>,
+    /// Of those, the ones the runtime answered NotFound.
+    said_gone: BTreeSet<(usize, OpId)>,
+    /// Per ContainerImage: the pinned id a process was told is gone, which process, and when.
+    told: BTreeMap<ObjectKey, (String, usize, WallTime)>,
+}
+
+impl Invariant for ReadyWhilePinnedPresent {
+    named!(ReadyWhilePinnedPresent);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeSent, HappeningKind::RuntimeApplied, HappeningKind::Answered, HappeningKind::Crashed]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::RuntimeSent { process, id, request: RuntimeRequest::InspectImage { reference }, issuer }
+                if issuer.kind == ContainerImage::KIND =>
+            {
+                self.inspections.insert((*process, *id), ((*issuer).clone(), reference.clone()));
+            }
+            Happening::RuntimeApplied { process, id, result, .. } => {
+                if self.inspections.contains_key(&(*process, *id)) {
+                    if matches!(result, Err(RuntimeError::NotFound(_))) {
+                        self.said_gone.insert((*process, *id));
+                    } else if result.is_ok()
+                        && let Some((issuer, reference)) = self.inspections.get(&(*process, *id))
+                        && self.told.get(issuer).is_some_and(|(gone, _, _)| gone == reference)
+                    {
+                        // It is back (pulled again by another resource of the same reference).
+                        self.told.remove(issuer);
+                    }
+                }
+            }
+            Happening::Answered { process, id } => {
+                let Some((issuer, reference)) = self.inspections.remove(&(*process, *id)) else { return };
+                if self.said_gone.remove(&(*process, *id))
+                    && view.store.get(&issuer).is_some_and(|image| pinned_id(&image) == Some(reference.as_str()))
+                {
+                    self.told.entry(issuer).or_insert((reference, *process, view.now));
+                }
+            }
+            Happening::Crashed { process } => {
+                self.told.retain(|_, (_, p, _)| p != process);
+                self.inspections.retain(|(p, _), _| p != process);
+                self.said_gone.retain(|(p, _)| p != process);
+            }
+            _ => {}
+        }
+    }
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        for (key, (gone, process, since)) in &self.told {
+            let Some(image) = view.store.get(key) else { continue };
+            let ready = image.status.get("phase").and_then(serde_json::Value::as_str) == Some("Ready");
+            if ready
+                && pinned_id(&image) == Some(gone.as_str())
+                && !view.runtime.has_image(gone)
+                && view.now.0.saturating_sub(since.0) > READY_AFTER_GONE.as_millis() as u64
+            {
+                return Err(format!(
+                    "{key} still says Ready with {gone}, {}s after p{process} was told the image is gone",
+                    (view.now.0 - since.0) / 1000
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `status.imageId` of a ContainerImage.
+fn pinned_id(image: &drydock_engine::api::Object) -> Option<&str> {
+    image.status.get("imageId")?.as_str()
 }

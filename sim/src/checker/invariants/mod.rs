@@ -11,6 +11,7 @@ mod content;
 mod deletion;
 mod images;
 mod logical;
+mod reconciles;
 
 use super::Invariant;
 use crate::catalog::catalog;
@@ -56,6 +57,7 @@ invariants! {
     NoRecreateAfterExternalRemoval = ("no-recreate-after-external-removal", "a runtime container removed outside drydock is never created again for the same object", containers::NoRecreateAfterExternalRemoval),
     OwnershipStable = ("ownership-stable", "an object's ownerReferences never change once set unless a client changed them", containers::OwnershipStable),
     AdmissionBeforeRuntime = ("admission-before-runtime", "the runtime never refuses a request drydock sent as invalid: admission refuses it first, with a field path", containers::AdmissionBeforeRuntime),
+    FailedHasNoStrayContainer = ("failed-has-no-stray-container", "a physical container reported Failed has no live runtime container carrying its uid other than the one it records", containers::FailedHasNoStrayContainer),
     HarvestOnlyLeftovers = ("harvest-only-leftovers", "the harvester removes only containers its engine created, not retained, whose object is gone and whose id no object records", containers::HarvestOnlyLeftovers),
     NamespaceCleanupOrder = ("namespace-cleanup-order", "a terminating namespace deletes no image while containers remain in it", containers::NamespaceCleanupOrder),
     DeletesOnlyGarbage = ("deletes-only-garbage", "the engine deletes an object only if its namespace is terminating or it has owners and none of them is live (never one found by a reused name)", deletion::DeletesOnlyGarbage),
@@ -65,6 +67,8 @@ invariants! {
     SinglePullPerRef = ("single-pull-per-ref", "never two pulls of one normalized image reference in flight, across processes", images::SinglePullPerRef),
     LeaseExclusive = ("lease-exclusive", "never two live holders of one lease", images::LeaseExclusive),
     PinnedImageStable = ("pinned-image-stable", "the image id a ContainerImage pinned never changes", images::PinnedImageStable),
+    PinnedImageHonoured = ("pinned-image-honoured", "a ContainerImage that pinned an image id never pulls again, and containers made from it are created from the pinned id", images::PinnedImageHonoured),
+    ReadyWhilePinnedPresent = ("ready-while-pinned-present", "a ContainerImage says Ready only while its pinned image exists (at most 35 s after its engine was told it is gone)", images::ReadyWhilePinnedPresent),
     PullAttemptsWithinLimit = ("pull-attempts-within-limit", "at most pullRetryLimit + 1 pulls per image resource", images::PullAttemptsWithinLimit),
     SingleBacking = ("single-backing", "never two runtime containers for one logical container", logical::SingleBacking),
     PersistentReuse = ("persistent-reuse", "a matching, drydock-created persistent container is reused, never removed and created again", logical::PersistentReuse),
@@ -75,6 +79,7 @@ invariants! {
     PersistentSurvivesDelete = ("persistent-survives-delete", "deleting a persistent logical container never removes its runtime container", logical::PersistentSurvivesDelete),
     HoldBeforeRelease = ("hold-before-release", "no backing resource loses its hold while its logical container still needs it", logical::HoldBeforeRelease),
     WorkloadRecordedBeforeLeaseRelease = ("workload-recorded-before-lease-release", "a persistent logical container records its workload before releasing its startup lease", logical::WorkloadRecordedBeforeLeaseRelease),
+    ReconcilesNeverOverlap = ("reconciles-never-overlap", "in one process, no reconcile of a controller and key sends a request while an earlier reconcile of them still waits for store replies", reconciles::ReconcilesNeverOverlap),
 }
 
 #[cfg(test)]

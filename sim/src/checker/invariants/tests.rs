@@ -698,6 +698,125 @@ fn deleting_an_orphaned_dependent_or_keeping_its_reference_is_caught() {
     }
 }
 
+// --- reconciles --------------------------------------------------------------------------------
+
+#[test]
+fn a_reconcile_sending_while_an_earlier_one_of_its_key_waits_for_store_replies_is_caught() {
+    let key = Arc::new(ObjectKey::namespaced(PhysicalContainer::KIND, "ns", "web"));
+    let origin = |reconcile: u64| drydock_engine::Origin {
+        controller: Arc::from("physical-container"),
+        key: key.clone(),
+        reconcile,
+    };
+    let (first, second) = (origin(1), origin(2));
+    let requested = |w: &mut Fixture, process: usize, id: u64, origin: &drydock_engine::Origin, store: bool| {
+        w.observe(Happening::Requested { process, id: OpId(id), origin, store });
+    };
+    // The good history: reconcile 1 sends two store requests and a runtime request; both store
+    // replies come back; then reconcile 2 runs. Another process reconciling the key meanwhile,
+    // and the runtime request still out, are no overlap.
+    let mut w = Fixture::new();
+    requested(&mut w, 0, 1, &first, true);
+    requested(&mut w, 0, 2, &first, true);
+    requested(&mut w, 0, 3, &first, false);
+    requested(&mut w, 1, 9, &second, true);
+    w.observe(Happening::Answered { process: 0, id: OpId(1) });
+    w.observe(Happening::Answered { process: 0, id: OpId(2) });
+    requested(&mut w, 0, 4, &second, true);
+    assert_eq!(w.violated(), None);
+    // A crash ends what was in progress: the new life's reconcile 1 is no overlap either.
+    w.observe(Happening::Crashed { process: 0 });
+    requested(&mut w, 0, 1 << 40, &first, true);
+    assert_eq!(w.violated(), None);
+
+    // The bad one: reconcile 2 sends while one of reconcile 1's store replies is still out.
+    let mut w = Fixture::new();
+    requested(&mut w, 0, 1, &first, true);
+    requested(&mut w, 0, 2, &first, true);
+    w.observe(Happening::Answered { process: 0, id: OpId(1) });
+    requested(&mut w, 0, 3, &second, false);
+    assert_eq!(w.violated().as_deref(), Some("reconciles-never-overlap"));
+    assert!(
+        w.message().contains("reconcile 2 of physical-container") && w.message().ends_with("store requests #2"),
+        "{}",
+        w.message()
+    );
+}
+
+#[test]
+fn a_failed_physical_container_with_a_container_it_does_not_record_is_caught() {
+    use drydock_engine::api::ContainerPhase;
+    let fail = |w: &mut Fixture, pc: &Object, runtime_id: Option<&str>| {
+        let mut next = (**w.store.get(&pc.key()).unwrap()).clone();
+        next.set_status::<PhysicalContainer>(&PhysicalContainerStatus {
+            phase: ContainerPhase::Failed,
+            runtime_id: runtime_id.map(str::to_string),
+            ..Default::default()
+        });
+        w.store.update_status(next).unwrap();
+    };
+    // A start that failed: the recorded container stays, and that is fine.
+    let mut w = Fixture::new();
+    let pc = w.pc("a", busybox(), "c1");
+    w.ours("c1", &pc, &[]);
+    fail(&mut w, &pc, Some("c1"));
+    assert_eq!(w.violated(), None);
+    // Failed with nothing recorded, and no container: fine; one being removed: fine.
+    let mut w = Fixture::new();
+    let pc = w.pc("a", busybox(), "c1");
+    fail(&mut w, &pc, None);
+    assert_eq!(w.violated(), None);
+    let mut removing = w.ours("c2", &pc, &[]);
+    removing.state = ContainerState::Removing;
+    w.runtime.insert(removing);
+    assert_eq!(w.violated(), None);
+    // A create that landed unseen: its container lives on while the object says Failed.
+    let mut w = Fixture::new();
+    let pc = w.pc("a", busybox(), "c1");
+    fail(&mut w, &pc, None);
+    w.ours("c2", &pc, &[]);
+    assert_eq!(w.violated().as_deref(), Some("failed-has-no-stray-container"));
+    assert!(
+        w.message().contains("PhysicalContainer/ns/a is Failed") && w.message().contains("records none"),
+        "{}",
+        w.message()
+    );
+}
+
+#[test]
+fn a_pull_after_the_pin_and_a_create_from_a_reference_are_caught() {
+    let ready =
+        ContainerImageStatus { phase: ImagePhase::Ready, image_id: Some("sha256:aaa".into()), ..Default::default() };
+    let pull = RuntimeRequest::PullImage { reference: "busybox".into() };
+    // Not pinned yet: a pull is what it is for.
+    let mut w = Fixture::new();
+    let img = image(&mut w, "img", 3, ContainerImageStatus::default());
+    w.observe(Happening::ClientWrote { object: &img });
+    w.observe(Happening::RuntimeSent { process: 0, id: OpId(1), request: &pull, issuer: &img.key() });
+    assert_eq!(w.violated(), None);
+    // Pinned: never again.
+    let mut w = Fixture::new();
+    let img = image(&mut w, "img", 3, ready.clone());
+    w.observe(Happening::ClientWrote { object: &img });
+    w.observe(Happening::RuntimeSent { process: 0, id: OpId(1), request: &pull, issuer: &img.key() });
+    assert_eq!(w.violated().as_deref(), Some("pinned-image-honoured"));
+    assert!(w.message().contains("which pinned sha256:aaa"), "{}", w.message());
+    // A container made from the ContainerImage: from the pinned id, not from the reference.
+    for (from, bad) in [("sha256:aaa", false), ("busybox", true)] {
+        let mut w = Fixture::new();
+        image(&mut w, "img", 3, ready.clone());
+        let spec = PhysicalContainerSpec { image_ref: Some("img".into()), ..Default::default() };
+        let pc = w.pc("a", spec, "c1");
+        let uid = pc.metadata.uid.0.clone();
+        let mut request = create("ns-a", &[(names::LABEL_OWNER_UID, &uid)]);
+        if let RuntimeRequest::CreateContainer(c) = &mut request {
+            c.image = from.into();
+        }
+        w.observe(Happening::RuntimeSent { process: 0, id: OpId(1), request: &request, issuer: &pc.key() });
+        assert_eq!(w.violated().as_deref(), bad.then_some("pinned-image-honoured"), "from {from}");
+    }
+}
+
 #[test]
 fn a_foreground_owner_gone_before_its_blocking_dependents_is_caught() {
     use drydock_engine::store::{FINALIZER_FOREGROUND_DELETION, Propagation};
@@ -717,4 +836,33 @@ fn a_foreground_owner_gone_before_its_blocking_dependents_is_caught() {
         let want = (!dependents_first).then_some("foreground-after-dependents");
         assert_eq!(w.violated().as_deref(), want, "dependents first: {dependents_first}");
     }
+}
+
+#[test]
+fn ready_long_after_the_engine_was_told_the_pinned_image_is_gone_is_caught() {
+    use drydock_engine::runtime::RuntimeError;
+    let mut w = Fixture::new();
+    w.runtime.add_image("busybox");
+    let id = match w.runtime.execute(&RuntimeRequest::InspectImage { reference: "busybox".into() }) {
+        Ok(RuntimeReply::Image(info)) => info.id,
+        other => panic!("{other:?}"),
+    };
+    let ready = ContainerImageStatus { phase: ImagePhase::Ready, image_id: Some(id.clone()), ..Default::default() };
+    let img = image(&mut w, "img", 3, ready);
+    let at = |w: &Fixture, secs: u64| {
+        let view = View { now: WallTime(secs * 1000), ..w.view() };
+        w.checker.check(&view).map(|(name, _)| name.to_string())
+    };
+    let inspect = RuntimeRequest::InspectImage { reference: id.clone() };
+    let gone: drydock_engine::runtime::RuntimeResult = Err(RuntimeError::NotFound(format!("No such image: {id}")));
+    w.runtime.execute(&RuntimeRequest::RemoveImage { reference: "busybox".into(), force: true }).unwrap();
+    w.observe(Happening::RuntimeSent { process: 0, id: OpId(1), request: &inspect, issuer: &img.key() });
+    w.observe(Happening::RuntimeApplied { process: 0, id: OpId(1), request: &inspect, result: &gone, removed: None });
+    assert_eq!(at(&w, 100), None, "removed, but nobody was told yet: the engine cannot know");
+    w.observe(Happening::Answered { process: 0, id: OpId(1) });
+    assert_eq!(at(&w, 30), None, "told at 0 s: it has 35 s to say so");
+    assert_eq!(at(&w, 36).as_deref(), Some("ready-while-pinned-present"));
+    // A crash of the process that was told: its next life must look again.
+    w.observe(Happening::Crashed { process: 0 });
+    assert_eq!(at(&w, 36), None);
 }

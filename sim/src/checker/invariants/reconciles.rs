@@ -1,0 +1,87 @@
+//! Invariants about how an engine runs its reconciles, read from the requests it hands out.
+
+use super::named;
+use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
+use drydock_engine::OpId;
+use drydock_engine::api::ObjectKey;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Two reconciles of one key by one controller never overlap in one process.
+///
+/// What "in progress" means, observably: the engine tags every request with the number of the
+/// reconcile that issued it ([`Origin`](drydock_engine::Origin)); a reconcile is in progress from
+/// its first request until the replies to all its *store* requests were handed back to the
+/// process. (Its runtime requests are not waited for: their replies queue a later reconcile, so a
+/// runtime request outstanding is no overlap.) A request of another reconcile of the same
+/// controller and key while one is in progress is two reconciles running at once: each acts on
+/// what it read without the other's writes, which is what the work queue's one-at-a-time
+/// guarantee is for.
+///
+/// Per process life: a crash ends everything in progress (the new life's reconciles start afresh
+/// and its requests are numbered anew). Across processes there is no such rule: two engines may
+/// act on one key (a namespace not assigned to either, or one whose assignment a stale cache has
+/// not shown yet) and contend through resource versions and leases.
+#[derive(Default)]
+pub(super) struct ReconcilesNeverOverlap {
+    /// Per (process, controller, key): the reconcile in progress and its unanswered store requests.
+    open: BTreeMap<(usize, String, ObjectKey), (u64, BTreeSet<OpId>)>,
+    /// Per (process, store request): the reconcile it belongs to.
+    requests: BTreeMap<(usize, OpId), (String, ObjectKey)>,
+    seen: Seen,
+}
+
+impl Invariant for ReconcilesNeverOverlap {
+    named!(ReconcilesNeverOverlap);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::Requested, HappeningKind::Answered, HappeningKind::Crashed]
+    }
+
+    fn observe(&mut self, _view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::Requested { process, id, origin, store } => {
+                let work = (*process, origin.controller.to_string(), (*origin.key).clone());
+                if let Some((reconcile, outstanding)) = self.open.get(&work)
+                    && *reconcile != origin.reconcile
+                    && !outstanding.is_empty()
+                {
+                    let ids: Vec<String> = outstanding.iter().map(ToString::to_string).collect();
+                    self.seen.flag(format!(
+                        "p{process} reconcile {} of {} {} sent request {id} while its reconcile {reconcile} still waited for the replies to store requests {}",
+                        origin.reconcile,
+                        origin.controller,
+                        origin.key,
+                        ids.join(", ")
+                    ));
+                }
+                if *store {
+                    let entry = self.open.entry(work.clone()).or_default();
+                    if entry.0 != origin.reconcile {
+                        *entry = (origin.reconcile, BTreeSet::new());
+                    }
+                    entry.1.insert(*id);
+                    self.requests.insert((*process, *id), (work.1, work.2));
+                }
+            }
+            Happening::Answered { process, id } => {
+                let Some((controller, key)) = self.requests.remove(&(*process, *id)) else { return };
+                let work = (*process, controller, key);
+                if let Some((_, outstanding)) = self.open.get_mut(&work) {
+                    outstanding.remove(id);
+                    if outstanding.is_empty() {
+                        self.open.remove(&work);
+                    }
+                }
+            }
+            Happening::Crashed { process } => {
+                self.open.retain(|(p, _, _), _| p != process);
+                self.requests.retain(|(p, _), _| p != process);
+            }
+            _ => {}
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
