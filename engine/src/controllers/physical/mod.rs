@@ -205,7 +205,24 @@ impl PhysicalContainerController {
                         ..status.clone()
                     };
                     write_status::<PhysicalContainer>(ctx, obj, status, next);
-                    Ok(Action::done())
+                    // A create of ours whose reply was lost may land after the list that
+                    // verified it found nothing (the runtime holds the name before it lists the
+                    // container). With no create to send there is no name conflict to reveal
+                    // it: once it has settled, list by our label again.
+                    let t = &mut self.ops.entry(obj).state;
+                    match t.uncertain_create_at {
+                        Some(_) if t.late_create_checked || t.verify.is_some() => Ok(Action::done()),
+                        Some(sent) if ctx.now().mono < sent + NOTFOUND_SETTLE => {
+                            Ok(Action::retry_after(sent + NOTFOUND_SETTLE - ctx.now().mono))
+                        }
+                        Some(_) => {
+                            t.late_create_checked = true;
+                            t.verify = Some(Verify::AfterUncertain);
+                            let list = RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) };
+                            self.start_op(ctx, uid, Op::Verify, list)
+                        }
+                        None => Ok(Action::done()),
+                    }
                 }
                 ImageSource::Failed(message) => {
                     t.failure = Some(Failure::new(reasons::IMAGE_FAILED, message));

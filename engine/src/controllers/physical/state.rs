@@ -155,6 +155,9 @@ pub(super) struct Container {
     /// A failure was about to be reported while a create of ours may have landed unseen, and a
     /// list by uid label found nothing carrying our label.
     pub(super) failure_checked: bool,
+    /// While waiting for its image, this engine listed by uid label again once the last uncertain
+    /// create had settled.
+    pub(super) late_create_checked: bool,
 }
 
 pub(super) type Tracked = toolkit::Tracked<Op, Container>;
@@ -277,6 +280,7 @@ pub(super) fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
         (Op::Create, Err(e)) => {
             t.verify = Some(Verify::AfterUncertain);
             t.uncertain_create_at = Some(now.mono);
+            t.late_create_checked = false;
             let _: Retry = retry.fail(op, now.mono, &RETRY);
             let attempts = retry.failures(op);
             if attempts >= CREATE_REPORT_AFTER {
