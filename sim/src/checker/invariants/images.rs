@@ -161,7 +161,7 @@ impl Invariant for PinnedImageHonoured {
         match request {
             RuntimeRequest::PullImage { reference } if issuer.kind == ContainerImage::KIND => {
                 let Some(image) = view.store.get(issuer) else { return };
-                if let Some(pinned) = pinned_id(&image) {
+                if let Some(pinned) = pinned_id(image) {
                     self.seen.flag(format!("p{process} pulls {reference} ({id}) for {issuer}, which pinned {pinned}"));
                 }
             }
@@ -177,7 +177,7 @@ impl Invariant for PinnedImageHonoured {
                 let Some(name) = pc.spec.get("imageRef").and_then(serde_json::Value::as_str) else { return };
                 let namespace = pc.metadata.namespace.as_deref().unwrap_or_default();
                 let key = ObjectKey::namespaced(ContainerImage::KIND, namespace, name);
-                let Some(pinned) = view.store.get(&key).and_then(|image| pinned_id(&image).map(str::to_string)) else {
+                let Some(pinned) = view.store.get(&key).and_then(|image| pinned_id(image).map(str::to_string)) else {
                     return;
                 };
                 if create.image != pinned {
@@ -235,23 +235,23 @@ impl Invariant for ReadyWhilePinnedPresent {
             {
                 self.inspections.insert((*process, *id), ((*issuer).clone(), reference.clone()));
             }
-            Happening::RuntimeApplied { process, id, result, .. } => {
-                if self.inspections.contains_key(&(*process, *id)) {
-                    if matches!(result, Err(RuntimeError::NotFound(_))) {
-                        self.said_gone.insert((*process, *id));
-                    } else if result.is_ok()
-                        && let Some((issuer, reference)) = self.inspections.get(&(*process, *id))
-                        && self.told.get(issuer).is_some_and(|(gone, _, _)| gone == reference)
-                    {
-                        // It is back (pulled again by another resource of the same reference).
-                        self.told.remove(issuer);
-                    }
+            Happening::RuntimeApplied { process, id, result, .. }
+                if self.inspections.contains_key(&(*process, *id)) =>
+            {
+                if matches!(result, Err(RuntimeError::NotFound(_))) {
+                    self.said_gone.insert((*process, *id));
+                } else if result.is_ok()
+                    && let Some((issuer, reference)) = self.inspections.get(&(*process, *id))
+                    && self.told.get(issuer).is_some_and(|(gone, _, _)| gone == reference)
+                {
+                    // It is back (pulled again by another resource of the same reference).
+                    self.told.remove(issuer);
                 }
             }
             Happening::Answered { process, id } => {
                 let Some((issuer, reference)) = self.inspections.remove(&(*process, *id)) else { return };
                 if self.said_gone.remove(&(*process, *id))
-                    && view.store.get(&issuer).is_some_and(|image| pinned_id(&image) == Some(reference.as_str()))
+                    && view.store.get(&issuer).is_some_and(|image| pinned_id(image) == Some(reference.as_str()))
                 {
                     self.told.entry(issuer).or_insert((reference, *process, view.now));
                 }
@@ -270,7 +270,7 @@ impl Invariant for ReadyWhilePinnedPresent {
             let Some(image) = view.store.get(key) else { continue };
             let ready = image.status.get("phase").and_then(serde_json::Value::as_str) == Some("Ready");
             if ready
-                && pinned_id(&image) == Some(gone.as_str())
+                && pinned_id(image) == Some(gone.as_str())
                 && !view.runtime.has_image(gone)
                 && view.now.0.saturating_sub(since.0) > READY_AFTER_GONE.as_millis() as u64
             {
