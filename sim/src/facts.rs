@@ -33,7 +33,8 @@ pub struct SentRequest {
     pub pull: Option<String>,
     pub create: bool,
     /// For a create, start, stop or remove: the owner uid label of the container it acts on (as
-    /// the runtime showed it when the request was sent).
+    /// the runtime showed it when the request was sent), unless it was sent for another object
+    /// (a stranger's container replaced).
     pub owner: Option<String>,
     /// The runtime has applied it (or failed to); its reply may still be on its way.
     pub applied: bool,

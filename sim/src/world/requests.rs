@@ -74,7 +74,11 @@ impl World<'_> {
     }
 
     fn send_runtime(&mut self, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest, issuer: &ObjectKey) {
-        let owner = owner_of(&request, &self.runtime);
+        // A mutation counts against the object it was sent for, not against whatever container it
+        // hits: replacing a stranger that happens to be another object's container is that other
+        // object's business, which its own engine cannot see.
+        let owner = owner_of(&request, &self.runtime)
+            .filter(|uid| self.store.get(issuer).is_none_or(|o| o.metadata.uid.0 == *uid));
         self.facts.in_flight.send(process, id, &request, owner);
         self.observe(Happening::RuntimeSent { process, id, request: &request, issuer });
         self.dirty = true;
