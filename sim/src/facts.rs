@@ -47,8 +47,8 @@ pub struct InFlight {
     requests: BTreeMap<(usize, OpId), SentRequest>,
     /// Pulls sent and not yet applied, per normalized reference.
     pulls: BTreeMap<String, BTreeSet<(usize, OpId)>>,
-    /// Creates, starts, stops and removes in flight, per owner uid.
-    mutations: BTreeMap<String, u32>,
+    /// Creates, starts, stops and removes in flight, per (process, owner uid).
+    mutations: BTreeMap<(usize, String), u32>,
 }
 
 impl InFlight {
@@ -62,7 +62,7 @@ impl InFlight {
             self.pulls.entry(reference.clone()).or_default().insert((process, id));
         }
         if let Some(uid) = &owner {
-            *self.mutations.entry(uid.clone()).or_default() += 1;
+            *self.mutations.entry((process, uid.clone())).or_default() += 1;
         }
         let create = matches!(request, RuntimeRequest::CreateContainer(_));
         let sent = SentRequest { pull, create, owner, applied: false };
@@ -90,12 +90,13 @@ impl InFlight {
         if !sent.applied {
             self.end_pull(process, id, sent.pull.as_deref());
         }
-        if let Some(uid) = &sent.owner
-            && let Some(n) = self.mutations.get_mut(uid)
-        {
-            *n -= 1;
-            if *n == 0 {
-                self.mutations.remove(uid);
+        if let Some(uid) = &sent.owner {
+            let key = (process, uid.clone());
+            if let Some(n) = self.mutations.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    self.mutations.remove(&key);
+                }
             }
         }
     }
@@ -128,9 +129,10 @@ impl InFlight {
         !self.pulls.is_empty()
     }
 
-    /// A create, start, stop or remove of a container labelled with owner `uid` is in flight.
-    pub fn mutates(&self, uid: &str) -> bool {
-        self.mutations.contains_key(uid)
+    /// A create, start, stop or remove that `process` sent (in this life or an earlier one) for
+    /// the object `uid`, of a container labelled with that uid, is in flight.
+    pub fn mutates(&self, process: usize, uid: &str) -> bool {
+        self.mutations.contains_key(&(process, uid.to_string()))
     }
 
     pub fn creating(&self, process: usize) -> bool {

@@ -111,9 +111,16 @@ impl Invariant for FinalizerAfterRuntimeCleanup {
     }
 
     fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        // Only an engine's own requests count: a process cannot know what another process sent
+        // (two may reconcile an object of a namespace assigned to neither); a container such a
+        // request makes after the object is gone is caught by `check` as one that outlived it.
+        let Happening::StoreApplied { process, .. } = happening else { return };
         let Some(object) = happening.written_object() else { return };
         let removed = object.metadata.is_deleting() && object.metadata.finalizers.is_empty();
-        if removed && object.kind == PhysicalContainer::KIND && view.facts.in_flight.mutates(&object.metadata.uid.0) {
+        if removed
+            && object.kind == PhysicalContainer::KIND
+            && view.facts.in_flight.mutates(*process, &object.metadata.uid.0)
+        {
             self.seen.flag(format!(
                 "{} left the store while a runtime operation on its container was in flight",
                 object.key()

@@ -51,7 +51,7 @@ invariants! {
     UniqueOwnerUid = ("unique-owner-uid", "no two runtime containers carry the same owner uid label", containers::UniqueOwnerUid),
     NoOwnerCycles = ("no-owner-cycles", "no object has an ownerReference to itself or a cycle of ownerReferences", containers::NoOwnerCycles),
     NoLeakAfterNamespaceDelete = ("no-leak-after-namespace-delete", "when a namespace is gone, no runtime container created for it remains (unless retained)", containers::NoLeakAfterNamespaceDelete),
-    FinalizerAfterRuntimeCleanup = ("finalizer-after-runtime-cleanup", "no finalizer is released while a runtime operation of its resource is in flight or its runtime container still exists", containers::FinalizerAfterRuntimeCleanup),
+    FinalizerAfterRuntimeCleanup = ("finalizer-after-runtime-cleanup", "no finalizer is released while a runtime operation the releasing process sent for its resource is in flight, or while its runtime container still exists", containers::FinalizerAfterRuntimeCleanup),
     NoForeignAdoption = ("no-foreign-adoption", "a physical container never records a runtime container that was not created for it", containers::NoForeignAdoption),
     SystemLabelsWin = ("system-labels-win", "system labels (owner uid, namespace, creator, retain) are drydock's, whatever the caller's labels say", containers::SystemLabelsWin),
     NoRecreateAfterExternalRemoval = ("no-recreate-after-external-removal", "a runtime container removed outside drydock is never created again for the same object", containers::NoRecreateAfterExternalRemoval),
