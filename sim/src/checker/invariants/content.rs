@@ -2,12 +2,13 @@
 //! its own comparison, sharing no code with the engine's lifecycle key.
 //!
 //! Included (a change may replace the container): the image (a reference, compared as Docker
-//! would resolve it, or an image resource by name, or build digests as a set), env (as a map:
+//! would resolve it, by the simulator's own reference rules in `runtime::references`, or an image resource by name, or build digests as a set), env (as a map:
 //! names to values, a later entry of a name winning), ports, mounts and copied files (as sets),
 //! and labels. A custom lifecycle key stands for all of them. Everything else is excluded (a change
 //! must never replace): the container name, networks and aliases, command and args, mode, `stop`
 //! and `replace`, and the declaration order of every list.
 
+use crate::runtime::reference_key;
 use drydock_engine::api::logical::LogicalContainerSpec;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,7 +43,7 @@ impl Content {
         let image = if !spec.build_digests.is_empty() {
             Image::Build(spec.build_digests.iter().cloned().collect())
         } else if let Some(reference) = &spec.image {
-            Image::Reference(resolve(reference))
+            Image::Reference(reference_key(reference))
         } else if let Some(name) = &spec.image_ref {
             Image::Resource(name.clone())
         } else {
@@ -64,52 +65,6 @@ impl Content {
             labels: spec.labels.clone(),
         }
     }
-}
-
-/// A reference as Docker resolves it: a registry (`docker.io` unless the first component names a
-/// host: it has a dot or a port, or is `localhost`), `library/` for a one-component Docker Hub
-/// name, and the tag `latest` unless a tag or digest is given.
-fn resolve(reference: &str) -> String {
-    let (name, digest) = match reference.split_once('@') {
-        Some((name, digest)) => (name, Some(digest)),
-        None => (reference, None),
-    };
-    let last = name.rsplit('/').next().unwrap_or(name);
-    let (name, tag) = match last.rsplit_once(':') {
-        Some((_, tag)) => (&name[..name.len() - tag.len() - 1], Some(tag)),
-        None => (name, None),
-    };
-    let mut parts: Vec<&str> = name.split('/').collect();
-    let host = parts.len() > 1 && (parts[0].contains('.') || parts[0].contains(':') || parts[0] == "localhost");
-    let mut out = String::new();
-    if host {
-        out.push_str(parts.remove(0));
-    } else {
-        out.push_str("docker.io");
-        if parts.len() == 1 {
-            out.push_str("/library");
-        }
-    }
-    for part in parts {
-        out.push('/');
-        out.push_str(part);
-    }
-    match (tag, digest) {
-        (_, Some(digest)) => {
-            if let Some(tag) = tag {
-                out.push(':');
-                out.push_str(tag);
-            }
-            out.push('@');
-            out.push_str(digest);
-        }
-        (Some(tag), None) => {
-            out.push(':');
-            out.push_str(tag);
-        }
-        (None, None) => out.push_str(":latest"),
-    }
-    out
 }
 
 #[cfg(test)]
@@ -138,10 +93,10 @@ mod tests {
             ("localhost:5000/app", "localhost:5000/app:latest"),
             ("ghcr.io/o/app:1", "ghcr.io/o/app:1"),
         ] {
-            assert_eq!(resolve(a), resolve(b), "{a} vs {b}");
+            assert_eq!(reference_key(a), reference_key(b), "{a} vs {b}");
         }
-        assert_ne!(resolve("nginx:1.27"), resolve("nginx"));
-        assert_ne!(resolve("o/app"), resolve("app"));
+        assert_ne!(reference_key("nginx:1.27"), reference_key("nginx"));
+        assert_ne!(reference_key("o/app"), reference_key("app"));
     }
 
     #[test]
