@@ -4,9 +4,13 @@
 //! be here yet. Controllers that must not act on a stale view (dropping a finalizer, deleting a
 //! dependent) confirm with an uncached read first.
 //!
+//! *Assumptions*: watch events of one kind arrive in resource-version order, as on one Kubernetes
+//! watch (or informer) per kind. Kinds are not ordered among themselves: one kind's stream may lag
+//! behind another's, so how far the watch has come is known per kind.
+//!
 //! *Guarantees*: an object never goes back to an older resource version, and a deleted object
-//! never reappears from an older event (tombstones are kept until the watch stream has passed
-//! them).
+//! never reappears from an older event (tombstones are kept until the watch stream of their kind
+//! has passed them).
 
 use crate::api::{Object, ObjectKey, Uid};
 use crate::store::{EventType, WatchEvent};
@@ -20,8 +24,20 @@ pub struct Cache {
     /// owner uid -> dependents that reference it.
     dependents: BTreeMap<Uid, BTreeSet<ObjectKey>>,
     tombstones: BTreeMap<ObjectKey, u64>,
-    /// Every watch event up to this version has been applied.
-    watch_rv: u64,
+    /// Every watch event of every kind up to this version has been applied (the last resync's).
+    synced_rv: u64,
+    /// Per kind: every watch event of that kind up to this version has been applied.
+    kind_rv: BTreeMap<String, u64>,
+}
+
+/// A change the cache took.
+#[derive(Debug, Default)]
+#[must_use]
+pub struct Change {
+    /// An object of the same name but another uid that this state displaced from the cache. Its
+    /// deletion was never seen here (its events were coalesced with the new object's, or fell in a
+    /// relist's gap), so whoever cared about it must now hear of it as gone.
+    pub replaced: Option<Arc<Object>>,
 }
 
 /// Whether an object state is its final one: deleted and no finalizer left. (The store stamps a
@@ -66,34 +82,58 @@ impl Cache {
         self.objects.is_empty()
     }
 
-    /// The version up to which the watch stream has been applied.
-    pub fn watch_resource_version(&self) -> u64 {
-        self.watch_rv
+    /// The version up to which the watch stream of `kind` has been applied: an object of that kind
+    /// changed at or below it is in the cache at that version or later, unless deleted since.
+    pub fn watch_resource_version(&self, kind: &str) -> u64 {
+        self.kind_rv.get(kind).copied().unwrap_or(0).max(self.synced_rv)
     }
 
-    /// Apply an object state seen on the watch stream. Returns false if it was older than what
+    /// Apply an object state seen on the watch stream. Returns `None` if it was older than what
     /// the cache holds (and so ignored).
-    pub fn apply_watched(&mut self, event: &WatchEvent) -> bool {
+    pub fn apply_watched(&mut self, event: &WatchEvent) -> Option<Change> {
         let rv = event.resource_version();
-        self.watch_rv = self.watch_rv.max(rv);
+        let kind = &event.object.kind;
+        let reached = self.watch_resource_version(kind).max(rv);
+        match self.kind_rv.get_mut(kind) {
+            Some(at) => *at = reached,
+            None => {
+                self.kind_rv.insert(kind.clone(), reached);
+            }
+        }
         let applied = self.apply(&event.object, event.event == EventType::Deleted);
-        self.tombstones.retain(|_, tomb| *tomb > self.watch_rv);
+        self.prune_tombstones(kind, reached);
         applied
     }
 
     /// Apply an object state the engine learned from its own write's reply. A reply at or below
-    /// the version the watch stream has reached carries no news (the cache already shows that
-    /// version or a later one) and is ignored: applying it could bring back an object whose
-    /// deletion the watch delivered before the reply came.
-    pub fn apply_own_write(&mut self, object: &Arc<Object>) -> bool {
-        if object.metadata.resource_version <= self.watch_rv {
-            return false;
+    /// the version the watch stream of its kind has reached carries no news (the cache already
+    /// shows that version or a later one) and is ignored: applying it could bring back an object
+    /// whose deletion the watch delivered before the reply came.
+    pub fn apply_own_write(&mut self, object: &Arc<Object>) -> Option<Change> {
+        if object.metadata.resource_version <= self.watch_resource_version(&object.kind) {
+            return None;
         }
         self.apply(object, is_removed(object))
     }
 
+    /// Tombstones of `kind` the watch of that kind has passed: no older event of them can come.
+    fn prune_tombstones(&mut self, kind: &str, reached: u64) {
+        let start = ObjectKey { kind: kind.to_string(), namespace: None, name: String::new() };
+        let passed: Vec<ObjectKey> = self
+            .tombstones
+            .range(start..)
+            .take_while(|(k, _)| k.kind == kind)
+            .filter(|(_, tomb)| **tomb <= reached)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in passed {
+            self.tombstones.remove(&key);
+        }
+    }
+
     /// Replace everything with a fresh list taken at `resource_version`. Returns the objects that
-    /// changed, appeared or disappeared (the disappeared ones as last cached).
+    /// changed, appeared or disappeared (the disappeared ones as last cached, and so is an object
+    /// replaced by a new one of the same name).
     pub fn resync(&mut self, objects: Vec<Arc<Object>>, resource_version: u64) -> Vec<Arc<Object>> {
         let mut changed = Vec::new();
         let fresh: BTreeMap<ObjectKey, Arc<Object>> = objects.into_iter().map(|o| (o.key(), o)).collect();
@@ -103,32 +143,40 @@ impl Cache {
             }
         }
         for (key, new) in &fresh {
-            if self.objects.get(key).is_none_or(|old| old.metadata.resource_version != new.metadata.resource_version) {
-                changed.push(new.clone());
+            match self.objects.get(key) {
+                Some(old) if old.metadata.uid != new.metadata.uid => {
+                    changed.push(old.clone());
+                    changed.push(new.clone());
+                }
+                Some(old) if old.metadata.resource_version == new.metadata.resource_version => {}
+                _ => changed.push(new.clone()),
             }
         }
         *self = Cache::default();
         for object in fresh.into_values() {
             self.insert(object);
         }
-        self.watch_rv = resource_version;
+        self.synced_rv = resource_version;
         changed
     }
 
-    fn apply(&mut self, object: &Arc<Object>, removed: bool) -> bool {
+    fn apply(&mut self, object: &Arc<Object>, removed: bool) -> Option<Change> {
         let key = object.key();
         let rv = object.metadata.resource_version;
-        let current = self.objects.get(&key).map(|o| o.metadata.resource_version);
-        if current.is_some_and(|c| c >= rv) || self.tombstones.get(&key).is_some_and(|t| *t >= rv) {
-            return false;
+        let current = self.objects.get(&key);
+        if current.is_some_and(|c| c.metadata.resource_version >= rv)
+            || self.tombstones.get(&key).is_some_and(|t| *t >= rv)
+        {
+            return None;
         }
+        let replaced = current.filter(|c| c.metadata.uid != object.metadata.uid).cloned();
         if removed {
             self.remove(&key);
             self.tombstones.insert(key, rv);
         } else {
             self.insert(object.clone());
         }
-        true
+        Some(Change { replaced })
     }
 
     fn insert(&mut self, object: Arc<Object>) {
@@ -174,16 +222,16 @@ mod tests {
     #[test]
     fn never_goes_back_and_deleted_objects_do_not_reappear() {
         let mut cache = Cache::default();
-        assert!(cache.apply_own_write(&obj("a", 5, false)));
-        assert!(!cache.apply_watched(&ev(obj("a", 3, false))), "older event ignored");
+        assert!(cache.apply_own_write_some(&obj("a", 5, false)));
+        assert!(!cache.apply_watched_some(&ev(obj("a", 3, false))), "older event ignored");
         assert_eq!(cache.get(&obj("a", 0, false).key()).map(|o| o.metadata.resource_version), Some(5));
-        assert!(cache.apply_own_write(&obj("a", 7, true)), "removal");
+        assert!(cache.apply_own_write_some(&obj("a", 7, true)), "removal");
         assert!(cache.get(&obj("a", 0, false).key()).is_none());
-        assert!(!cache.apply_watched(&ev(obj("a", 6, false))), "tombstone holds");
+        assert!(!cache.apply_watched_some(&ev(obj("a", 6, false))), "tombstone holds");
         assert!(cache.get(&obj("a", 0, false).key()).is_none());
-        assert!(cache.apply_watched(&ev(obj("a", 9, false))), "a newer object of that name");
+        assert!(cache.apply_watched_some(&ev(obj("a", 9, false))), "a newer object of that name");
         let gone = WatchEvent { event: EventType::Deleted, object: obj("a", 10, false) };
-        assert!(cache.apply_watched(&gone), "a Deleted event removes even without a deletionTimestamp");
+        assert!(cache.apply_watched_some(&gone), "a Deleted event removes even without a deletionTimestamp");
         assert!(cache.get(&obj("a", 0, false).key()).is_none());
     }
 
@@ -192,12 +240,64 @@ mod tests {
     #[test]
     fn a_late_reply_does_not_bring_back_an_object_the_watch_deleted() {
         let mut cache = Cache::default();
-        assert!(cache.apply_watched(&ev(obj("a", 161, false))));
-        assert!(cache.apply_watched(&ev(obj("a", 162, false))), "the reply's version, seen first on the watch");
+        assert!(cache.apply_watched_some(&ev(obj("a", 161, false))));
+        assert!(cache.apply_watched_some(&ev(obj("a", 162, false))), "the reply's version, seen first on the watch");
         let gone = WatchEvent { event: EventType::Deleted, object: obj("a", 163, true) };
-        assert!(cache.apply_watched(&gone));
-        assert!(!cache.apply_own_write(&obj("a", 162, false)), "the reply of the write at 162 is old news");
+        assert!(cache.apply_watched_some(&gone));
+        assert!(!cache.apply_own_write_some(&obj("a", 162, false)), "the reply of the write at 162 is old news");
         assert!(cache.get(&obj("a", 0, false).key()).is_none(), "resurrected");
+    }
+
+    /// Kinds lag independently: how far one kind's watch has come says nothing about another's.
+    #[test]
+    fn watch_progress_is_per_kind() {
+        let mut cache = Cache::default();
+        let mut image = (*obj("img", 10, false)).clone();
+        image.kind = "ContainerImage".into();
+        assert!(cache.apply_watched_some(&ev(Arc::new(image))));
+        assert_eq!(cache.watch_resource_version("ContainerImage"), 10);
+        assert_eq!(cache.watch_resource_version("PhysicalContainer"), 0, "no container event seen yet");
+        // A container write at 7, answered after the image watch reached 10: still news to the
+        // container watch, which may lag behind at 0.
+        assert!(cache.apply_own_write_some(&obj("a", 7, false)), "the reply is not old news for its own kind");
+        assert_eq!(cache.get(&obj("a", 0, false).key()).map(|o| o.metadata.resource_version), Some(7));
+        // A tombstone of one kind survives another kind's progress.
+        assert!(cache.apply_own_write_some(&obj("a", 8, true)));
+        let mut later = (*obj("img", 20, false)).clone();
+        later.kind = "ContainerImage".into();
+        assert!(cache.apply_watched_some(&ev(Arc::new(later))));
+        assert!(!cache.apply_watched_some(&ev(obj("a", 7, false))), "the container watch catching up does not resurrect it");
+        assert!(cache.get(&obj("a", 0, false).key()).is_none());
+        // A resync covers every kind.
+        cache.resync(Vec::new(), 30);
+        assert_eq!(cache.watch_resource_version("PhysicalContainer"), 30);
+    }
+
+    impl Cache {
+        fn apply_watched_some(&mut self, event: &WatchEvent) -> bool {
+            self.apply_watched(event).is_some()
+        }
+        fn apply_own_write_some(&mut self, object: &Arc<Object>) -> bool {
+            self.apply_own_write(object).is_some()
+        }
+    }
+
+    /// A new object under an old name, seen without the old one's deletion: the old one is
+    /// reported as replaced, so its dependents can be told their owner is gone.
+    #[test]
+    fn an_object_replaced_under_its_name_is_reported() {
+        let mut cache = Cache::default();
+        assert!(cache.apply_watched(&ev(obj("a", 3, false))).is_some_and(|c| c.replaced.is_none()));
+        let mut again = (*obj("a", 10, false)).clone();
+        again.metadata.uid = Uid("uid-a-again".into());
+        let change = cache.apply_watched(&ev(Arc::new(again.clone()))).expect("newer state applied");
+        assert_eq!(change.replaced.map(|o| o.metadata.uid.clone()), Some(Uid("uid-a".into())));
+        // A relist that finds another object under a cached name reports both.
+        again.metadata.uid = Uid("uid-a-third".into());
+        again.metadata.resource_version = 12;
+        let changed = cache.resync(vec![Arc::new(again)], 12);
+        let uids: Vec<&str> = changed.iter().map(|o| o.metadata.uid.0.as_str()).collect();
+        assert_eq!(uids, ["uid-a-again", "uid-a-third"]);
     }
 
     fn ev(object: Arc<Object>) -> WatchEvent {

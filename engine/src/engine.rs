@@ -67,7 +67,8 @@ impl Default for EngineConfig {
 /// Something the driver tells the engine.
 #[derive(Clone, Debug)]
 pub enum Input {
-    /// The next event of the watch stream, in resource-version order.
+    /// The next event of the watch stream: in resource-version order among the events of its
+    /// kind (one watch per kind); kinds may lag behind one another.
     Watch(WatchEvent),
     /// A full list taken at `resource_version` (initial sync, or after `Gone`). Replaces the cache.
     Resync {
@@ -285,8 +286,8 @@ impl Engine {
                     }
                     crate::store::EventType::Modified => {}
                 }
-                if self.cache.apply_watched(&event) {
-                    self.dispatch(now.mono, &event.object);
+                if let Some(change) = self.cache.apply_watched(&event) {
+                    self.dispatch_change(now.mono, change, &event.object);
                 }
             }
             Input::Resync { objects, resource_version } => {
@@ -367,6 +368,16 @@ impl Engine {
                 self.queue.add((index, key.clone()), now.mono);
             }
         }
+    }
+
+    /// Dispatch an object state the cache took, and the object it displaced, if any: that one is
+    /// gone, and whoever watched it (its dependents' garbage collection) must hear so.
+    fn dispatch_change(&mut self, at: MonoTime, change: crate::cache::Change, object: &crate::api::Object) {
+        if let Some(replaced) = change.replaced {
+            self.seen_created.remove(&replaced.metadata.uid);
+            self.dispatch(at, &replaced);
+        }
+        self.dispatch(at, object);
     }
 
     fn dispatch(&mut self, at: MonoTime, object: &crate::api::Object) {
@@ -490,9 +501,9 @@ impl Engine {
         let is_read = op.store_read == Some(true);
         if !is_read && let Ok(StoreReply::Object(object)) = &result {
             // Read your own writes: later controllers see this state without waiting for the watch.
-            if self.cache.apply_own_write(object) {
+            if let Some(change) = self.cache.apply_own_write(object) {
                 let object = object.clone();
-                self.dispatch(now.mono, &object);
+                self.dispatch_change(now.mono, change, &object);
             }
         }
         let (controller, key) = &op.work;

@@ -22,9 +22,10 @@
 //!   the condition's status does), so a steady namespace causes no writes.
 //!
 //! *Assumptions*: children are only created through the store (so its terminating check
-//! applies). Watch events reach the cache in resource-version order (the engine's contract): a
-//! cache that knows the namespace is terminating has seen every child created before, which is
-//! every child there is. The uncached list is the defence against a cache that breaks this.
+//! applies). Watch events of one kind reach the cache in resource-version order, but kinds are not
+//! ordered among themselves (the engine's contract): a cache that knows the namespace is
+//! terminating may not yet have seen a child of another kind created before. So "empty" is never
+//! concluded from the cache: only an uncached list that finds nothing releases the namespace.
 
 use crate::api::{
     Condition, ConditionStatus, Namespace, NamespacePhase, NamespaceStatus, Object, ObjectKey, Resource, Uid, names,
@@ -126,7 +127,7 @@ impl NamespaceController {
             match remaining.get(&child.key()) {
                 Some(cached) if cached.metadata.resource_version >= rv => {}
                 // The cache has applied the watch past this version without it: deleted since.
-                None if cache.watch_resource_version() >= rv => {}
+                None if cache.watch_resource_version(&child.kind) >= rv => {}
                 _ => {
                     listed_any = true;
                     remaining.insert(child.key(), child.clone());
