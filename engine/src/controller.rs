@@ -103,6 +103,21 @@ impl Watch {
         Watch { kind: kind.to_string(), mapper: Mapper::Custom(Box::new(map)) }
     }
 
+    /// Objects of `kind` in a namespace that is there and not being deleted, on each change of it.
+    /// For controllers that wait for their namespace (do nothing in one not yet seen or being
+    /// deleted): kinds are not ordered among themselves, so an object can arrive before the
+    /// namespace it waits for, or while the cache still shows an earlier namespace of that name
+    /// being deleted.
+    pub fn namespace_children(kind: &str) -> Self {
+        let kind = kind.to_string();
+        Watch::custom(<crate::api::Namespace as crate::api::Resource>::KIND, move |ns, cache| {
+            if ns.metadata.is_deleting() {
+                return Vec::new();
+            }
+            cache.list(&kind, Some(&ns.metadata.name)).map(|o| o.key()).collect()
+        })
+    }
+
     pub fn matches(&self, kind: &str) -> bool {
         self.kind == "*" || self.kind == kind
     }

@@ -286,14 +286,18 @@ impl Engine {
                     }
                     crate::store::EventType::Modified => {}
                 }
+                let others = self.namespaces_of_others(Some(&event.object));
                 if let Some(change) = self.cache.apply_watched(&event) {
                     self.dispatch_change(now.mono, change, &event.object);
+                    self.dispatch_newly_ours(now.mono, others);
                 }
             }
             Input::Resync { objects, resource_version } => {
+                let others = self.namespaces_of_others(None);
                 for object in self.cache.resync(objects, resource_version) {
                     self.dispatch(now.mono, &object);
                 }
+                self.dispatch_newly_ours(now.mono, others);
             }
             Input::StoreDone { id, result } => self.store_done(now, id, result),
             Input::RuntimeEvent(event) => self.runtime_event(now, &event),
@@ -378,6 +382,40 @@ impl Engine {
             self.dispatch(at, &replaced);
         }
         self.dispatch(at, object);
+    }
+
+    /// The cached namespaces assigned to another engine whose assignment a change to `changing`
+    /// could flip: that namespace if it is one, every namespace if `None` (a resync).
+    fn namespaces_of_others(&self, changing: Option<&crate::api::Object>) -> Vec<String> {
+        let of_others = |key: &ObjectKey| !self.responsible_for(key);
+        match changing {
+            Some(object) if object.kind == crate::api::Namespace::KIND => {
+                let key = object.key();
+                if of_others(&key) { vec![key.name] } else { Vec::new() }
+            }
+            Some(_) => Vec::new(),
+            None => self
+                .cache
+                .list(crate::api::Namespace::KIND, None)
+                .filter(|ns| of_others(&ns.key()))
+                .map(|ns| ns.metadata.name.clone())
+                .collect(),
+        }
+    }
+
+    /// Dispatch everything cached in the namespaces of `others` that are now ours: their objects
+    /// were skipped while the namespace was another engine's, and kinds are not ordered among
+    /// themselves, so they may have arrived before the namespace that makes them ours.
+    fn dispatch_newly_ours(&mut self, at: MonoTime, others: Vec<String>) {
+        for name in others {
+            if !self.responsible_for(&ObjectKey::cluster(crate::api::Namespace::KIND, &name)) {
+                continue;
+            }
+            let children: Vec<Arc<crate::api::Object>> = self.cache.list("*", Some(&name)).cloned().collect();
+            for child in children {
+                self.dispatch(at, &child);
+            }
+        }
     }
 
     fn dispatch(&mut self, at: MonoTime, object: &crate::api::Object) {
@@ -501,9 +539,11 @@ impl Engine {
         let is_read = op.store_read == Some(true);
         if !is_read && let Ok(StoreReply::Object(object)) = &result {
             // Read your own writes: later controllers see this state without waiting for the watch.
+            let others = self.namespaces_of_others(Some(object));
             if let Some(change) = self.cache.apply_own_write(object) {
                 let object = object.clone();
                 self.dispatch_change(now.mono, change, &object);
+                self.dispatch_newly_ours(now.mono, others);
             }
         }
         let (controller, key) = &op.work;

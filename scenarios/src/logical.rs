@@ -14,7 +14,7 @@ use std::time::Duration;
 pub fn two_processes() -> WorldConfig {
     WorldConfig {
         processes: ProcessKnobs { count: 2, ..ProcessKnobs::default() },
-        watch: WatchKnobs { delays: vec![Latency::millis(0, 20), Latency::millis(0, 150)], ..WatchKnobs::default() },
+        watch: WatchKnobs::per_kind(vec![Latency::millis(0, 20), Latency::millis(0, 150)]),
         ..WorldConfig::default()
     }
 }

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 pub fn world() -> WorldConfig {
     WorldConfig {
         processes: ProcessKnobs { count: 2, ..ProcessKnobs::default() },
-        watch: WatchKnobs { delays: vec![Latency::millis(0, 20), Latency::millis(0, 100)], ..WatchKnobs::default() },
+        watch: WatchKnobs::per_kind(vec![Latency::millis(0, 20), Latency::millis(0, 100)]),
         ..WorldConfig::default()
     }
 }

@@ -12,7 +12,7 @@ use rand_core::RngCore;
 pub fn world() -> WorldConfig {
     WorldConfig {
         processes: ProcessKnobs { count: 2, ..ProcessKnobs::default() },
-        watch: WatchKnobs { delays: vec![Latency::millis(0, 30), Latency::millis(0, 150)], ..WatchKnobs::default() },
+        watch: WatchKnobs::per_kind(vec![Latency::millis(0, 30), Latency::millis(0, 150)]),
         ..WorldConfig::default()
     }
 }

@@ -220,7 +220,8 @@ impl LogicalContainerController {
         let uid = obj.metadata.uid.clone();
         let namespace = obj.metadata.namespace.clone().unwrap_or_default();
         match ctx.get(&ObjectKey::cluster(Namespace::KIND, &namespace)) {
-            None => return Ok(Action::requeue(Duration::from_secs(1))),
+            // Not seen yet: its arrival wakes us (`Watch::namespace_children`).
+            None => return Ok(Action::done()),
             Some(ns) if ns.metadata.is_deleting() => return Ok(Action::done()),
             Some(_) => {}
         }
@@ -466,6 +467,7 @@ impl Controller for LogicalContainerController {
             Watch::own(LogicalContainer::KIND),
             Watch::owners(PhysicalContainer::KIND, LogicalContainer::KIND, true),
             Watch::owners(ContainerImage::KIND, LogicalContainer::KIND, true),
+            Watch::namespace_children(LogicalContainer::KIND),
         ]
     }
 

@@ -13,8 +13,9 @@
 //! - The finalizer is removed only after the store has confirmed writing `CleanupComplete=True`:
 //!   the removal is computed from a cached state that holds it (a write's reply, or the watch),
 //!   with that state's resource version as precondition.
-//! - No child of a cleanup rank is deleted while a child of a lower rank remains in the cache or
-//!   in the last uncached list. A listed child counts as remaining until the cache has applied the
+//! - Nothing is deleted before an uncached list, issued while the namespace was terminating, has
+//!   answered; then no child of a cleanup rank is deleted while a child of a lower rank remains in
+//!   the cache or in the last uncached list. A listed child counts as remaining until the cache has applied the
 //!   watch past its version without it, our own delete removed it, or a newer list leaves it out.
 //!   Children already being deleted are waited for, not deleted again. At most `max_deletes`
 //!   deletes per reconcile, each with the child's uid as precondition.
@@ -180,8 +181,12 @@ impl NamespaceController {
             return Ok(Action::done());
         }
 
-        // Delete the lowest rank that has children left; never a higher one while it has.
-        if let Some(lowest) = remaining.values().map(|o| rank(o)).min() {
+        // Delete the lowest rank that has children left; never a higher one while it has. Not
+        // before an uncached list has answered: the cache may lag behind on one kind (a child of a
+        // lower rank not seen yet) while it shows another.
+        if cleanup.listed.is_some()
+            && let Some(lowest) = remaining.values().map(|o| rank(o)).min()
+        {
             let victims =
                 remaining.values().filter(|c| rank(c) == lowest && !c.metadata.is_deleting()).take(self.max_deletes);
             for child in victims {
@@ -193,14 +198,17 @@ impl NamespaceController {
             }
         }
 
-        // Confirm with an uncached list once the cache shows no child. A list whose children the
-        // cache has not caught up with is repeated after a while, not in a loop.
-        if cached_any || cleanup.list.is_some() {
+        // List once before deleting anything, then again to confirm once the cache shows no
+        // child. A list whose children the cache has not caught up with is repeated after a while,
+        // not in a loop.
+        if cleanup.list.is_some() {
             return Ok(Action::done());
         }
         let due = match &cleanup.listed {
+            None => now.mono,
+            Some(_) if cached_any => return Ok(Action::done()),
             Some(listed) if listed_any => listed.at + RELIST_DELAY,
-            _ => now.mono,
+            Some(_) => now.mono,
         };
         if due > now.mono {
             return Ok(Action::requeue(due - now.mono));

@@ -102,8 +102,9 @@ impl PhysicalContainerController {
     fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
         let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
         let Some(ns) = ctx.get(&ObjectKey::cluster(Namespace::KIND, namespace)) else {
-            // Not seen yet (stale cache): no side effects outside a known, active namespace.
-            return Ok(Action::requeue(Duration::from_secs(1)));
+            // Not seen yet (its kind's watch lags): no side effects outside a known, active
+            // namespace. Its arrival wakes us (`Watch::namespace_children`).
+            return Ok(Action::done());
         };
         if ns.metadata.is_deleting() {
             return Ok(Action::done());
@@ -422,6 +423,7 @@ impl Controller for PhysicalContainerController {
                     .map(|pc| pc.key())
                     .collect()
             }),
+            Watch::namespace_children(PhysicalContainer::KIND),
         ]
     }
 
