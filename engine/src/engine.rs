@@ -64,6 +64,14 @@ impl Default for EngineConfig {
     }
 }
 
+/// Namespaces not ours before a change (see `Engine::namespaces_not_ours`).
+enum NotOurs {
+    /// At most this one could become ours.
+    One(Option<String>),
+    /// Every cached namespace but these (the ones ours before) could.
+    AllBut(std::collections::BTreeSet<String>),
+}
+
 /// Something the driver tells the engine.
 #[derive(Clone, Debug)]
 pub enum Input {
@@ -286,14 +294,14 @@ impl Engine {
                     }
                     crate::store::EventType::Modified => {}
                 }
-                let others = self.namespaces_of_others(Some(&event.object));
+                let others = self.namespaces_not_ours(Some(&event.object));
                 if let Some(change) = self.cache.apply_watched(&event) {
                     self.dispatch_change(now.mono, change, &event.object);
                     self.dispatch_newly_ours(now.mono, others);
                 }
             }
             Input::Resync { objects, resource_version } => {
-                let others = self.namespaces_of_others(None);
+                let others = self.namespaces_not_ours(None);
                 for object in self.cache.resync(objects, resource_version) {
                     self.dispatch(now.mono, &object);
                 }
@@ -384,31 +392,40 @@ impl Engine {
         self.dispatch(at, object);
     }
 
-    /// The cached namespaces assigned to another engine whose assignment a change to `changing`
-    /// could flip: that namespace if it is one, every namespace if `None` (a resync).
-    fn namespaces_of_others(&self, changing: Option<&crate::api::Object>) -> Vec<String> {
-        let of_others = |key: &ObjectKey| !self.responsible_for(key);
+    /// The namespaces a change to `changing` could make ours, that are not ours yet (not seen, or
+    /// another engine's): that namespace if it is one, every cached one if `None` (a resync, where
+    /// the rest are checked once the new list is in).
+    fn namespaces_not_ours(&self, changing: Option<&crate::api::Object>) -> NotOurs {
         match changing {
-            Some(object) if object.kind == crate::api::Namespace::KIND => {
-                let key = object.key();
-                if of_others(&key) { vec![key.name] } else { Vec::new() }
-            }
-            Some(_) => Vec::new(),
-            None => self
-                .cache
-                .list(crate::api::Namespace::KIND, None)
-                .filter(|ns| of_others(&ns.key()))
-                .map(|ns| ns.metadata.name.clone())
-                .collect(),
+            Some(object) if object.kind == crate::api::Namespace::KIND => NotOurs::One(
+                (!self.namespace_is_ours(&object.metadata.name)).then(|| object.metadata.name.clone()),
+            ),
+            Some(_) => NotOurs::One(None),
+            None => NotOurs::AllBut(
+                self.cache
+                    .list(crate::api::Namespace::KIND, None)
+                    .filter(|ns| self.namespace_is_ours(&ns.metadata.name))
+                    .map(|ns| ns.metadata.name.clone())
+                    .collect(),
+            ),
         }
     }
 
-    /// Dispatch everything cached in the namespaces of `others` that are now ours: their objects
-    /// were skipped while the namespace was another engine's, and kinds are not ordered among
-    /// themselves, so they may have arrived before the namespace that makes them ours.
-    fn dispatch_newly_ours(&mut self, at: MonoTime, others: Vec<String>) {
-        for name in others {
-            if !self.responsible_for(&ObjectKey::cluster(crate::api::Namespace::KIND, &name)) {
+    /// Dispatch everything cached in the namespaces that were not ours and now are: their objects
+    /// were skipped meanwhile, and kinds are not ordered among themselves, so they may have
+    /// arrived before the namespace that makes them ours.
+    fn dispatch_newly_ours(&mut self, at: MonoTime, before: NotOurs) {
+        let candidates: Vec<String> = match before {
+            NotOurs::One(name) => name.into_iter().collect(),
+            NotOurs::AllBut(ours) => self
+                .cache
+                .list(crate::api::Namespace::KIND, None)
+                .map(|ns| ns.metadata.name.clone())
+                .filter(|name| !ours.contains(name))
+                .collect(),
+        };
+        for name in candidates {
+            if !self.namespace_is_ours(&name) {
                 continue;
             }
             let children: Vec<Arc<crate::api::Object>> = self.cache.list("*", Some(&name)).cloned().collect();
@@ -433,20 +450,27 @@ impl Engine {
         }
     }
 
-    /// Whether this engine is responsible for `key`: everything, unless the key's namespace is
-    /// assigned to another engine with the `drydock.dev/engine` annotation. (A namespace not yet
-    /// in the cache counts as ours; controllers wait for it anyway.)
+    /// Whether this engine is responsible for `key`: a cluster-scoped object always (a namespace
+    /// as its own assignment says); a namespaced one only once its namespace is in the cache and
+    /// not assigned to another engine with the `drydock.dev/engine` annotation. Kinds are not
+    /// ordered among themselves, so an object may arrive before its namespace: nothing is done for
+    /// it until the namespace is seen, as it may be another engine's (its arrival dispatches it).
     fn responsible_for(&self, key: &ObjectKey) -> bool {
-        let namespace = match (&key.namespace, key.kind.as_str()) {
-            (Some(ns), _) => ns,
-            (None, crate::api::Namespace::KIND) => &key.name,
-            (None, _) => return true,
-        };
-        let ns_key = ObjectKey::cluster(crate::api::Namespace::KIND, namespace);
-        self.cache
-            .get(&ns_key)
-            .and_then(|ns| ns.metadata.annotations.get(crate::api::names::ANNOTATION_ENGINE))
-            .is_none_or(|engine| *engine == self.config.identity)
+        match (&key.namespace, key.kind.as_str()) {
+            (Some(ns), _) => self.namespace_is_ours(ns),
+            // A namespace gone from the cache: ours to forget.
+            (None, crate::api::Namespace::KIND) => {
+                self.cache.get(key).is_none() || self.namespace_is_ours(&key.name)
+            }
+            (None, _) => true,
+        }
+    }
+
+    /// Whether namespace `name` is in the cache and not assigned to another engine.
+    fn namespace_is_ours(&self, name: &str) -> bool {
+        self.cache.get(&ObjectKey::cluster(crate::api::Namespace::KIND, name)).is_some_and(|ns| {
+            ns.metadata.annotations.get(crate::api::names::ANNOTATION_ENGINE).is_none_or(|e| *e == self.config.identity)
+        })
     }
 
     fn reconcile(&mut self, now: Now, work: WorkKey) {
@@ -539,7 +563,7 @@ impl Engine {
         let is_read = op.store_read == Some(true);
         if !is_read && let Ok(StoreReply::Object(object)) = &result {
             // Read your own writes: later controllers see this state without waiting for the watch.
-            let others = self.namespaces_of_others(Some(object));
+            let others = self.namespaces_not_ours(Some(object));
             if let Some(change) = self.cache.apply_own_write(object) {
                 let object = object.clone();
                 self.dispatch_change(now.mono, change, &object);

@@ -13,6 +13,8 @@
 //! - The finalizer is removed only after the store has confirmed writing `CleanupComplete=True`:
 //!   the removal is computed from a cached state that holds it (a write's reply, or the watch),
 //!   with that state's resource version as precondition.
+//! - Only children created no later than the namespace's deletion count as its children (a child
+//!   created later belongs to a later namespace of that name, not yet in the cache).
 //! - Nothing is deleted before an uncached list, issued while the namespace was terminating, has
 //!   answered; then no child of a cleanup rank is deleted while a child of a lower rank remains in
 //!   the cache or in the last uncached list. A listed child counts as remaining until the cache has applied the
@@ -117,11 +119,11 @@ impl NamespaceController {
         // What is left: the cache's children, and those of the last uncached list that the cache
         // has not seen (or has seen at an older version), unless known to be gone.
         let mut remaining: BTreeMap<ObjectKey, Arc<Object>> =
-            cache.list("*", Some(name)).map(|o| (o.key(), o.clone())).collect();
+            cache.list("*", Some(name)).filter(|o| created_before(o, ns)).map(|o| (o.key(), o.clone())).collect();
         let cached_any = !remaining.is_empty();
         let mut listed_any = false;
         for child in cleanup.listed.iter().flat_map(|l| &l.objects) {
-            if cleanup.gone.contains(&child.metadata.uid) {
+            if cleanup.gone.contains(&child.metadata.uid) || !created_before(child, ns) {
                 continue;
             }
             let rv = child.metadata.resource_version;
@@ -215,6 +217,17 @@ impl NamespaceController {
         }
         cleanup.list = Some(ctx.store(StoreRequest::List { kind: None, namespace: Some(name.to_string()) }));
         Ok(Action::done())
+    }
+}
+
+/// Whether `child` can belong to namespace `ns` as cached (terminating): created no later than
+/// the namespace's deletion, both stamped by the store. The store refuses creates in a terminating
+/// namespace, so a child created later belongs to a later namespace of that name, whose creation
+/// this cache has not seen yet (kinds are not ordered among themselves): it is not ours to delete.
+fn created_before(child: &Object, ns: &Object) -> bool {
+    match (child.metadata.creation_timestamp, ns.metadata.deletion_timestamp) {
+        (Some(created), Some(deleted)) => created <= deleted,
+        _ => true,
     }
 }
 
