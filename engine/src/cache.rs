@@ -88,6 +88,15 @@ impl Cache {
         self.kind_rv.get(kind).copied().unwrap_or(0).max(self.synced_rv)
     }
 
+    /// Whether the object at `key`, known at version `rv`, is gone since: not cached, and either
+    /// the watch of its kind has passed `rv` without it, or its removal at `rv` or later is
+    /// known (a tombstone, also from our own write's reply, while that watch lags behind).
+    /// Kinds lag independently, so the progress of another kind's watch proves nothing here.
+    pub fn gone_since(&self, key: &ObjectKey, rv: u64) -> bool {
+        !self.objects.contains_key(key)
+            && (self.watch_resource_version(&key.kind) >= rv || self.tombstones.get(key).is_some_and(|t| *t >= rv))
+    }
+
     /// Apply an object state seen on the watch stream. Returns `None` if it was older than what
     /// the cache holds (and so ignored).
     pub fn apply_watched(&mut self, event: &WatchEvent) -> Option<Change> {
@@ -271,6 +280,23 @@ mod tests {
         // A resync covers every kind.
         cache.resync(Vec::new(), 30);
         assert_eq!(cache.watch_resource_version("PhysicalContainer"), 30);
+    }
+
+    /// A removal the cache learned from our own write's reply counts as gone for a list taken
+    /// before it, while the watch of that kind still lags behind the list.
+    #[test]
+    fn a_removal_from_our_own_write_is_gone_since_an_older_list() {
+        let mut cache = Cache::default();
+        assert!(cache.apply_watched_some(&ev(obj("a", 48, false))));
+        let key = obj("a", 0, false).key();
+        assert!(!cache.gone_since(&key, 53), "cached");
+        assert!(cache.apply_own_write_some(&obj("a", 58, true)), "our write removed it at 58");
+        assert_eq!(cache.watch_resource_version("PhysicalContainer"), 48, "the watch of the kind lags");
+        assert!(cache.gone_since(&key, 53), "listed at 53, removed at 58");
+        assert!(!cache.gone_since(&key, 60), "listed after the removal: another object of that name");
+        let gone = WatchEvent { event: EventType::Deleted, object: obj("a", 58, true) };
+        assert!(!cache.apply_watched_some(&gone), "the watch catching up is old news");
+        assert!(cache.gone_since(&key, 53));
     }
 
     impl Cache {

@@ -8,6 +8,10 @@
 //! - *Orphan*: the references to an owner marked deleted with the `orphan` finalizer are removed
 //!   from its dependents, which stay, and then the finalizer is removed.
 //!
+//! - *Dangling holds*: an object being deleted that still carries `drydock.dev/logical-hold`
+//!   while every owner is confirmed gone loses the hold (an owner created it from a stale view
+//!   of itself, after it was gone, and so never released it).
+//!
 //! Each object is reconciled in both roles: as a dependent (is it garbage?) and, while it is
 //! marked deleted with one of the two finalizers, as an owner (may the finalizer go?). Owners
 //! waiting on their dependents are reconciled on every change of one of them, and a foreground
@@ -38,7 +42,7 @@
 //!   it holds `orphan` its dependents count it as live; afterwards nothing blocks its
 //!   `foregroundDeletion`.
 
-use crate::api::{Object, ObjectKey, Uid};
+use crate::api::{Object, ObjectKey, Uid, names};
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::store::{
     DeleteOptions, FINALIZER_FOREGROUND_DELETION, FINALIZER_ORPHAN, Propagation, StoreReply, StoreRequest, StoreResult,
@@ -52,6 +56,9 @@ use std::time::Duration;
 /// How often an owner deleted in the foreground looks at its blocking dependents again while
 /// some are left (in the cache, or only in the uncached list because the cache is behind).
 const RECHECK_DELAY: Duration = Duration::from_secs(1);
+
+/// How often a held object whose owner could not be confirmed gone is looked at again.
+const HOLD_RECHECK_DELAY: Duration = Duration::from_secs(5);
 
 /// An owner as seen from one of its dependents.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -188,6 +195,43 @@ impl GarbageCollector {
         Ok(Action::done())
     }
 
+    /// A deleted object still held for its owners (`drydock.dev/logical-hold`). An owner releases
+    /// its hold as it cleans up; but an owner that acted on a stale view of itself (its kind's
+    /// watch lagging behind its deletion) may create a child after it is gone, and nobody is left
+    /// to release that child's hold. Once every owner is confirmed gone by an uncached read, the
+    /// hold goes.
+    fn dangling_hold(&mut self, ctx: &mut Context<'_>, key: &ObjectKey, object: &Object) -> ReconcileResult {
+        let refs = &object.metadata.owner_references;
+        if refs.iter().any(|r| ctx.cache().get_by_uid(&r.uid).is_some()) {
+            // Its owner's own cleanup releases it (each change of the owner reconciles this).
+            self.checks.remove(key);
+            return Ok(Action::done());
+        }
+        let check = self.checks.entry(key.clone()).or_default();
+        if !check.outstanding.is_empty() {
+            return Ok(Action::done());
+        }
+        if refs.iter().all(|r| check.seen.get(&r.uid) == Some(&OwnerState::Gone)) {
+            self.checks.remove(key);
+            tracing::debug!(%key, "owners gone: releasing their hold");
+            ctx.store(StoreRequest::Update { object: without_finalizer(object, names::FINALIZER_HOLD) });
+            return Ok(Action::done());
+        }
+        if refs.iter().all(|r| check.seen.contains_key(&r.uid)) {
+            // An owner exists that the cache has not seen yet (its arrival reconciles this), or
+            // the read failed: look again later.
+            self.checks.remove(key);
+            return Ok(Action::requeue(HOLD_RECHECK_DELAY));
+        }
+        for owner in refs.iter().filter(|r| !check.seen.contains_key(&r.uid)) {
+            let namespaced = ctx.registry().get(&owner.kind).is_some_and(|k| k.namespaced);
+            let ns = if namespaced { object.metadata.namespace.as_deref() } else { None };
+            let id = ctx.store(StoreRequest::Get { key: ObjectKey::new(&owner.kind, ns, &owner.name) });
+            check.outstanding.insert(id, owner.uid.clone());
+        }
+        Ok(Action::done())
+    }
+
     /// The objects of an uncached list of the owner's scope issued by an earlier reconcile, once;
     /// `None` while there is none (one is issued) or it is in flight.
     fn listed(
@@ -299,14 +343,19 @@ impl Controller for GarbageCollector {
             return Ok(Action::done());
         };
         if object.metadata.is_deleting() {
-            self.checks.remove(key);
             if object.metadata.has_finalizer(FINALIZER_ORPHAN) {
+                self.checks.remove(key);
                 return self.orphan(ctx, key, object);
             }
             if object.metadata.has_finalizer(FINALIZER_FOREGROUND_DELETION) {
+                self.checks.remove(key);
                 return self.foreground(ctx, key, object);
             }
             self.releases.remove(key);
+            if object.metadata.has_finalizer(names::FINALIZER_HOLD) {
+                return self.dangling_hold(ctx, key, object);
+            }
+            self.checks.remove(key);
             return Ok(Action::done());
         }
         self.releases.remove(key);

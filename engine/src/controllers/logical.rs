@@ -11,7 +11,9 @@
 //!
 //! *Guarantees*
 //! - Owned resources are created with both their own cleanup finalizer and the logical hold, in
-//!   the create itself. The hold is released only while this logical container is being deleted.
+//!   the create itself. The hold is released only while this logical container is being deleted
+//!   (or, once it is gone, by the garbage collector: a child created from a stale view of a logical
+//!   container already gone would otherwise keep its hold for ever).
 //! - Losing the backing (its identity or its hold) is terminal: never a silent recreate.
 //! - A backing create whose outcome is unknown is verified with an uncached read of owner and hold
 //!   before anything else happens.

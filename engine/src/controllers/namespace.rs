@@ -13,11 +13,16 @@
 //! - The finalizer is removed only after the store has confirmed writing `CleanupComplete=True`:
 //!   the removal is computed from a cached state that holds it (a write's reply, or the watch),
 //!   with that state's resource version as precondition.
-//! - Only children created no later than the namespace's deletion count as its children (a child
-//!   created later belongs to a later namespace of that name, not yet in the cache).
-//! - Nothing is deleted before an uncached list, issued while the namespace was terminating, has
-//!   answered; then no child of a cleanup rank is deleted while a child of a lower rank remains in
-//!   the cache or in the last uncached list. A listed child counts as remaining until the cache has applied the
+//! - Only children of this namespace object (this uid) are deleted, never those of a namespace
+//!   re-created under its name: a child is deleted only if the last certified uncached list holds
+//!   it (by uid). A list is certified by a get, issued after the list answered, that finds the
+//!   namespace of our uid still there: it was there (terminating, so no child could be created)
+//!   for the whole list, so the list holds every child it has left and none of another namespace.
+//!   A child only in the cache is either deleted since or another namespace's (the cache's watch
+//!   of namespaces may lag behind that of the child's kind past a delete and a re-create).
+//! - Nothing is deleted before a certified list has answered; then no child of a cleanup rank is
+//!   deleted while a child of a lower rank remains in the cache or in the last uncached list. A
+//!   listed child counts as remaining until the cache has applied the
 //!   watch past its version without it, our own delete removed it, or a newer list leaves it out.
 //!   Children already being deleted are waited for, not deleted again. At most `max_deletes`
 //!   deletes per reconcile, each with the child's uid as precondition.
@@ -65,8 +70,15 @@ struct Cleanup {
     uid: Uid,
     /// An uncached list in flight.
     list: Option<OpId>,
-    /// The result of the last uncached list.
+    /// A list that answered, waiting for the get of the namespace that certifies it.
+    unconfirmed: Option<Listed>,
+    /// That get, in flight.
+    check: Option<OpId>,
+    /// The result of the last certified uncached list.
     listed: Option<Listed>,
+    /// A get found the namespace gone or of another uid: this namespace is gone, whatever the
+    /// cache still shows; nothing more is done for it.
+    ended: bool,
     list_error: Option<String>,
     /// Our deletes in flight: op -> child uid.
     deletes: BTreeMap<OpId, Uid>,
@@ -79,7 +91,10 @@ impl Cleanup {
         Cleanup {
             uid: uid.clone(),
             list: None,
+            unconfirmed: None,
+            check: None,
             listed: None,
+            ended: false,
             list_error: None,
             deletes: BTreeMap::new(),
             gone: BTreeSet::new(),
@@ -112,6 +127,9 @@ impl NamespaceController {
         if cleanup.uid != ns.metadata.uid {
             *cleanup = Cleanup::new(&ns.metadata.uid);
         }
+        if cleanup.ended {
+            return Ok(Action::done());
+        }
         if let Some(error) = cleanup.list_error.take() {
             return Err(ReconcileError(format!("{key}: listing the namespace failed: {error}")));
         }
@@ -119,18 +137,19 @@ impl NamespaceController {
         // What is left: the cache's children, and those of the last uncached list that the cache
         // has not seen (or has seen at an older version), unless known to be gone.
         let mut remaining: BTreeMap<ObjectKey, Arc<Object>> =
-            cache.list("*", Some(name)).filter(|o| created_before(o, ns)).map(|o| (o.key(), o.clone())).collect();
+            cache.list("*", Some(name)).map(|o| (o.key(), o.clone())).collect();
         let cached_any = !remaining.is_empty();
         let mut listed_any = false;
         for child in cleanup.listed.iter().flat_map(|l| &l.objects) {
-            if cleanup.gone.contains(&child.metadata.uid) || !created_before(child, ns) {
+            if cleanup.gone.contains(&child.metadata.uid) {
                 continue;
             }
             let rv = child.metadata.resource_version;
             match remaining.get(&child.key()) {
                 Some(cached) if cached.metadata.resource_version >= rv => {}
-                // The cache has applied the watch past this version without it: deleted since.
-                None if cache.watch_resource_version(&child.kind) >= rv => {}
+                // Deleted since: the watch of its kind has passed this version without it, or
+                // the cache applied its removal (our own write's reply) while that watch lags.
+                None if cache.gone_since(&child.key(), rv) => {}
                 _ => {
                     listed_any = true;
                     remaining.insert(child.key(), child.clone());
@@ -186,11 +205,14 @@ impl NamespaceController {
         // Delete the lowest rank that has children left; never a higher one while it has. Not
         // before an uncached list has answered: the cache may lag behind on one kind (a child of a
         // lower rank not seen yet) while it shows another.
-        if cleanup.listed.is_some()
+        if let Some(listed) = &cleanup.listed
             && let Some(lowest) = remaining.values().map(|o| rank(o)).min()
         {
-            let victims =
-                remaining.values().filter(|c| rank(c) == lowest && !c.metadata.is_deleting()).take(self.max_deletes);
+            let ours: BTreeSet<&Uid> = listed.objects.iter().map(|o| &o.metadata.uid).collect();
+            let victims = remaining
+                .values()
+                .filter(|c| rank(c) == lowest && !c.metadata.is_deleting() && ours.contains(&c.metadata.uid))
+                .take(self.max_deletes);
             for child in victims {
                 let op = ctx.store(StoreRequest::Delete {
                     key: child.key(),
@@ -203,13 +225,20 @@ impl NamespaceController {
         // List once before deleting anything, then again to confirm once the cache shows no
         // child. A list whose children the cache has not caught up with is repeated after a while,
         // not in a loop.
-        if cleanup.list.is_some() {
+        if cleanup.list.is_some() || cleanup.check.is_some() {
+            return Ok(Action::done());
+        }
+        if cleanup.unconfirmed.is_some() {
+            cleanup.check = Some(ctx.store(StoreRequest::Get { key: key.clone() }));
             return Ok(Action::done());
         }
         let due = match &cleanup.listed {
             None => now.mono,
-            Some(_) if cached_any => return Ok(Action::done()),
+            // Children known only from the list: the watch passing them without them, or a newer
+            // list, says they are gone. The watch may pass them with events the cache had
+            // already taken from our own writes' replies, which wake nobody: list again.
             Some(listed) if listed_any => listed.at + RELIST_DELAY,
+            Some(_) if cached_any => return Ok(Action::done()),
             Some(_) => now.mono,
         };
         if due > now.mono {
@@ -217,17 +246,6 @@ impl NamespaceController {
         }
         cleanup.list = Some(ctx.store(StoreRequest::List { kind: None, namespace: Some(name.to_string()) }));
         Ok(Action::done())
-    }
-}
-
-/// Whether `child` can belong to namespace `ns` as cached (terminating): created no later than
-/// the namespace's deletion, both stamped by the store. The store refuses creates in a terminating
-/// namespace, so a child created later belongs to a later namespace of that name, whose creation
-/// this cache has not seen yet (kinds are not ordered among themselves): it is not ours to delete.
-fn created_before(child: &Object, ns: &Object) -> bool {
-    match (child.metadata.creation_timestamp, ns.metadata.deletion_timestamp) {
-        (Some(created), Some(deleted)) => created <= deleted,
-        _ => true,
     }
 }
 
@@ -275,9 +293,19 @@ impl Controller for NamespaceController {
             cleanup.list = None;
             match result {
                 Ok(StoreReply::Objects(objects)) => {
-                    cleanup.listed = Some(Listed { objects: objects.clone(), at: now.mono });
+                    cleanup.unconfirmed = Some(Listed { objects: objects.clone(), at: now.mono });
                 }
                 Ok(StoreReply::Object(_)) => cleanup.list_error = Some("a list answered with one object".into()),
+                Err(e) => cleanup.list_error = Some(e.to_string()),
+            }
+        } else if cleanup.check == Some(op) {
+            cleanup.check = None;
+            let unconfirmed = cleanup.unconfirmed.take();
+            match result {
+                Ok(StoreReply::Object(ns)) if ns.metadata.uid == cleanup.uid => cleanup.listed = unconfirmed,
+                Ok(StoreReply::Object(_)) => cleanup.ended = true,
+                Err(e) if e.is_not_found() => cleanup.ended = true,
+                Ok(StoreReply::Objects(_)) => cleanup.list_error = Some("a get answered with a list".into()),
                 Err(e) => cleanup.list_error = Some(e.to_string()),
             }
         } else if let Some(uid) = cleanup.deletes.remove(&op) {
