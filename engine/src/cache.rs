@@ -275,7 +275,10 @@ mod tests {
         let mut later = (*obj("img", 20, false)).clone();
         later.kind = "ContainerImage".into();
         assert!(cache.apply_watched_some(&ev(Arc::new(later))));
-        assert!(!cache.apply_watched_some(&ev(obj("a", 7, false))), "the container watch catching up does not resurrect it");
+        assert!(
+            !cache.apply_watched_some(&ev(obj("a", 7, false))),
+            "the container watch catching up does not resurrect it"
+        );
         assert!(cache.get(&obj("a", 0, false).key()).is_none());
         // A resync covers every kind.
         cache.resync(Vec::new(), 30);

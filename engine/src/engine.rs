@@ -397,9 +397,9 @@ impl Engine {
     /// the rest are checked once the new list is in).
     fn namespaces_not_ours(&self, changing: Option<&crate::api::Object>) -> NotOurs {
         match changing {
-            Some(object) if object.kind == crate::api::Namespace::KIND => NotOurs::One(
-                (!self.namespace_is_ours(&object.metadata.name)).then(|| object.metadata.name.clone()),
-            ),
+            Some(object) if object.kind == crate::api::Namespace::KIND => {
+                NotOurs::One((!self.namespace_is_ours(&object.metadata.name)).then(|| object.metadata.name.clone()))
+            }
             Some(_) => NotOurs::One(None),
             None => NotOurs::AllBut(
                 self.cache
@@ -459,9 +459,7 @@ impl Engine {
         match (&key.namespace, key.kind.as_str()) {
             (Some(ns), _) => self.namespace_is_ours(ns),
             // A namespace gone from the cache: ours to forget.
-            (None, crate::api::Namespace::KIND) => {
-                self.cache.get(key).is_none() || self.namespace_is_ours(&key.name)
-            }
+            (None, crate::api::Namespace::KIND) => self.cache.get(key).is_none() || self.namespace_is_ours(&key.name),
             (None, _) => true,
         }
     }
