@@ -32,6 +32,33 @@ pub fn propagation(rng: &mut ChaCha8Rng) -> Propagation {
     }
 }
 
+/// An owner and dependents made just after it (most blocking its deletion), then the owner
+/// deleted in the foreground or orphaning while they are surely there: the garbage collector's
+/// owner side, which deletes drawn at random reach only now and then.
+fn owner_family(rng: &mut ChaCha8Rng, ops: &mut Ops, namespaces: &[(String, std::time::Duration)]) {
+    let (namespace, ns_t) = pick(rng, namespaces).clone();
+    let made = ns_t + between(rng, 500, 5_000);
+    let member = |name: &str, owner: Option<&str>, block: bool, rng: &mut ChaCha8Rng| ContainerOp {
+        namespace: namespace.clone(),
+        name: name.to_string(),
+        image: Some("busybox:latest".into()),
+        owner: owner.map(str::to_string),
+        block_owner_deletion: block,
+        command: Behaviour::draw(rng).command(),
+        ..ContainerOp::default()
+    };
+    let owner = member("fam-0", None, false, rng);
+    ops.at(made, ClientOp::CreateContainer(owner));
+    for k in 1..=1 + rng.next_u64() % 3 {
+        let block = chance(rng, 0.8);
+        let dependent = member(&format!("fam-{k}"), Some("fam-0"), block, rng);
+        ops.at(made + between(rng, 0, 1_500), ClientOp::CreateContainer(dependent));
+    }
+    let propagation = if chance(rng, 0.6) { Propagation::Foreground } else { Propagation::Orphan };
+    let delete = ClientOp::DeleteContainer { namespace: namespace.clone(), name: "fam-0".into(), propagation };
+    ops.at(made + between(rng, 2_000, 8_000), delete);
+}
+
 pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
     let mut ops = Ops::default();
     let namespaces: Vec<(String, std::time::Duration)> =
@@ -124,6 +151,9 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             }
         }
         made.push((namespace, name));
+    }
+    if chance(rng, 0.5) {
+        owner_family(rng, &mut ops, &namespaces);
     }
     let mut kept = Vec::new();
     for (name, t) in &namespaces {

@@ -228,6 +228,9 @@ fn a_key_handed_to_another_engine_forgets_its_backoff() {
     let mut registry = Registry::builtin();
     registry.register(KindInfo::untyped("Widget", true));
     let mut e = Engine::new(EngineConfig::default(), registry, vec![Box::new(probe)]);
+    let mut ns = Object::new(Namespace::KIND, ObjectMeta::named(None, "ns"), serde_json::json!({}));
+    ns.metadata.resource_version = 1;
+    e.handle(at(0), watch(Arc::new(ns.clone())));
     let mut w = (*widget("Widget", "a", 2, None)).clone();
     w.metadata.namespace = Some("ns".into());
     e.handle(at(0), watch(Arc::new(w)));
@@ -237,13 +240,32 @@ fn a_key_handed_to_another_engine_forgets_its_backoff() {
     assert_eq!(e.retrying(), 1);
     // The namespace turns out to belong to another engine: the retry runs, finds the key is not
     // ours, and must not leave the key "retrying" forever.
-    let mut ns = Object::new(Namespace::KIND, ObjectMeta::named(None, "ns"), serde_json::json!({}));
     ns.metadata.resource_version = 3;
     ns.metadata.annotations.insert(names::ANNOTATION_ENGINE.into(), "someone-else".into());
     e.handle(at(1), watch(Arc::new(ns)));
     drain(&mut e, at(1_000));
     assert_eq!(e.retrying(), 0);
     assert_eq!(e.next_wakeup(), None);
+}
+
+/// Kinds are not ordered among themselves: an object may arrive before its namespace, which may
+/// be another engine's. Nothing is done for it until the namespace is seen; then it is.
+#[test]
+fn an_object_waits_for_its_namespace_and_is_reconciled_when_it_arrives() {
+    use drydock_engine::api::{Namespace, Resource as _};
+    let log = Arc::new(Mutex::new(Log::default()));
+    let probe = Probe { log: log.clone(), write: true, runtime: false, action: Action::done() };
+    let mut registry = Registry::builtin();
+    registry.register(KindInfo::untyped("Widget", true));
+    let mut e = Engine::new(EngineConfig::default(), registry, vec![Box::new(probe)]);
+    let mut w = (*widget("Widget", "a", 2, None)).clone();
+    w.metadata.namespace = Some("ns".into());
+    e.handle(at(0), watch(Arc::new(w)));
+    assert!(store_ids(&drain(&mut e, at(0))).is_empty(), "nothing done before the namespace is seen");
+    let mut ns = Object::new(Namespace::KIND, ObjectMeta::named(None, "ns"), serde_json::json!({}));
+    ns.metadata.resource_version = 1;
+    e.handle(at(1), watch(Arc::new(ns)));
+    assert_eq!(store_ids(&drain(&mut e, at(1))).len(), 1, "the namespace's arrival reconciles the widget");
 }
 
 #[test]
