@@ -205,8 +205,10 @@ enum Step {
     Fault(FaultKind, u64),
 }
 
-/// Fields an action keeps whatever the shrinker does: what identifies it.
-const ESSENTIAL_FIELDS: [&str; 5] = ["at", "op", "external", "namespace", "name"];
+/// Fields an action keeps whatever the shrinker does: what identifies it, and which engine a
+/// namespace is assigned to (dropping it is no simplification: it moves the run into another
+/// regime, two engines reconciling one namespace, which the generators never produce).
+const ESSENTIAL_FIELDS: [&str; 6] = ["at", "op", "external", "namespace", "name", "engine"];
 
 /// `op` with one optional field less (at its top level, or inside an object field such as a
 /// spec), for every field that can go: the variants that still parse as an action.

@@ -17,6 +17,12 @@
 //! - Losing the backing (its identity or its hold) is terminal: never a silent recreate.
 //! - A backing create whose outcome is unknown is verified with an uncached read of owner and hold
 //!   before anything else happens.
+//! - Nothing is made for a logical container (no backing, no image, no startup lease) before an
+//!   uncached read in this life found it in the store and not being deleted: kinds are not
+//!   ordered among themselves, so the cache may show one already gone whose namespace was
+//!   deleted and created again, and children made for it would have no owner to clean them up.
+//!   (A delete that lands between that read and the create is the ordinary race: the logical
+//!   container's own cleanup lists and removes what it owns.)
 
 use crate::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalContainerStatus, LogicalMode, LogicalPhase};
 use crate::api::{
@@ -67,6 +73,8 @@ enum Op {
     CreateBacking,
     VerifyBacking,
     CleanupCheck,
+    /// An uncached read of the logical container itself, before anything is made for it.
+    ConfirmSelf,
 }
 
 /// What this engine knows about one logical container.
@@ -86,6 +94,11 @@ struct Logical {
     verify: bool,
     /// The spec of the backing we last asked to create, to recognise it when verifying.
     expected_spec: Option<serde_json::Value>,
+    /// An uncached read found this logical container in the store, not being deleted.
+    confirmed: bool,
+    /// An uncached read found it gone or being deleted while the cache shows it live: the
+    /// cache is behind (its kind's watch lags), and catching up ends this.
+    stale: bool,
 }
 
 #[derive(Debug)]
@@ -283,6 +296,16 @@ impl LogicalContainerController {
                 t.failure = Some((reasons::BACKING_NOT_OURS, format!("{backing_key} exists and is not ours")));
                 self.apply(ctx, obj)
             };
+        }
+        if t.stale {
+            return Ok(Action::done());
+        }
+        if spec.mode != LogicalMode::Existing && !t.confirmed {
+            // Before making anything for it: the cache may show a logical container already gone
+            // (its kind's watch lagging behind its deletion while its namespace's has moved on to
+            // a namespace re-created under that name), whose children nobody would clean up.
+            self.ops.start_store(ctx, &uid, Op::ConfirmSelf, StoreRequest::Get { key: obj.key() });
+            return Ok(Action::done());
         }
         if spec.mode == LogicalMode::Session {
             self.create_backing(ctx, obj, &spec, None, &key);
@@ -516,6 +539,21 @@ impl Controller for LogicalContainerController {
             (Op::VerifyBacking, Err(e)) if e.is_not_found() => {
                 tracked.retry.succeed(Op::VerifyBacking);
                 t.verify = false;
+            }
+            (Op::ConfirmSelf, Ok(StoreReply::Object(found))) => {
+                tracked.retry.succeed(Op::ConfirmSelf);
+                if found.metadata.uid == uid && !found.metadata.is_deleting() {
+                    t.confirmed = true;
+                } else {
+                    t.stale = true;
+                }
+            }
+            (Op::ConfirmSelf, Err(e)) if e.is_not_found() => {
+                tracked.retry.succeed(Op::ConfirmSelf);
+                t.stale = true;
+            }
+            (Op::ConfirmSelf, _) => {
+                let _ = tracked.retry.fail(Op::ConfirmSelf, now.mono, &RETRY);
             }
             (Op::CleanupCheck, Ok(StoreReply::Objects(objects))) => {
                 t.cleanup_clear = !objects.iter().any(|o| owned_by(o, &uid));

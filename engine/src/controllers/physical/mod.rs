@@ -209,20 +209,27 @@ impl PhysicalContainerController {
                     // A create of ours whose reply was lost may land after the list that
                     // verified it found nothing (the runtime holds the name before it lists the
                     // container). With no create to send there is no name conflict to reveal
-                    // it: once it has settled, list by our label again.
+                    // it: once it has settled, list by our label again. The same holds for a
+                    // create an earlier life of this engine may have sent: once the earlier
+                    // lives' requests have settled.
                     let t = &mut self.ops.entry(obj).state;
-                    match t.uncertain_create_at {
-                        Some(_) if t.late_create_checked || t.verify.is_some() => Ok(Action::done()),
-                        Some(sent) if ctx.now().mono < sent + NOTFOUND_SETTLE => {
-                            Ok(Action::retry_after(sent + NOTFOUND_SETTLE - ctx.now().mono))
+                    let earlier_lives = !unknown_to_earlier_lives(t, ctx, uid);
+                    let now = ctx.now().mono;
+                    if t.late_create_checked || t.verify.is_some() {
+                        return Ok(Action::done());
+                    }
+                    match (t.uncertain_create_at, ctx.earlier_lives_pending()) {
+                        (_, Some(settled)) if earlier_lives => Ok(Action::retry_after(settled - now)),
+                        (Some(sent), _) if now < sent + NOTFOUND_SETTLE => {
+                            Ok(Action::retry_after(sent + NOTFOUND_SETTLE - now))
                         }
-                        Some(_) => {
+                        (None, _) if !earlier_lives => Ok(Action::done()),
+                        _ => {
                             t.late_create_checked = true;
                             t.verify = Some(Verify::AfterUncertain);
                             let list = RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) };
                             self.start_op(ctx, uid, Op::Verify, list)
                         }
-                        None => Ok(Action::done()),
                     }
                 }
                 ImageSource::Failed(message) => {
