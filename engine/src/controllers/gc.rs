@@ -22,7 +22,8 @@
 //!   read (the referenced uid does not exist) or is being deleted in the foreground (marked with
 //!   `foregroundDeletion`: final, the owner never becomes live again). A stale cache (an owner
 //!   created but not seen yet) never costs a live object. The delete carries the dependent's uid
-//!   as precondition.
+//!   and resource version as preconditions: a dependent whose references changed since the
+//!   state judged (unlinked by an orphaning owner in a write the cache has not seen) is not deleted.
 //! - `foregroundDeletion` is removed only when neither the cache nor an uncached list of the
 //!   owner's namespace (of all namespaces for a cluster-scoped owner), issued after the cache
 //!   showed none, holds an object with a `blockOwnerDeletion` reference to the owner's uid.
@@ -130,8 +131,10 @@ fn delete(ctx: &mut Context<'_>, dependent: &Object) {
         key: dependent.key(),
         options: DeleteOptions {
             precondition_uid: Some(dependent.metadata.uid.clone()),
+            // The owner references judged are those of this state: if they changed since (an
+            // orphaning owner unlinked it, a write our cache has not seen), it is judged again.
+            precondition_resource_version: Some(dependent.metadata.resource_version),
             propagation: Propagation::Background,
-            ..Default::default()
         },
     });
 }

@@ -8,12 +8,15 @@ use drydock_engine::store::{FINALIZER_FOREGROUND_DELETION, FINALIZER_ORPHAN, Sto
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The object a delete request of an engine would mark or remove, as the store is before it
-/// applies: `None` if the request would do nothing (gone, uid precondition failing, already
-/// being deleted).
+/// applies: `None` if the request would do nothing (gone, a uid or resource-version precondition
+/// failing, already being deleted).
 fn delete_target<'a>(view: &View<'a>, request: &StoreRequest) -> Option<&'a Object> {
     let StoreRequest::Delete { key, options } = request else { return None };
     let target: &'a Object = view.store.get(key)?;
-    if options.precondition_uid.as_ref().is_some_and(|uid| *uid != target.metadata.uid) || target.metadata.is_deleting()
+    let meta = &target.metadata;
+    if options.precondition_uid.as_ref().is_some_and(|uid| *uid != meta.uid)
+        || options.precondition_resource_version.is_some_and(|rv| rv != meta.resource_version)
+        || meta.is_deleting()
     {
         return None;
     }
