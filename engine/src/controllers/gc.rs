@@ -43,7 +43,7 @@
 //!   it holds `orphan` its dependents count it as live; afterwards nothing blocks its
 //!   `foregroundDeletion`.
 
-use crate::api::{Object, ObjectKey, Uid, names};
+use crate::api::{Object, ObjectKey, OwnerReference, Uid, names};
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::store::{
     DeleteOptions, FINALIZER_FOREGROUND_DELETION, FINALIZER_ORPHAN, Propagation, StoreReply, StoreRequest, StoreResult,
@@ -125,6 +125,22 @@ fn unlink(ctx: &mut Context<'_>, dependent: &Object, owners: &BTreeSet<Uid>) {
     ctx.store(StoreRequest::Update { object: next });
 }
 
+/// Uncached reads of `owners` of `dependent` (in its namespace if their kind is namespaced),
+/// recorded in `check` as outstanding.
+fn read_owners<'a>(
+    ctx: &mut Context<'_>,
+    dependent: &Object,
+    owners: impl Iterator<Item = &'a OwnerReference>,
+    check: &mut OwnerCheck,
+) {
+    for owner in owners {
+        let namespaced = ctx.registry().get(&owner.kind).is_some_and(|k| k.namespaced);
+        let ns = if namespaced { dependent.metadata.namespace.as_deref() } else { None };
+        let id = ctx.store(StoreRequest::Get { key: ObjectKey::new(&owner.kind, ns, &owner.name) });
+        check.outstanding.insert(id, owner.uid.clone());
+    }
+}
+
 fn delete(ctx: &mut Context<'_>, dependent: &Object) {
     tracing::debug!(key = %dependent.key(), "owners gone or deleting in the foreground: deleting dependent");
     ctx.store(StoreRequest::Delete {
@@ -186,12 +202,7 @@ impl GarbageCollector {
             }
             _ => {
                 let mut check = OwnerCheck::default();
-                for owner in unknown {
-                    let namespaced = ctx.registry().get(&owner.kind).is_some_and(|k| k.namespaced);
-                    let ns = if namespaced { object.metadata.namespace.as_deref() } else { None };
-                    let id = ctx.store(StoreRequest::Get { key: ObjectKey::new(&owner.kind, ns, &owner.name) });
-                    check.outstanding.insert(id, owner.uid.clone());
-                }
+                read_owners(ctx, object, unknown.into_iter(), &mut check);
                 self.checks.insert(key.clone(), check);
             }
         }
@@ -226,12 +237,8 @@ impl GarbageCollector {
             self.checks.remove(key);
             return Ok(Action::requeue(HOLD_RECHECK_DELAY));
         }
-        for owner in refs.iter().filter(|r| !check.seen.contains_key(&r.uid)) {
-            let namespaced = ctx.registry().get(&owner.kind).is_some_and(|k| k.namespaced);
-            let ns = if namespaced { object.metadata.namespace.as_deref() } else { None };
-            let id = ctx.store(StoreRequest::Get { key: ObjectKey::new(&owner.kind, ns, &owner.name) });
-            check.outstanding.insert(id, owner.uid.clone());
-        }
+        let unread: Vec<&OwnerReference> = refs.iter().filter(|r| !check.seen.contains_key(&r.uid)).collect();
+        read_owners(ctx, object, unread.into_iter(), check);
         Ok(Action::done())
     }
 

@@ -220,14 +220,19 @@ fn a_runtime_request_without_an_answer_is_cancelled_and_reported_uncertain_at_it
     assert_eq!(log.lock().unwrap().runtime_results.len(), 1);
 }
 
+/// An engine whose one controller writes on every reconcile of a `Widget`, a namespaced kind.
+fn namespaced_widget_engine() -> Engine {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let probe = Probe { log, write: true, runtime: false, action: Action::done() };
+    let mut registry = Registry::builtin();
+    registry.register(KindInfo::untyped("Widget", true));
+    Engine::new(EngineConfig::default(), registry, vec![Box::new(probe)])
+}
+
 #[test]
 fn a_key_handed_to_another_engine_forgets_its_backoff() {
     use drydock_engine::api::{Namespace, Resource as _, names};
-    let log = Arc::new(Mutex::new(Log::default()));
-    let probe = Probe { log: log.clone(), write: true, runtime: false, action: Action::done() };
-    let mut registry = Registry::builtin();
-    registry.register(KindInfo::untyped("Widget", true));
-    let mut e = Engine::new(EngineConfig::default(), registry, vec![Box::new(probe)]);
+    let mut e = namespaced_widget_engine();
     let mut ns = Object::new(Namespace::KIND, ObjectMeta::named(None, "ns"), serde_json::json!({}));
     ns.metadata.resource_version = 1;
     e.handle(at(0), watch(Arc::new(ns.clone())));
@@ -253,11 +258,7 @@ fn a_key_handed_to_another_engine_forgets_its_backoff() {
 #[test]
 fn an_object_waits_for_its_namespace_and_is_reconciled_when_it_arrives() {
     use drydock_engine::api::{Namespace, Resource as _};
-    let log = Arc::new(Mutex::new(Log::default()));
-    let probe = Probe { log: log.clone(), write: true, runtime: false, action: Action::done() };
-    let mut registry = Registry::builtin();
-    registry.register(KindInfo::untyped("Widget", true));
-    let mut e = Engine::new(EngineConfig::default(), registry, vec![Box::new(probe)]);
+    let mut e = namespaced_widget_engine();
     let mut w = (*widget("Widget", "a", 2, None)).clone();
     w.metadata.namespace = Some("ns".into());
     e.handle(at(0), watch(Arc::new(w)));
