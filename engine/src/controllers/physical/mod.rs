@@ -8,6 +8,9 @@
 //!   retry: our container is adopted, a stranger holding the name is never adopted. A name the
 //!   runtime holds for a create still in progress (Docker answers 409 before the container shows
 //!   in a list or an inspection) is retried with the create's backoff until the holder shows.
+//! - An object an earlier life of this engine may have been creating (a restart) is listed by
+//!   that label before its first create too, and only once that life's requests have settled
+//!   (the runtime timeout after start): its create, still in flight, may otherwise land unseen.
 //! - The runtime-cleanup finalizer is released only after the runtime container was removed and
 //!   a list by uid label found nothing left.
 //! - A container removed behind our back is reported `Missing` and never recreated; one seen
@@ -33,9 +36,10 @@ use crate::api::{
 };
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::runtime::{ContainerCreate, ContainerState, RuntimeEvent, RuntimeRequest, RuntimeResult};
+use crate::store::{StoreRequest, StoreResult};
 use crate::time::Now;
 use crate::toolkit::{Cleanup, Finalizer, OpTracker, write_status};
-use state::{Container, Failure, Observed, Op, Verify};
+use state::{Confirmation, Container, Failure, Observed, Op, Verify};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -124,8 +128,9 @@ impl PhysicalContainerController {
             }
             return Ok(Action::done());
         }
-        if status.phase == ContainerPhase::Failed {
-            // Terminal, also for a later life of this engine that never learnt why.
+        if status.phase == ContainerPhase::Failed || t.confirmation == Confirmation::Stale {
+            // Failed: terminal, also for a later life of this engine that never learnt why.
+            // Stale: its deletion is on its way.
             return Ok(Action::done());
         }
         match t.runtime_id.clone() {
@@ -176,8 +181,16 @@ impl PhysicalContainerController {
         // An earlier life of this engine may have created the container without recording it (a
         // crash, a lost reply): look for our label before creating, as after an uncertain
         // create. (Waiting for a name conflict is not enough: with the image gone the runtime
-        // answers NotFound first.)
-        if !unknown_to_earlier_lives(t, ctx, uid) && !std::mem::replace(&mut t.label_checked, true) {
+        // answers NotFound first.) Its create may still be in flight, so look only once the
+        // earlier lives' requests have settled: one that lands after a create of ours would go
+        // unseen if ours were then removed behind our back, and make a container for an object
+        // reported `Missing`.
+        if !unknown_to_earlier_lives(t, ctx, uid) && !t.label_checked {
+            let now = ctx.now().mono;
+            if let Some(settled) = ctx.earlier_lives_pending() {
+                return Ok(Action::retry_after(settled - now));
+            }
+            t.label_checked = true;
             t.verify.get_or_insert(Verify::AfterUncertain);
         }
         let name = spec.runtime_name(namespace, &obj.metadata.name);
@@ -194,6 +207,10 @@ impl PhysicalContainerController {
                 self.start_op(ctx, uid, Op::Verify, list)
             }
             (None, _) => match resolve_image(ctx, obj, spec) {
+                ImageSource::Ready(_) if t.confirmation == Confirmation::Unread => {
+                    self.ops.start_store(ctx, uid, Op::ConfirmSelf, StoreRequest::Get { key: obj.key() });
+                    Ok(Action::done())
+                }
                 ImageSource::Ready(image) => {
                     let request = Self::create_request(ctx, obj, ns, spec, image);
                     self.start_op(ctx, uid, Op::Create, request)
@@ -209,22 +226,19 @@ impl PhysicalContainerController {
                     // A create of ours whose reply was lost may land after the list that
                     // verified it found nothing (the runtime holds the name before it lists the
                     // container). With no create to send there is no name conflict to reveal
-                    // it: once it has settled, list by our label again. The same holds for a
-                    // create an earlier life of this engine may have sent: once the earlier
-                    // lives' requests have settled.
+                    // it: once it has settled, list by our label again. (An earlier life's
+                    // create had settled before the label check above.)
                     let t = &mut self.ops.entry(obj).state;
-                    let earlier_lives = !unknown_to_earlier_lives(t, ctx, uid);
                     let now = ctx.now().mono;
                     if t.late_create_checked || t.verify.is_some() {
                         return Ok(Action::done());
                     }
-                    match (t.uncertain_create_at, ctx.earlier_lives_pending()) {
-                        (_, Some(settled)) if earlier_lives => Ok(Action::retry_after(settled - now)),
-                        (Some(sent), _) if now < sent + NOTFOUND_SETTLE => {
+                    match t.uncertain_create_at {
+                        None => Ok(Action::done()),
+                        Some(sent) if now < sent + NOTFOUND_SETTLE => {
                             Ok(Action::retry_after(sent + NOTFOUND_SETTLE - now))
                         }
-                        (None, _) if !earlier_lives => Ok(Action::done()),
-                        _ => {
+                        Some(_) => {
                             t.late_create_checked = true;
                             t.verify = Some(Verify::AfterUncertain);
                             let list = RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) };
@@ -484,5 +498,10 @@ impl Controller for PhysicalContainerController {
     fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
         let Some((done, tracked)) = self.ops.claim(op) else { return };
         state::handle_result(tracked, now, done.op, result);
+    }
+
+    fn on_store_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &StoreResult) {
+        let Some((done, tracked)) = self.ops.claim(op) else { return };
+        state::handle_confirmation(tracked, now, done.op, result);
     }
 }

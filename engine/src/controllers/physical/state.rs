@@ -15,6 +15,7 @@
 
 use crate::api::{ContainerPhase, PhysicalContainerStatus, names, reasons};
 use crate::runtime::{ContainerInfo, ContainerState, RuntimeError, RuntimeReply, RuntimeResult};
+use crate::store::{StoreReply, StoreResult};
 use crate::time::{MonoTime, Now};
 use crate::toolkit::{self, Retry, RetryGate, RetryPolicy};
 use std::time::Duration;
@@ -59,6 +60,22 @@ pub(super) enum Op {
     CleanupCheck,
     /// List by uid label before reporting `Failed` while a create of ours may have landed unseen.
     FailureCheck,
+    /// Read the object itself, uncached, before its first create (see [`Confirmation`]).
+    ConfirmSelf,
+}
+
+/// Whether an uncached read showed the object live before this engine made a container for it.
+/// The cache may show one already gone: its kind's watch lagging behind its deletion while the
+/// namespace's has moved on to a namespace re-created under the same name, whose arrival
+/// dispatches what is cached in it. A container made for it would outlive it, unowned.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(super) enum Confirmation {
+    #[default]
+    Unread,
+    /// Read live, with the uid cached: it may be given a container.
+    Live,
+    /// Gone, or deleting, or another object under its name: nothing is made for it, ever.
+    Stale,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,7 +164,8 @@ pub(super) struct Container {
     /// This engine saw the object before its runtime finalizer was added, so no earlier life of
     /// the engine can have a create for it in flight.
     pub(super) seen_unstarted: bool,
-    /// This engine listed the runtime by the object's uid label before its first create.
+    /// This engine listed the runtime by the object's uid label before its first create, once
+    /// the requests of its earlier lives had settled.
     pub(super) label_checked: bool,
     /// The last create whose outcome this engine does not know was sent then: the runtime may
     /// still be completing it, holding the name without listing the container.
@@ -158,6 +176,8 @@ pub(super) struct Container {
     /// While waiting for its image, this engine listed by uid label again once the last uncertain
     /// create had settled.
     pub(super) late_create_checked: bool,
+    /// What an uncached read of the object said before its first create.
+    pub(super) confirmation: Confirmation,
 }
 
 pub(super) type Tracked = toolkit::Tracked<Op, Container>;
@@ -250,6 +270,30 @@ impl Container {
             retry.wait_until(now.mono + Duration::from_millis(200) * (1 << self.notfound_retries));
         } else {
             self.observed = Some(Observed::Missing);
+        }
+    }
+}
+
+/// What the uncached read of the object itself says: live with our uid, or stale. Any other
+/// answer (no reply, a 500) is retried with [`RETRY`].
+pub(super) fn handle_confirmation(tracked: &mut Tracked, now: Now, op: Op, result: &StoreResult) {
+    if op != Op::ConfirmSelf {
+        return;
+    }
+    let uid = tracked.uid().clone();
+    let t = &mut tracked.state;
+    match result {
+        Ok(StoreReply::Object(found)) => {
+            let live = found.metadata.uid == uid && !found.metadata.is_deleting();
+            t.confirmation = if live { Confirmation::Live } else { Confirmation::Stale };
+            tracked.retry.succeed(op);
+        }
+        Err(e) if e.is_not_found() => {
+            t.confirmation = Confirmation::Stale;
+            tracked.retry.succeed(op);
+        }
+        _ => {
+            let _: Retry = tracked.retry.fail(op, now.mono, &RETRY);
         }
     }
 }
