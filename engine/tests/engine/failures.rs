@@ -218,6 +218,16 @@ impl World {
         self.fed = 0;
     }
 
+    /// A new engine process over the same store and runtime that starts, as a driver does, from a
+    /// full list of the store (so it never sees the objects of its earlier life being created).
+    fn restart_engine_from_a_list(&mut self) {
+        self.restart_engine();
+        let objects = self.store.list(None, None);
+        let resource_version = self.store.resource_version();
+        self.engine.handle(self.now(), Input::Resync { objects, resource_version });
+        self.fed = resource_version;
+    }
+
     /// Drive the engine for `duration` of simulated time; the runtime answers at once.
     fn run_for(&mut self, duration: Duration) {
         let end = self.now_ms + u64::try_from(duration.as_millis()).unwrap();
@@ -563,4 +573,36 @@ fn a_persistent_container_waits_for_a_namesake_being_removed_instead_of_reusing_
     let status = w.status::<LogicalContainer>(&key);
     assert_eq!(status.phase, LogicalPhase::Running, "{status:?}");
     assert_eq!(w.runtime.creates().len(), 1);
+}
+
+#[test]
+fn a_restarted_engine_creates_what_its_earlier_life_was_creating_only_once_that_lifes_requests_have_settled() {
+    // The first life's creates all end without an answer: any of them may still land.
+    let mut runtime = Runtime::new();
+    runtime.create_error = Some(RuntimeError::Uncertain("no reply".into()));
+    let mut w = World::new(runtime);
+    let key = w.create::<PhysicalContainer>("web", &web());
+    w.run_for(Duration::from_secs(1));
+    assert!(!w.runtime.creates().is_empty(), "the first life tried to create");
+
+    w.runtime.create_error = None;
+    w.restart_engine_from_a_list();
+    let restarted = w.now_ms;
+    let before = w.runtime.requests.len();
+    w.run_for(Duration::from_secs(60));
+    let since: Vec<(u64, RuntimeRequest)> = w.runtime.requests[before..].to_vec();
+    let first_create = since.iter().position(|(_, r)| matches!(r, RuntimeRequest::CreateContainer(_)));
+    let first_list = since.iter().position(|(_, r)| matches!(r, RuntimeRequest::ListContainers { .. }));
+    let (Some(create), Some(list)) = (first_create, first_list) else {
+        panic!("the new life listed by label and then created: {since:?}");
+    };
+    assert!(list < create, "the label check comes before the create: {since:?}");
+    let runtime_timeout = 30_000;
+    assert!(
+        since[list].0 >= restarted + runtime_timeout,
+        "the label check waited for the earlier life's requests to settle: at {} ms, restarted at {restarted} ms",
+        since[list].0
+    );
+    let status = w.status::<PhysicalContainer>(&key);
+    assert_eq!(status.phase, ContainerPhase::Running, "{status:?}");
 }
