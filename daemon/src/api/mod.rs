@@ -34,6 +34,8 @@ pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod resource;
+pub mod respond;
+pub mod route;
 pub mod selectors;
 pub mod status;
 pub mod table;
@@ -110,7 +112,7 @@ pub fn router(store: Arc<SharedStore>, options: ApiOptions) -> Router {
         .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::v3_root))
         .route("/openapi/v3/{*path}", get(openapi::v3_group_version))
-        .fallback(resource::dispatch)
+        .fallback(route::dispatch)
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(options, auth::require_token))
         .layer(axum::middleware::from_fn(auth::trace_request))

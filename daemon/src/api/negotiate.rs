@@ -8,8 +8,7 @@
 
 use super::status::{ApiError, ApiResult};
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, header};
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -52,24 +51,6 @@ fn media_range_format(range: &str) -> Option<Format> {
     }
 }
 
-/// A JSON answer.
-pub fn json_response(code: StatusCode, value: &Value) -> Response {
-    let body = serde_json::to_vec(value).unwrap_or_default();
-    (code, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
-}
-
-/// A 200 JSON answer with `Warning` headers.
-pub fn json_with_warnings(code: StatusCode, value: &Value, warnings: &[String]) -> Response {
-    let mut response = json_response(code, value);
-    for warning in warnings {
-        let text = format!("299 - \"{}\"", warning.replace('"', "'"));
-        if let Ok(value) = HeaderValue::from_str(&text) {
-            response.headers_mut().append(header::WARNING, value);
-        }
-    }
-    response
-}
-
 /// The body, at most `limit` bytes.
 pub async fn read_body(body: Body, limit: usize) -> ApiResult<Bytes> {
     axum::body::to_bytes(body, limit).await.map_err(|_| ApiError::TooLarge { limit })
@@ -107,6 +88,7 @@ pub fn parse_yaml(body: &[u8]) -> ApiResult<Value> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use axum::http::HeaderValue;
 
     fn with_accept(value: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();

@@ -14,7 +14,7 @@
 
 use super::AppState;
 use super::kinds::{self, KindDesc};
-use super::negotiate::json_response;
+use super::respond::json_response;
 use super::status::{ApiError, ApiResult, Subject};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};

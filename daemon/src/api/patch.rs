@@ -12,8 +12,9 @@
 //! *Caveats*: strategic merge patch replaces lists instead of merging them by key.
 
 use super::AppState;
-use super::negotiate::{self, json_with_warnings};
+use super::negotiate;
 use super::resource::{self, Query, ResourcePath};
+use super::respond::json_with_warnings;
 use super::status::{ApiError, ApiResult};
 use super::table::IncludeObject;
 use super::wire::{self, FieldValidation, Target};

@@ -16,17 +16,18 @@
 //! *Caveats*: `limit`/`continue` are ignored (lists are whole); `dryRun` is refused (400);
 //! `deletecollection` is not served (405).
 
-use super::kinds::{self, KindDesc};
-use super::negotiate::{self, Format, json_response, json_with_warnings};
+use super::kinds::KindDesc;
+use super::negotiate::{self, Format};
+use super::respond::{json_response, json_with_warnings};
 use super::selectors::{FieldSelector, LabelSelector};
 use super::status::{ApiError, ApiResult};
 use super::table::{self, Context, IncludeObject};
 use super::wire::{self, FieldValidation, Target};
-use super::{AppState, REQUEST_ID_ANNOTATION, patch, watch};
+use super::{AppState, REQUEST_ID_ANNOTATION};
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use drydock_engine::api::{Object, ObjectKey, Uid};
 use drydock_engine::store::{DeleteOptions, Propagation, StoreReply, StoreRequest};
 use serde_json::{Value, json};
@@ -71,49 +72,11 @@ impl Query {
 }
 
 /// Everything a handler needs about one request.
-struct Call {
-    state: AppState,
-    path: ResourcePath,
-    query: Query,
-    headers: HeaderMap,
-}
-
-/// The fallback handler: resolve the path, then route on method and shape.
-pub async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let registry_kinds = |gv: &str| state.store.read(|s| kinds::in_group_version(s.registry(), gv));
-    let path = match resolve(parts.uri.path(), registry_kinds) {
-        Ok(path) => path,
-        Err(error) => return error.into_response(),
-    };
-    let call = Call { state, path, query: Query::parse(parts.uri.query()), headers: parts.headers };
-    route(call, parts.method, body).await.unwrap_or_else(IntoResponse::into_response)
-}
-
-async fn route(call: Call, method: Method, body: Body) -> ApiResult<Response> {
-    if call.query.get("dryRun").is_some_and(|v| !v.is_empty()) {
-        return Err(ApiError::BadRequest("dryRun is not supported by this server".into()));
-    }
-    let name = call.path.name.clone();
-    match (call.path.subresource.as_deref(), name, method) {
-        (None, None, Method::GET) if call.query.flag("watch")? => {
-            watch::serve(&call.state, &call.path, &call.query, &call.headers)
-        }
-        (None, None, Method::GET) => list(&call),
-        (None, None, Method::POST) => create(&call, body).await,
-        (None, Some(name), Method::GET) => get(&call, &name),
-        (None, Some(name), Method::PUT) => update(&call, &name, body, false).await,
-        (None, Some(name), Method::PATCH) => {
-            patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, false).await
-        }
-        (None, Some(name), Method::DELETE) => delete(&call, &name, body).await,
-        (Some("status"), Some(name), Method::GET) => get(&call, &name),
-        (Some("status"), Some(name), Method::PUT) => update(&call, &name, body, true).await,
-        (Some("status"), Some(name), Method::PATCH) => {
-            patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, true).await
-        }
-        _ => Err(ApiError::MethodNotAllowed),
-    }
+pub(super) struct Call {
+    pub(super) state: AppState,
+    pub(super) path: ResourcePath,
+    pub(super) query: Query,
+    pub(super) headers: HeaderMap,
 }
 
 /// Resolve `/api/v1/...` or `/apis/{g}/{v}/...`.
@@ -154,7 +117,7 @@ fn include_object(query: &Query) -> ApiResult<IncludeObject> {
     IncludeObject::parse(query.get("includeObject"))
 }
 
-fn list(call: &Call) -> ApiResult<Response> {
+pub(super) fn list(call: &Call) -> ApiResult<Response> {
     let format = negotiate::accept(&call.headers)?;
     let include = include_object(&call.query)?;
     let labels = LabelSelector::parse(call.query.get("labelSelector").unwrap_or(""))?;
@@ -231,7 +194,7 @@ pub fn render_object(
     }
 }
 
-fn get(call: &Call, name: &str) -> ApiResult<Response> {
+pub(super) fn get(call: &Call, name: &str) -> ApiResult<Response> {
     let format = negotiate::accept(&call.headers)?;
     let include = include_object(&call.query)?;
     let object = fetch(&call.state, &call.path, name)?;
@@ -259,7 +222,7 @@ fn validation(query: &Query) -> ApiResult<FieldValidation> {
     FieldValidation::parse(query.get("fieldValidation"))
 }
 
-async fn create(call: &Call, body: Body) -> ApiResult<Response> {
+pub(super) async fn create(call: &Call, body: Body) -> ApiResult<Response> {
     let validation = validation(&call.query)?;
     let format = negotiate::accept(&call.headers)?;
     let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
@@ -297,7 +260,7 @@ fn create_once(state: &AppState, desc: &KindDesc, name: &str, object: Object) ->
     Ok((StatusCode::CREATED, execute(state, desc, name, StoreRequest::Create { object })?))
 }
 
-async fn update(call: &Call, name: &str, body: Body, status: bool) -> ApiResult<Response> {
+pub(super) async fn update(call: &Call, name: &str, body: Body, status: bool) -> ApiResult<Response> {
     let validation = validation(&call.query)?;
     let format = negotiate::accept(&call.headers)?;
     let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
@@ -324,7 +287,7 @@ pub fn write(
     execute(state, &path.desc, name, request)
 }
 
-async fn delete(call: &Call, name: &str, body: Body) -> ApiResult<Response> {
+pub(super) async fn delete(call: &Call, name: &str, body: Body) -> ApiResult<Response> {
     let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
     let mut options = delete_options_from_query(&call.query)?;
     if !bytes.iter().all(u8::is_ascii_whitespace) {
@@ -416,6 +379,7 @@ fn delete_options_from_body(value: &Value, mut options: DeleteOptions) -> ApiRes
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::api::kinds;
     use drydock_engine::store::Registry;
 
     fn kinds_of(gv: &str) -> Vec<KindDesc> {

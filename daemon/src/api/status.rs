@@ -184,7 +184,7 @@ impl IntoResponse for ApiError {
         } else {
             tracing::debug!(reason = self.reason(), error = %self, "request refused");
         }
-        crate::api::negotiate::json_response(self.code(), &self.to_status())
+        super::respond::json_response(self.code(), &self.to_status())
     }
 }
 
