@@ -121,9 +121,9 @@ fn block_on<F: std::future::Future<Output = Result<ExitCode>>>(future: F) -> Res
     finish(runtime.block_on(future))
 }
 
-pub fn apply(args: &ApplyArgs) -> Result<ExitCode> {
+pub fn apply(args: &ApplyArgs, registry: &drydock_engine::store::Registry) -> Result<ExitCode> {
     block_on(async {
-        let objects = crate::manifest::load(&args.file)?;
+        let objects = crate::manifest::load(&args.file, registry)?;
         let client = connect(&args.connection).await?;
         let kinds = Kinds::discover(&client).await?;
         for object in objects {
@@ -200,7 +200,7 @@ pub fn get(args: &GetArgs) -> Result<ExitCode> {
     })
 }
 
-pub fn delete(args: &DeleteArgs) -> Result<ExitCode> {
+pub fn delete(args: &DeleteArgs, registry: &drydock_engine::store::Registry) -> Result<ExitCode> {
     block_on(async {
         let client = connect(&args.connection).await?;
         let kinds = Kinds::discover(&client).await?;
@@ -212,7 +212,7 @@ pub fn delete(args: &DeleteArgs) -> Result<ExitCode> {
         };
         let params = DeleteParams { propagation_policy: Some(propagation), ..DeleteParams::default() };
         let targets: Vec<(&Kind, Option<String>, String)> = match (&args.file, &args.resource) {
-            (Some(file), None) => crate::manifest::load(file)?
+            (Some(file), None) => crate::manifest::load(file, registry)?
                 .into_iter()
                 .rev()
                 .map(|o| Ok((kinds.by_kind(&o.kind)?, o.metadata.namespace.clone(), o.metadata.name.clone())))

@@ -40,7 +40,7 @@ pub struct DaemonArgs {
     shutdown_grace_secs: u64,
 }
 
-pub fn run(args: DaemonArgs) -> Result<ExitCode> {
+pub fn run(args: DaemonArgs, components: &drydock_adapters::Components) -> Result<ExitCode> {
     let state_dir = match args.state_dir {
         Some(dir) => dir,
         None => drydock_daemon::state_dir::default_path()?,
@@ -50,6 +50,7 @@ pub fn run(args: DaemonArgs) -> Result<ExitCode> {
         listen: args.listen,
         kubeconfig: args.kubeconfig,
         shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
+        components: components.clone(),
     };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("start the tokio runtime")?;

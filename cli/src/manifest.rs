@@ -11,7 +11,7 @@ use std::path::Path;
 /// Read `path` and return its objects in apply order (cluster-scoped first), or an error naming
 /// the file, the object and the field. Every object is admitted against a scratch store first, so
 /// an error means nothing was applied anywhere.
-pub fn load(path: &Path) -> Result<Vec<Object>> {
+pub fn load(path: &Path, registry: &Registry) -> Result<Vec<Object>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read manifest {}", path.display()))?;
     let file = path.display().to_string();
     let documents = parse_documents(&text, path).with_context(|| format!("{file}: not valid YAML or JSON"))?;
@@ -41,7 +41,7 @@ pub fn load(path: &Path) -> Result<Vec<Object>> {
     }
     // Namespaces (and other cluster-scoped objects) before what lives in them; otherwise file order.
     objects.sort_by_key(|(_, o)| o.metadata.namespace.is_some());
-    admit_all(&file, &objects)?;
+    admit_all(&file, &objects, registry)?;
     Ok(objects.into_iter().map(|(_, o)| o).collect())
 }
 
@@ -67,8 +67,8 @@ fn describe(index: usize, item: &Value) -> String {
     }
 }
 
-fn admit_all(file: &str, objects: &[(usize, Object)]) -> Result<()> {
-    let mut scratch = Store::in_memory(Registry::builtin(), StoreConfig::default());
+fn admit_all(file: &str, objects: &[(usize, Object)], registry: &Registry) -> Result<()> {
+    let mut scratch = Store::in_memory(registry.clone(), StoreConfig::default());
     for (i, object) in objects {
         if let Err(error) = scratch.create(WallTime(0), object.clone()) {
             let label = format!("object #{} ({})", i + 1, object.key());

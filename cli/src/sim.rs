@@ -135,17 +135,42 @@ pub struct ReproArgs {
     json: bool,
 }
 
-pub fn run(command: SimCommand) -> Result<ExitCode> {
+/// The scenarios `drydock sim` knows (the built-in ones and a user's) and the name of the
+/// program the printed commands start with.
+pub struct Catalog<'a> {
+    pub scenarios: &'a [Scenario],
+    pub program: &'a str,
+}
+
+impl Catalog<'_> {
+    fn scenario(&self, name: &str) -> Result<&Scenario> {
+        self.scenarios.iter().find(|s| s.name == name).with_context(|| {
+            let known: Vec<&str> = self.scenarios.iter().map(|s| s.name.as_str()).collect();
+            format!("unknown scenario {name:?}; known scenarios: {}", known.join(", "))
+        })
+    }
+
+    fn repro_command(&self, scenario: &str, seed: u64, faults: &str) -> String {
+        let program = self.program;
+        if faults == "default" {
+            format!("{program} sim repro --scenario {scenario} --seed {seed}")
+        } else {
+            format!("{program} sim repro --scenario {scenario} --seed {seed} --faults {faults}")
+        }
+    }
+}
+
+pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let code = match command {
-        SimCommand::Run(args) => sweep(&args, &mut out)?,
-        SimCommand::Repro(args) => repro(&args, &mut out)?,
-        SimCommand::Replay(args) => replay(&args, &mut out)?,
-        SimCommand::Shrink(args) => shrink(&args, &mut out)?,
+        SimCommand::Run(args) => sweep(&args, catalog, &mut out)?,
+        SimCommand::Repro(args) => repro(&args, catalog, &mut out)?,
+        SimCommand::Replay(args) => replay(&args, catalog, &mut out)?,
+        SimCommand::Shrink(args) => shrink(&args, catalog, &mut out)?,
         SimCommand::Golden(args) => golden(&args, &mut out)?,
         SimCommand::List => {
-            list(&mut out)?;
+            list(catalog, &mut out)?;
             ExitCode::SUCCESS
         }
     };
@@ -153,22 +178,8 @@ pub fn run(command: SimCommand) -> Result<ExitCode> {
     Ok(code)
 }
 
-fn scenario(name: &str) -> Result<&'static Scenario> {
-    drydock_scenarios::find(name).with_context(|| {
-        format!("unknown scenario {name:?}; known scenarios: {}", drydock_scenarios::names().join(", "))
-    })
-}
-
 fn parse_faults(text: &str) -> Result<FaultSelection> {
     FaultSelection::parse(text).map_err(|e| anyhow::anyhow!("--faults {text:?}: {e}"))
-}
-
-fn repro_command(scenario: &str, seed: u64, faults: &str) -> String {
-    if faults == "default" {
-        format!("drydock sim repro --scenario {scenario} --seed {seed}")
-    } else {
-        format!("drydock sim repro --scenario {scenario} --seed {seed} --faults {faults}")
-    }
 }
 
 /// `90s`, `10m`, `2h`, `1h30m`: a wall-clock duration for `--duration`.
@@ -238,8 +249,8 @@ fn stop_signal(duration: Option<std::time::Duration>) -> (Arc<AtomicBool>, Arc<A
     (stop, cause)
 }
 
-fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
-    let scenario = scenario(&args.scenario)?;
+fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
+    let scenario = catalog.scenario(&args.scenario)?;
     let faults = &parse_faults(&args.faults)?;
     let seeds = match (args.seeds, args.duration) {
         (Some(0), _) => bail!("--seeds must be at least 1"),
@@ -307,13 +318,14 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             failure.seed,
             v.invariant,
             v.message,
-            repro_command(scenario.name, failure.seed, &args.faults)
+            catalog.repro_command(&scenario.name, failure.seed, &args.faults)
         )?;
     }
     for seed in &report.nondeterministic {
         writeln!(
             out,
-            "NONDETERMINISTIC seed {seed}: two runs gave different digests — check: drydock sim repro --scenario {} --seed {seed} --check-determinism{}",
+            "NONDETERMINISTIC seed {seed}: two runs gave different digests — check: {} sim repro --scenario {} --seed {seed} --check-determinism{}",
+            catalog.program,
             scenario.name,
             if args.faults == "default" { String::new() } else { format!(" --faults {}", args.faults) }
         )?;
@@ -383,7 +395,7 @@ fn sweep(args: &RunArgs, out: &mut impl Write) -> Result<ExitCode> {
             .map(|r| {
                 let v = &r.violations[0];
                 json!({ "seed": r.seed, "invariant": v.invariant, "message": v.message, "at": v.at,
-                        "faults": r.faults, "repro": repro_command(scenario.name, r.seed, &args.faults) })
+                        "faults": r.faults, "repro": catalog.repro_command(&scenario.name, r.seed, &args.faults) })
             })
             .collect();
         let summary = json!({
@@ -420,8 +432,8 @@ fn jobs(asked: Option<usize>) -> usize {
     asked.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
 }
 
-fn repro(args: &ReproArgs, out: &mut impl Write) -> Result<ExitCode> {
-    let scenario = scenario(&args.scenario)?;
+fn repro(args: &ReproArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
+    let scenario = catalog.scenario(&args.scenario)?;
     let started = Instant::now();
     let faults = parse_faults(&args.faults)?;
     let mut report = scenario.run_with(args.seed, args.trace, &faults);
@@ -479,14 +491,25 @@ fn repro(args: &ReproArgs, out: &mut impl Write) -> Result<ExitCode> {
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-fn list(out: &mut impl Write) -> Result<()> {
+fn list(catalog: &Catalog<'_>, out: &mut impl Write) -> Result<()> {
     writeln!(out, "Scenarios:")?;
-    for s in drydock_scenarios::all() {
+    for s in catalog.scenarios {
         writeln!(out, "  {:<32} {}", s.name, s.description)?;
     }
     writeln!(out, "\nInvariants (checked after every event):")?;
     for invariant in InvariantId::ALL {
         writeln!(out, "  {:<32} {}", invariant.name(), invariant.description())?;
+    }
+    for s in catalog.scenarios {
+        let world = (s.world)();
+        let own: Vec<_> = world.extensions.invariants.iter().map(|make| make()).collect();
+        if own.is_empty() {
+            continue;
+        }
+        writeln!(out, "\nInvariants of scenario {} (its own):", s.name)?;
+        for invariant in own {
+            writeln!(out, "  {:<32} {}", invariant.name(), invariant.description())?;
+        }
     }
     writeln!(out, "\nEventual properties (checked after faults heal):")?;
     for (name, description) in EVENTUAL {
@@ -508,7 +531,7 @@ fn write_schedule(path: &std::path::Path, schedule: &drydock_scenarios::schedule
     std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn replay(args: &ReplayArgs, out: &mut impl Write) -> Result<ExitCode> {
+fn replay(args: &ReplayArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
     let text = std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
     let schedule: drydock_scenarios::schedule::Schedule =
         serde_json::from_str(&text).with_context(|| format!("{} is not a drydock schedule", args.file.display()))?;
@@ -520,7 +543,9 @@ fn replay(args: &ReplayArgs, out: &mut impl Write) -> Result<ExitCode> {
             drydock_scenarios::schedule::SCHEDULE_VERSION
         );
     }
-    let mut report = schedule.replay(args.trace).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    let mut report = schedule
+        .replay_among(catalog.scenarios, args.trace)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     if let Some(lines) = report.trace.take() {
         for line in lines {
             writeln!(out, "{line}")?;
@@ -548,8 +573,8 @@ fn replay(args: &ReplayArgs, out: &mut impl Write) -> Result<ExitCode> {
     Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> Result<ExitCode> {
-    let scenario = scenario(&args.scenario)?;
+fn shrink(args: &ShrinkArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
+    let scenario = catalog.scenario(&args.scenario)?;
     let faults = parse_faults(&args.faults)?;
     let schedule = scenario.schedule(args.seed, &faults);
     let config = (scenario.world)();
@@ -570,10 +595,11 @@ fn shrink(args: &ShrinkArgs, out: &mut impl Write) -> Result<ExitCode> {
     write_schedule(&path, &small)?;
     writeln!(
         out,
-        "seed {} fails [{invariant}]: shrunk from {} to {} steps in {runs} runs; replay with: drydock sim replay {}",
+        "seed {} fails [{invariant}]: shrunk from {} to {} steps in {runs} runs; replay with: {} sim replay {}",
         args.seed,
         schedule.steps(),
         small.steps(),
+        catalog.program,
         path.display()
     )?;
     if args.json {

@@ -32,11 +32,12 @@ pub struct UpState {
 }
 
 impl UpState {
-    pub fn open(dir: &Path) -> Result<UpState> {
+    pub fn open(dir: &Path, components: &drydock_adapters::Components) -> Result<UpState> {
         let state = StateDir::open(dir)?;
         let identity = format!("drydock-up-{}", state.identity_id()?);
         let clean = state.take_clean_stop()?;
-        let store = SharedStore::open_sqlite(&state.store_path())
+        let config = drydock_engine::store::StoreConfig::default();
+        let store = SharedStore::open_sqlite_for(&state.store_path(), components.registry().clone(), config)
             .with_context(|| format!("cannot open drydock up's store in {}", state.path().display()))?;
         let predecessor = if clean { Predecessor::StoppedCleanly } else { Predecessor::MayHaveCrashed };
         Ok(UpState { store, identity, predecessor, dir: state })

@@ -3,7 +3,7 @@
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use drydock_adapters::{DockerRuntime, Driver, Predecessor, Runtime, SharedStore};
+use drydock_adapters::{Components, DockerRuntime, Driver, Predecessor, Runtime, SharedStore};
 use drydock_engine::api::{Namespace, Object, ObjectKey, Resource, names};
 use drydock_engine::runtime::{RuntimeReply, RuntimeRequest};
 use drydock_engine::store::{DeleteOptions, EventType, StoreReply, StoreRequest};
@@ -55,20 +55,20 @@ pub struct DownArgs {
     teardown_timeout_secs: u64,
 }
 
-pub fn run(args: &UpArgs) -> Result<ExitCode> {
+pub fn run(args: &UpArgs, components: &Components) -> Result<ExitCode> {
     // Validate before touching Docker or the state: a bad manifest creates nothing.
-    let objects = crate::manifest::load(&args.file)?;
+    let objects = crate::manifest::load(&args.file, components.registry())?;
     let state_dir = args.state_dir.clone().unwrap_or_else(|| crate::state::beside(&args.file));
-    block_on(up(args, state_dir, objects))
+    block_on(up(args, state_dir, objects, components))
 }
 
-pub fn down(args: &DownArgs) -> Result<ExitCode> {
+pub fn down(args: &DownArgs, components: &Components) -> Result<ExitCode> {
     let state_dir = match (&args.state_dir, &args.file) {
         (Some(dir), _) => dir.clone(),
         (None, Some(file)) => crate::state::beside(file),
         (None, None) => anyhow::bail!("give -f FILE or --state-dir DIR"),
     };
-    block_on(down_in(state_dir, Duration::from_secs(args.teardown_timeout_secs)))
+    block_on(down_in(state_dir, Duration::from_secs(args.teardown_timeout_secs), components))
 }
 
 fn block_on(future: impl std::future::Future<Output = Result<ExitCode>>) -> Result<ExitCode> {
@@ -77,9 +77,9 @@ fn block_on(future: impl std::future::Future<Output = Result<ExitCode>>) -> Resu
     runtime.block_on(future)
 }
 
-async fn up(args: &UpArgs, state_dir: PathBuf, objects: Vec<Object>) -> Result<ExitCode> {
+async fn up(args: &UpArgs, state_dir: PathBuf, objects: Vec<Object>, components: &Components) -> Result<ExitCode> {
     let docker = Arc::new(DockerRuntime::connect().await?);
-    let state = crate::state::UpState::open(&state_dir)?;
+    let state = crate::state::UpState::open(&state_dir, components)?;
     let store = state.store.clone();
     let since = store.read(|s| s.resource_version());
     let mut applied = Vec::new();
@@ -98,7 +98,8 @@ async fn up(args: &UpArgs, state_dir: PathBuf, objects: Vec<Object>) -> Result<E
         if args.wait { "" } else { " (Ctrl-C to tear down)" }
     );
     let printer = tokio::spawn(print_phases(store.clone(), since, true));
-    let mut driver = Driver::builtin_after(&state.identity, store.clone(), docker.clone(), state.predecessor);
+    let mut driver =
+        Driver::with_components(&state.identity, store.clone(), docker.clone(), state.predecessor, components);
     if args.wait {
         let code = wait_settled(&mut driver, &store, &applied, Duration::from_secs(args.wait_timeout_secs)).await;
         tokio::time::sleep(Duration::from_millis(50)).await; // let the printer catch up
@@ -124,12 +125,12 @@ async fn stop<R: Runtime>(driver: Driver<R>, state: &crate::state::UpState) {
 /// How long a stop waits for runtime requests in flight.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
-async fn down_in(state_dir: PathBuf, timeout: Duration) -> Result<ExitCode> {
+async fn down_in(state_dir: PathBuf, timeout: Duration, components: &Components) -> Result<ExitCode> {
     if !state_dir.exists() {
         anyhow::bail!("no drydock state at {}: nothing was brought up there", state_dir.display());
     }
     let docker = Arc::new(DockerRuntime::connect().await?);
-    let state = crate::state::UpState::open(&state_dir)?;
+    let state = crate::state::UpState::open(&state_dir, components)?;
     let store = state.store.clone();
     // What a user applied: every object but the engine's own leases, namespaces first as applied.
     let mut applied: Vec<ObjectKey> = store.read(|s| {
@@ -139,7 +140,7 @@ async fn down_in(state_dir: PathBuf, timeout: Duration) -> Result<ExitCode> {
         keys
     });
     applied.dedup();
-    let driver = Driver::builtin_after(&state.identity, store.clone(), docker.clone(), state.predecessor);
+    let driver = Driver::with_components(&state.identity, store.clone(), docker.clone(), state.predecessor, components);
     teardown(driver, &state, docker.as_ref(), applied, timeout).await
 }
 

@@ -26,7 +26,7 @@ use crate::kubeconfig::{self, KubeconfigError};
 use crate::state_dir::{StateDir, StateDirError};
 use crate::tls::{self, CertError};
 use axum::Router;
-use drydock_adapters::{DockerError, DockerRuntime, Driver, Predecessor, SharedStore};
+use drydock_adapters::{Components, DockerError, DockerRuntime, Driver, Predecessor, SharedStore};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
@@ -53,6 +53,9 @@ pub struct DaemonOptions {
     pub kubeconfig: Option<PathBuf>,
     /// How long in-flight requests may take to finish after the shutdown signal.
     pub shutdown_grace: Duration,
+    /// The kinds the store admits and the API serves, and the controllers the engine runs: the
+    /// built-in ones, plus a user's.
+    pub components: Components,
 }
 
 impl DaemonOptions {
@@ -64,6 +67,7 @@ impl DaemonOptions {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             kubeconfig: None,
             shutdown_grace: Duration::from_secs(10),
+            components: Components::builtin(),
         }
     }
 }
@@ -132,7 +136,7 @@ pub async fn run_until(
     let certs = state.certificates(&extra_ips)?;
     let tls = tls::server_config(&certs.server_cert_pem, &certs.server_key_pem)?;
     let predecessor = if state.take_clean_stop()? { Predecessor::StoppedCleanly } else { Predecessor::MayHaveCrashed };
-    let store = open_store(&state)?;
+    let store = open_store_for(&state, &options.components)?;
     let docker = Arc::new(DockerRuntime::connect().await.map_err(DaemonError::Docker)?);
     let listener = TcpListener::bind(listen).await.map_err(|source| DaemonError::Bind { addr: listen, source })?;
     let addr = listener.local_addr().map_err(|source| DaemonError::Bind { addr: listen, source })?;
@@ -140,7 +144,7 @@ pub async fn run_until(
     let kubeconfig_path = options.kubeconfig.clone().unwrap_or_else(|| state.default_kubeconfig_path());
     kubeconfig::write(&kubeconfig_path, &url, &certs.ca_pem, &token)?;
     let router = api::router(store.clone(), ApiOptions { token: Some(token), ..ApiOptions::default() });
-    let mut driver = Driver::builtin_after(&identity, store.clone(), docker, predecessor);
+    let mut driver = Driver::with_components(&identity, store.clone(), docker, predecessor, &options.components);
     let ready = Ready { addr, url, kubeconfig: kubeconfig_path, state_dir: state.path().to_path_buf(), identity };
     tracing::info!(url = %ready.url, kubeconfig = %ready.kubeconfig.display(), identity = %ready.identity, "ready");
     on_ready(&ready);
@@ -171,7 +175,13 @@ pub async fn run_until(
 /// *Guarantees*: a database that cannot be opened or fails its integrity check is an error naming
 /// the file and what to do; it is never replaced.
 pub fn open_store(state: &StateDir) -> Result<Arc<SharedStore>, DaemonError> {
-    SharedStore::open_sqlite(&state.store_path()).map_err(DaemonError::Store)
+    open_store_for(state, &Components::builtin())
+}
+
+/// [`open_store`], admitting `components`' kinds.
+pub fn open_store_for(state: &StateDir, components: &Components) -> Result<Arc<SharedStore>, DaemonError> {
+    let config = drydock_engine::store::StoreConfig::default();
+    SharedStore::open_sqlite_for(&state.store_path(), components.registry().clone(), config).map_err(DaemonError::Store)
 }
 
 /// `https://ADDR`, with a loopback address in place of a wildcard one.

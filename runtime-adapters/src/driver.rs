@@ -8,9 +8,8 @@
 use crate::clock::SystemClock;
 use crate::runtime::{Runtime, RuntimeNotice};
 use crate::store::SharedStore;
-use drydock_engine::controllers::{self, ControllerConfig};
 use drydock_engine::runtime::RuntimeResult;
-use drydock_engine::store::{Registry, Store, WatchEvent};
+use drydock_engine::store::{Store, WatchEvent};
 use drydock_engine::{Engine, EngineConfig, Input, OpId, Output};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -72,6 +71,19 @@ impl<R: Runtime> Driver<R> {
 
     /// [`Driver::builtin`], told how the earlier life under `identity` ended.
     pub fn builtin_after(identity: &str, store: Arc<SharedStore>, runtime: Arc<R>, predecessor: Predecessor) -> Self {
+        Self::with_components(identity, store, runtime, predecessor, &crate::Components::builtin())
+    }
+
+    /// A driver running `components`' controllers (the built-in ones and a user's) as
+    /// `identity`, told how the earlier life under `identity` ended. The store should admit
+    /// `components`' kinds (see [`SharedStore::open_sqlite_for`]).
+    pub fn with_components(
+        identity: &str,
+        store: Arc<SharedStore>,
+        runtime: Arc<R>,
+        predecessor: Predecessor,
+        components: &crate::Components,
+    ) -> Self {
         let seed = crate::clock::wall_now().0;
         let config = EngineConfig {
             identity: identity.to_string(),
@@ -79,7 +91,7 @@ impl<R: Runtime> Driver<R> {
             predecessor_stopped_cleanly: predecessor == Predecessor::StoppedCleanly,
             ..EngineConfig::default()
         };
-        let engine = Engine::new(config, Registry::builtin(), controllers::builtin(&ControllerConfig::default()));
+        let engine = Engine::new(config, components.registry().clone(), components.controllers());
         Driver::new(engine, store, runtime)
     }
 

@@ -12,6 +12,7 @@
 //! production builds do not compile it.
 
 pub mod clock;
+pub mod components;
 pub mod docker;
 pub mod driver;
 pub mod runtime;
@@ -19,6 +20,7 @@ pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use components::Components;
 pub use docker::{DockerError, DockerRuntime};
 pub use driver::{Driver, Predecessor};
 pub use runtime::{Runtime, RuntimeNotice};

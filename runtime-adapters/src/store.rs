@@ -42,8 +42,13 @@ impl SharedStore {
     /// [`SharedStore::open_sqlite`] with `config`; its `uid_seed` is replaced by a random one
     /// (uids must not repeat across restarts, and the seed is not persisted).
     pub fn open_sqlite_with(path: &Path, config: StoreConfig) -> Result<Arc<Self>, OpenError> {
+        SharedStore::open_sqlite_for(path, Registry::builtin(), config)
+    }
+
+    /// [`SharedStore::open_sqlite_with`] admitting the kinds of `registry` (a user's too).
+    pub fn open_sqlite_for(path: &Path, registry: Registry, config: StoreConfig) -> Result<Arc<Self>, OpenError> {
         let config = StoreConfig { uid_seed: random_seed(), ..config };
-        Ok(SharedStore::new(drydock_store_sqlite::open_store(path, Registry::builtin(), config)?))
+        Ok(SharedStore::new(drydock_store_sqlite::open_store(path, registry, config)?))
     }
 
     /// Carry out one request, stamped with the current wall time.

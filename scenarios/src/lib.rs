@@ -3,11 +3,22 @@
 //!
 //! A seed is split into independent streams (workload, faults, world) so that changing how one is
 //! drawn does not reshuffle the others.
+//!
+//! It is also the crate a controller author's tests use: [`Scenario::builder`] puts their kinds,
+//! controllers, invariants, convergence conditions and workload beside the built-in ones, and
+//! [`harness::SimTest`] runs them in `cargo test` (regressions replayed first, seeds swept across
+//! threads, failures shrunk, saved and reported with a one-line repro). The [`guide`] walks through
+//! it; the simulator, the engine and the randomness types are re-exported.
 
 mod basic;
-mod draw;
+mod builder;
+pub mod draw;
 pub mod examples;
 pub mod golden;
+pub mod harness;
+/// The guide: your controller under drydock's simulator, from a kind to 10,000 seeds in CI.
+#[doc = include_str!("../../docs/simulation-testing.md")]
+pub mod guide {}
 mod logical;
 mod physical;
 mod pull_storm;
@@ -16,127 +27,143 @@ pub mod schedule;
 mod shapes;
 mod teardown;
 
+pub use builder::ScenarioBuilder;
 use drydock_faults::FaultPlan;
 pub use drydock_faults::FaultSelection;
 use drydock_sim::sweep::{SweepConfig, SweepReport};
 use drydock_sim::workload::Workload;
 use drydock_sim::{RunReport, World, WorldConfig};
-use rand_chacha::ChaCha8Rng;
-use rand_core::{RngCore, SeedableRng};
+use std::sync::{Arc, LazyLock};
 
-/// A named scenario.
+/// The randomness a workload generator draws from, re-exported so a user's crate need not pin
+/// drydock's `rand_chacha` and `rand_core` versions by hand.
+pub use rand_chacha::ChaCha8Rng;
+pub use rand_core::{RngCore, SeedableRng};
+/// The crates a user's simulation test needs, re-exported at the versions drydock uses.
+pub use {drydock_engine as engine, drydock_faults as faults, drydock_sim as sim};
+
+/// Makes a seed's workload from its workload stream.
+pub type Generate = Arc<dyn Fn(&mut ChaCha8Rng) -> Workload + Send + Sync>;
+/// Makes the world a scenario runs in (called once per run: it is cheap).
+pub type MakeWorld = Arc<dyn Fn() -> WorldConfig + Send + Sync>;
+
+/// A named scenario: a workload generator and a world shape. The built-in ones are [`all`]; a
+/// user's are made with [`Scenario::builder`].
+#[derive(Clone)]
 pub struct Scenario {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub generate: fn(&mut ChaCha8Rng) -> Workload,
-    pub world: fn() -> WorldConfig,
+    pub name: String,
+    pub description: String,
+    pub generate: Generate,
+    pub world: MakeWorld,
     /// Whether faults are drawn per seed (swarm) or off.
     pub faults: bool,
     /// A scenario built around a known bug: its seeds are expected to fail.
     pub expect_failures: bool,
 }
 
-/// Every scenario, by name.
-pub fn all() -> &'static [Scenario] {
-    &[
-        Scenario {
-            name: "basic",
-            description: "namespaces and physical containers created, stopped and deleted over time, deletes racing creates, under swarm faults (uncertain creates, stale caches)",
-            generate: basic::generate,
-            world: WorldConfig::default,
-            faults: true,
-            expect_failures: false,
-        },
-        Scenario {
-            name: "pull-storm",
-            description: "many images with equivalent references pulled across two engine processes: leases, policies, retry limits, moving tags, external image removal, deletes during pulls",
-            generate: pull_storm::generate,
-            world: pull_storm::world,
-            faults: true,
-            expect_failures: false,
-        },
-        Scenario {
-            name: "namespace-teardown",
-            description: "namespaces deleted while their pulls and creates are in flight, creates racing the delete, namespaces re-created",
-            generate: teardown::generate,
-            world: teardown::world,
-            faults: true,
-            expect_failures: false,
-        },
-        Scenario {
-            name: "physical",
-            description: "the full physical layer: image references, strangers holding names, replaceExisting, retain, hostile caller labels, external removal, owners, stops and deletes",
-            generate: physical::generate,
-            world: physical::world,
-            faults: true,
-            expect_failures: false,
-        },
-        Scenario {
-            name: "session",
-            description: "session logical containers with inline images and image references, created and deleted, in namespaces that get deleted",
-            generate: logical::session,
-            world: logical::two_processes,
-            faults: true,
-            expect_failures: false,
-        },
-        Scenario {
-            name: "persistent-reuse",
-            description: "a persistent workload started, torn down and started again against a runtime that keeps its containers, with edits that do and do not change the lifecycle key",
-            generate: logical::persistent_reuse,
-            world: logical::two_processes,
-            faults: true,
-            expect_failures: false,
-        },
-        Scenario {
-            name: "adopt-existing",
-            description: "containers created and removed outside drydock; existing-mode logical containers wait for them and adopt them, persistent ones adopt strangers",
-            generate: logical::adopt_existing,
-            world: logical::two_processes,
-            faults: true,
-            expect_failures: false,
-        },
-        Scenario {
-            name: "mixed",
-            description: "everything at random: session, persistent and existing logical containers beside the physical layer (the default scenario)",
-            generate: logical::mixed,
-            world: logical::two_processes,
-            faults: true,
-            expect_failures: false,
-        },
-        Scenario {
-            name: "rdd-namespaces-buggy",
-            description: "example user controller with RDD PR #188's bug (ownerReference from whichever namespace triggered): expected to FAIL",
-            generate: rdd::generate,
-            world: rdd::world_buggy,
-            faults: true,
-            expect_failures: true,
-        },
-        Scenario {
-            name: "rdd-namespaces",
-            description: "the same example controller, fixed: one owner, reconciled from one namespace",
-            generate: rdd::generate,
-            world: rdd::world_fixed,
-            faults: true,
-            expect_failures: false,
-        },
-        Scenario {
-            name: "basic-calm",
-            description: "the basic workload with no faults: the baseline for throughput",
-            generate: basic::generate,
-            world: WorldConfig::default,
-            faults: false,
-            expect_failures: false,
-        },
-    ]
+impl std::fmt::Debug for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scenario")
+            .field("name", &self.name)
+            .field("faults", &self.faults)
+            .field("expect_failures", &self.expect_failures)
+            .finish_non_exhaustive()
+    }
 }
 
+/// A built-in scenario from plain functions.
+fn builtin(
+    name: &str,
+    description: &str,
+    generate: fn(&mut ChaCha8Rng) -> Workload,
+    world: fn() -> WorldConfig,
+) -> Scenario {
+    Scenario {
+        name: name.to_string(),
+        description: description.to_string(),
+        generate: Arc::new(generate),
+        world: Arc::new(world),
+        faults: true,
+        expect_failures: false,
+    }
+}
+
+/// Every built-in scenario, by name.
+pub fn all() -> &'static [Scenario] {
+    static ALL: LazyLock<Vec<Scenario>> = LazyLock::new(|| {
+        vec![
+            builtin(
+                "basic",
+                "namespaces and physical containers created, stopped and deleted over time, deletes racing creates, under swarm faults (uncertain creates, stale caches)",
+                basic::generate,
+                WorldConfig::default,
+            ),
+            builtin(
+                "pull-storm",
+                "many images with equivalent references pulled across two engine processes: leases, policies, retry limits, moving tags, external image removal, deletes during pulls",
+                pull_storm::generate,
+                pull_storm::world,
+            ),
+            builtin(
+                "namespace-teardown",
+                "namespaces deleted while their pulls and creates are in flight, creates racing the delete, namespaces re-created",
+                teardown::generate,
+                teardown::world,
+            ),
+            builtin(
+                "physical",
+                "the full physical layer: image references, strangers holding names, replaceExisting, retain, hostile caller labels, external removal, owners, stops and deletes",
+                physical::generate,
+                physical::world,
+            ),
+            builtin(
+                "session",
+                "session logical containers with inline images and image references, created and deleted, in namespaces that get deleted",
+                logical::session,
+                logical::two_processes,
+            ),
+            builtin(
+                "persistent-reuse",
+                "a persistent workload started, torn down and started again against a runtime that keeps its containers, with edits that do and do not change the lifecycle key",
+                logical::persistent_reuse,
+                logical::two_processes,
+            ),
+            builtin(
+                "adopt-existing",
+                "containers created and removed outside drydock; existing-mode logical containers wait for them and adopt them, persistent ones adopt strangers",
+                logical::adopt_existing,
+                logical::two_processes,
+            ),
+            builtin(
+                "mixed",
+                "everything at random: session, persistent and existing logical containers beside the physical layer (the default scenario)",
+                logical::mixed,
+                logical::two_processes,
+            ),
+            rdd::scenario(true),
+            rdd::scenario(false),
+            Scenario {
+                faults: false,
+                ..builtin(
+                    "basic-calm",
+                    "the basic workload with no faults: the baseline for throughput",
+                    basic::generate,
+                    WorldConfig::default,
+                )
+            },
+        ]
+    });
+    &ALL
+}
+
+/// The built-in scenario called `name`.
 pub fn find(name: &str) -> Option<&'static Scenario> {
     all().iter().find(|s| s.name == name)
 }
 
-/// The names of all scenarios, for error messages.
+/// The names of all built-in scenarios, for error messages.
 pub fn names() -> Vec<&'static str> {
-    all().iter().map(|s| s.name).collect()
+    all().iter().map(|s| s.name.as_str()).collect()
 }
 
 /// The three independent streams of one seed.

@@ -2,44 +2,29 @@
 //! `examples::rdd_namespaces` beside the built-in ones, with namespaces `rdd-mocks` and
 //! `rancher-desktop` created, deleted and re-created.
 
+use crate::Scenario;
 use crate::draw::{Ops, between, chance};
 use crate::examples::rdd_namespaces::{OWNED, OWNER, RddNamespaces};
-use drydock_engine::Controller;
-use drydock_engine::controllers::{self, ControllerConfig};
-use drydock_engine::store::{AdmissionConfig, StoreConfig};
-use drydock_sim::WorldConfig;
+use drydock_engine::store::AdmissionConfig;
 use drydock_sim::workload::{ClientOp, Workload};
 use rand_chacha::ChaCha8Rng;
 
-fn with_example(config: &ControllerConfig, buggy: bool) -> Vec<Box<dyn Controller>> {
-    let mut all = controllers::builtin(config);
-    all.push(Box::new(RddNamespaces { buggy }));
-    all
-}
-
-fn buggy_controllers(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
-    with_example(config, true)
-}
-
-fn fixed_controllers(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
-    with_example(config, false)
-}
-
-fn world(make_controllers: fn(&ControllerConfig) -> Vec<Box<dyn Controller>>) -> WorldConfig {
-    WorldConfig {
-        make_controllers,
+/// The scenario of the example controller, built as a user would build it.
+pub fn scenario(buggy: bool) -> Scenario {
+    let builder = if buggy {
+        Scenario::builder("rdd-namespaces-buggy")
+            .description("example user controller with RDD PR #188's bug (ownerReference from whichever namespace triggered): expected to FAIL")
+            .expect_failures()
+    } else {
+        Scenario::builder("rdd-namespaces")
+            .description("the same example controller, fixed: one owner, reconciled from one namespace")
+    };
+    builder
+        .controller(move || RddNamespaces { buggy })
+        .workload(generate)
         // The store's self-reference check is off: the point is that the simulator finds the bug.
-        store: StoreConfig { admission: AdmissionConfig { reject_self_owner: false }, ..StoreConfig::default() },
-        ..WorldConfig::default()
-    }
-}
-
-pub fn world_buggy() -> WorldConfig {
-    world(buggy_controllers)
-}
-
-pub fn world_fixed() -> WorldConfig {
-    world(fixed_controllers)
+        .configure(|world| world.store.admission = AdmissionConfig { reject_self_owner: false })
+        .build()
 }
 
 pub fn generate(rng: &mut ChaCha8Rng) -> Workload {

@@ -2,7 +2,7 @@
 //! that fired, and the seed of the world's own draws), so it can be saved, replayed without the
 //! generator that made it, and shrunk.
 
-use crate::{FaultSelection, Scenario, find, names, streams};
+use crate::{FaultSelection, Scenario, streams};
 use drydock_engine::MonoTime;
 use drydock_faults::{Decisions, FaultKind, FaultPlan};
 use drydock_sim::workload::{TimedOp, Workload};
@@ -50,10 +50,17 @@ impl Scenario {
 }
 
 impl Schedule {
-    /// Run it in its scenario's world.
+    /// Run it in its scenario's world (a built-in scenario).
     pub fn replay(&self, keep_trace: bool) -> Result<RunReport, String> {
-        let scenario = find(&self.scenario)
-            .ok_or_else(|| format!("unknown scenario {:?}; known scenarios: {}", self.scenario, names().join(", ")))?;
+        self.replay_among(crate::all(), keep_trace)
+    }
+
+    /// Run it in the world of its scenario, found among `scenarios` by name.
+    pub fn replay_among(&self, scenarios: &[Scenario], keep_trace: bool) -> Result<RunReport, String> {
+        let scenario = scenarios.iter().find(|s| s.name == self.scenario).ok_or_else(|| {
+            let known: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+            format!("unknown scenario {:?}; known scenarios: {}", self.scenario, known.join(", "))
+        })?;
         Ok(self.replay_in(&(scenario.world)(), keep_trace))
     }
 
@@ -208,7 +215,7 @@ enum Step {
 /// Fields an action keeps whatever the shrinker does: what identifies it, and which engine a
 /// namespace is assigned to (dropping it is no simplification: it moves the run into another
 /// regime, two engines reconciling one namespace, which the generators never produce).
-const ESSENTIAL_FIELDS: [&str; 6] = ["at", "op", "external", "namespace", "name", "engine"];
+const ESSENTIAL_FIELDS: [&str; 7] = ["at", "op", "external", "kind", "namespace", "name", "engine"];
 
 /// `op` with one optional field less (at its top level, or inside an object field such as a
 /// spec), for every field that can go: the variants that still parse as an action.
@@ -288,6 +295,7 @@ fn ddmin<T: Clone>(mut items: Vec<T>, fails: &mut impl FnMut(&[T]) -> bool) -> V
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::find;
 
     #[test]
     fn a_schedule_replays_to_the_same_digest_as_its_seed() {

@@ -16,6 +16,7 @@ pub mod workload;
 pub mod world;
 
 pub use world::{
-    Factor, KindLag, Latency, LivenessKnobs, ProcessKnobs, RunReport, RunStats, RuntimeLinkKnobs, StoreLinkKnobs,
-    Violation, WatchKnobs, WatchOrdering, World, WorldConfig,
+    ControllerFactory, Convergence, Extensions, Factor, InvariantFactory, KindLag, Latency, LivenessKnobs,
+    ProcessKnobs, RunReport, RunStats, RuntimeLinkKnobs, StoreLinkKnobs, Violation, WatchKnobs, WatchOrdering, World,
+    WorldConfig,
 };

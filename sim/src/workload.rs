@@ -4,7 +4,7 @@
 //! that made it.
 
 use drydock_engine::MonoTime;
-use drydock_engine::api::PullPolicy;
+use drydock_engine::api::{ObjectKey, PullPolicy, Resource};
 pub use drydock_engine::store::Propagation;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -72,6 +72,137 @@ pub enum ClientOp {
     },
     /// Someone outside drydock acts on the runtime or the registry.
     External(ExternalOp),
+    /// Create an object of any registered kind (a user's own too), with its spec as JSON.
+    Create {
+        #[serde(flatten)]
+        target: Target,
+        #[serde(default = "empty_object", skip_serializing_if = "is_empty_object")]
+        spec: serde_json::Value,
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        labels: BTreeMap<String, String>,
+        /// An object of the same namespace (or, for a cluster-scoped object, a cluster-scoped
+        /// one) that owns this one, looked up by name when the operation runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<Owner>,
+    },
+    /// Replace an object's spec, with its current resourceVersion as precondition.
+    Update {
+        #[serde(flatten)]
+        target: Target,
+        spec: serde_json::Value,
+    },
+    /// Apply a JSON merge patch (RFC 7386) to an object's spec: `null` removes a field.
+    Patch {
+        #[serde(flatten)]
+        target: Target,
+        patch: serde_json::Value,
+    },
+    /// Delete an object of any registered kind.
+    Delete {
+        #[serde(flatten)]
+        target: Target,
+        /// How the delete propagates to dependents (background unless said).
+        #[serde(default, skip_serializing_if = "is_background")]
+        propagation: Propagation,
+    },
+}
+
+/// The object a generic operation acts on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl Target {
+    /// An object of kind `R` (its namespace ignored for a cluster-scoped kind).
+    pub fn of<R: Resource>(namespace: &str, name: &str) -> Self {
+        Target {
+            kind: R::KIND.to_string(),
+            namespace: R::NAMESPACED.then(|| namespace.to_string()),
+            name: name.to_string(),
+        }
+    }
+
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey::new(&self.kind, self.namespace.as_deref(), &self.name)
+    }
+}
+
+/// The owner of an object a [`ClientOp::Create`] makes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    pub kind: String,
+    pub name: String,
+    /// The reference is the owner's controller reference.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub controller: bool,
+    /// The reference blocks the owner's deletion in the foreground.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub block_owner_deletion: bool,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(serde_json::Map::new())
+}
+
+fn is_empty_object(value: &serde_json::Value) -> bool {
+    value.as_object().is_some_and(serde_json::Map::is_empty)
+}
+
+impl ClientOp {
+    /// Create an object of kind `R` with `spec`.
+    pub fn create<R: Resource>(namespace: &str, name: &str, spec: &R::Spec) -> Self {
+        ClientOp::Create {
+            target: Target::of::<R>(namespace, name),
+            spec: to_json(spec),
+            labels: BTreeMap::new(),
+            owner: None,
+        }
+    }
+
+    /// Replace the spec of an object of kind `R`.
+    pub fn update<R: Resource>(namespace: &str, name: &str, spec: &R::Spec) -> Self {
+        ClientOp::Update { target: Target::of::<R>(namespace, name), spec: to_json(spec) }
+    }
+
+    /// Merge `patch` into the spec of an object of kind `R` (RFC 7386).
+    pub fn patch<R: Resource>(namespace: &str, name: &str, patch: serde_json::Value) -> Self {
+        ClientOp::Patch { target: Target::of::<R>(namespace, name), patch }
+    }
+
+    /// Delete an object of kind `R` in the background.
+    pub fn delete<R: Resource>(namespace: &str, name: &str) -> Self {
+        ClientOp::Delete { target: Target::of::<R>(namespace, name), propagation: Propagation::Background }
+    }
+}
+
+fn to_json<T: Serialize>(spec: &T) -> serde_json::Value {
+    // A spec type whose serialization fails is a bug of its definition (a map with non-string
+    // keys): an empty spec lets admission say what is missing.
+    serde_json::to_value(spec).unwrap_or_else(|_| empty_object())
+}
+
+/// Apply a JSON merge patch (RFC 7386) to `target`.
+pub fn merge_patch(target: &mut serde_json::Value, patch: &serde_json::Value) {
+    let serde_json::Value::Object(fields) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = empty_object();
+    }
+    if let serde_json::Value::Object(map) = target {
+        for (name, value) in fields {
+            if value.is_null() {
+                map.remove(name);
+            } else {
+                merge_patch(map.entry(name.clone()).or_insert(serde_json::Value::Null), value);
+            }
+        }
+    }
 }
 
 fn is_background(propagation: &Propagation) -> bool {
@@ -156,5 +287,48 @@ impl Workload {
     /// When the last operation runs.
     pub fn end(&self) -> MonoTime {
         self.ops.iter().map(|o| o.at).max().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_merge_patch_sets_replaces_and_removes_fields_as_rfc_7386_says() {
+        let mut spec = json!({"a": "b", "c": {"d": "e", "f": "g"}, "list": [1, 2]});
+        merge_patch(&mut spec, &json!({"a": "z", "c": {"f": null}, "list": [3], "new": 1}));
+        assert_eq!(spec, json!({"a": "z", "c": {"d": "e"}, "list": [3], "new": 1}));
+    }
+
+    #[test]
+    fn generic_operations_round_trip_through_json() {
+        let ops = vec![
+            ClientOp::Create {
+                target: Target { kind: "Widget".into(), namespace: Some("ns".into()), name: "w".into() },
+                spec: json!({"replicas": 2}),
+                labels: BTreeMap::from([("app".into(), "x".into())]),
+                owner: Some(Owner {
+                    kind: "Widget".into(),
+                    name: "o".into(),
+                    controller: true,
+                    block_owner_deletion: false,
+                }),
+            },
+            ClientOp::Patch {
+                target: Target { kind: "Widget".into(), namespace: None, name: "w".into() },
+                patch: json!({"replicas": 3}),
+            },
+            ClientOp::Delete {
+                target: Target { kind: "Widget".into(), namespace: Some("ns".into()), name: "w".into() },
+                propagation: Propagation::Foreground,
+            },
+        ];
+        for op in ops {
+            let text = serde_json::to_string(&op).unwrap();
+            assert_eq!(serde_json::from_str::<ClientOp>(&text).unwrap(), op, "{text}");
+        }
     }
 }

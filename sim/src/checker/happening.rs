@@ -10,8 +10,8 @@ use drydock_engine::{OpId, Origin};
 pub enum Happening<'a> {
     /// A client created, changed or deleted `object` (the object as the store returned it).
     ClientWrote { object: &'a Object },
-    /// A store request of `process` is about to apply: the view shows the state before it.
-    StoreApplying { process: usize, request: &'a StoreRequest },
+    /// Store request `id` of `process` is about to apply: the view shows the state before it.
+    StoreApplying { process: usize, id: OpId, request: &'a StoreRequest },
     /// A store request of `process` applied (or failed) with `result`.
     StoreApplied { process: usize, request: &'a StoreRequest, result: &'a StoreResult },
     /// A process sent a runtime request, issued by a reconcile of `issuer`.

@@ -8,7 +8,7 @@ use super::env::Disruption;
 use crate::checker::Happening;
 use crate::facts::process_identity;
 use crate::probes::Probe;
-use crate::workload::{ClientOp, ContainerOp, ExternalOp};
+use crate::workload::{ClientOp, ContainerOp, ExternalOp, Owner, Target, merge_patch};
 use drydock_engine::MonoTime;
 use drydock_engine::api::logical::LogicalContainer;
 use drydock_engine::api::{
@@ -105,6 +105,24 @@ impl World<'_> {
                 let key = ObjectKey::namespaced(PhysicalContainer::KIND, namespace, name);
                 self.store.delete(wall, &key, &DeleteOptions { propagation: *propagation, ..Default::default() })
             }
+            ClientOp::Create { target, spec, labels, owner } => {
+                self.env.note(format_args!("client create {}", target.key()));
+                let object = self.generic_object(target, spec, labels, owner.as_ref());
+                self.store.create(wall, object)
+            }
+            ClientOp::Update { target, spec } => {
+                self.env.note(format_args!("client update {}", target.key()));
+                self.rewrite_spec(&target.key(), |current| *current = spec.clone())
+            }
+            ClientOp::Patch { target, patch } => {
+                self.env.note(format_args!("client patch {} {patch}", target.key()));
+                self.rewrite_spec(&target.key(), |current| merge_patch(current, patch))
+            }
+            ClientOp::Delete { target, propagation } => {
+                self.env.note(format_args!("client delete {}{}", target.key(), policy(*propagation)));
+                let options = DeleteOptions { propagation: *propagation, ..Default::default() };
+                self.store.delete(wall, &target.key(), &options)
+            }
             ClientOp::External(op) => {
                 let fault = match op {
                     ExternalOp::RemoveContainer { .. } | ExternalOp::RemoveImage { .. } => {
@@ -146,6 +164,40 @@ impl World<'_> {
             }
             None => Err(StoreError::NotFound { key: key.to_string() }),
         }
+    }
+
+    /// Rewrite the spec of the object at `key` as it is now (a client that read it just before).
+    fn rewrite_spec(
+        &mut self,
+        key: &ObjectKey,
+        edit: impl FnOnce(&mut serde_json::Value),
+    ) -> Result<Arc<Object>, StoreError> {
+        let Some(mut object) = self.store.get(key).map(|o| (**o).clone()) else {
+            return Err(StoreError::NotFound { key: key.to_string() });
+        };
+        edit(&mut object.spec);
+        self.store.update(object)
+    }
+
+    /// The object a generic create makes: an owner named but absent is left out (the create
+    /// then makes an orphan, as a client with a stale read of its owner would).
+    fn generic_object(
+        &self,
+        target: &Target,
+        spec: &serde_json::Value,
+        labels: &std::collections::BTreeMap<String, String>,
+        owner: Option<&Owner>,
+    ) -> Object {
+        let mut meta = ObjectMeta::named(target.namespace.as_deref(), &target.name);
+        meta.labels.clone_from(labels);
+        if let Some(owner) = owner
+            && let Some(o) = self.store.get(&ObjectKey::new(&owner.kind, target.namespace.as_deref(), &owner.name))
+        {
+            let mut reference = o.owner_reference(owner.controller);
+            reference.block_owner_deletion = owner.block_owner_deletion;
+            meta.owner_references.push(reference);
+        }
+        Object::new(&target.kind, meta, spec.clone())
     }
 
     fn container_object(&self, c: &ContainerOp) -> Object {

@@ -3,8 +3,8 @@
 //! actual within the convergence bound (`convergence`), with no object rewritten over and over on
 //! the way (`no-oscillation`), and then stay quiet for the settle time (`quiescence`).
 
+use crate::checker::View;
 use crate::checker::efficiency::{WorkCounter, WorkLimits, WorkPeaks};
-use crate::checker::{View, desired_equals_actual};
 use drydock_engine::MonoTime;
 use drydock_engine::api::ObjectKey;
 use drydock_engine::store::{Store, StoreReply, StoreRequest, StoreResult};
@@ -167,6 +167,7 @@ impl Liveness {
         view: &View<'_>,
         reconciles: impl Iterator<Item = u64>,
         busy: impl Fn() -> Option<Busy>,
+        converged: impl Fn(&View<'_>) -> Result<(), String>,
     ) -> Verdict {
         if let Some(healed_at) = self.healed_at {
             let objects = view.store.len();
@@ -193,14 +194,14 @@ impl Liveness {
         match self.phase {
             Phase::Safety => Verdict::Running,
             Phase::Liveness { healed_at } => {
-                if busy().is_none() && desired_equals_actual(view).is_ok() {
+                if busy().is_none() && converged(view).is_ok() {
                     self.convergence_secs = now.since(healed_at).as_secs_f64();
                     self.phase = Phase::Settling { converged_at: now, revision: view.store.resource_version() };
                     self.wake = Some(now + self.knobs.settle);
                     return Verdict::Running;
                 }
                 if now.since(healed_at) > self.knobs.convergence_bound {
-                    let why = desired_equals_actual(view)
+                    let why = converged(view)
                         .err()
                         .unwrap_or_else(|| busy().map_or_else(|| "not quiet".into(), |b| b.to_string()));
                     let message =

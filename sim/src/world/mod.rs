@@ -25,7 +25,8 @@ mod store_link;
 mod watches;
 
 pub use config::{
-    KindLag, LivenessKnobs, ProcessKnobs, RuntimeLinkKnobs, StoreLinkKnobs, WatchKnobs, WatchOrdering, WorldConfig,
+    ControllerFactory, Convergence, Extensions, InvariantFactory, KindLag, LivenessKnobs, ProcessKnobs,
+    RuntimeLinkKnobs, StoreLinkKnobs, WatchKnobs, WatchOrdering, WorldConfig,
 };
 pub use env::RunStats;
 pub use latency::{Factor, Latency};
@@ -103,7 +104,7 @@ impl<'w> World<'w> {
             processes,
             runtime_link: RuntimeLink::new(&config.runtime_link),
             store_link: StoreLink::new(&config.store_link),
-            checker: Checker::new((config.make_invariants)()),
+            checker: checker(config),
             probes: Probes::default(),
             liveness: Liveness::new(&config.liveness),
             trace: Trace::new(keep_trace),
@@ -304,7 +305,10 @@ impl<'w> World<'w> {
         let ending = self.runtime.next_due().map(processes::mono_at).filter(|at| *at <= horizon);
         let busy = || busy(processes, watches, outstanding, ending, now);
         let reconciles = processes.iter().map(|p| p.engine.stats().reconciles);
-        let verdict = self.liveness.judge(now, self.trace.events(), &view, reconciles, busy);
+        let converged = |view: &View<'_>| {
+            crate::checker::desired_equals_actual(view).and_then(|()| self.config.extensions.converged(view))
+        };
+        let verdict = self.liveness.judge(now, self.trace.events(), &view, reconciles, busy, converged);
         if let Some(at) = self.liveness.take_wake() {
             self.env.at(at, Event::Judge);
         }
@@ -355,8 +359,24 @@ fn engine(config: &WorldConfig, index: usize, life: u32, seed: u64) -> Engine {
             ..EngineConfig::default()
         },
         config.registry.clone(),
-        (config.make_controllers)(&config.controllers),
+        controllers(config),
     )
+}
+
+/// The built-in controllers of `config`, then the user's.
+fn controllers(config: &WorldConfig) -> Vec<Box<dyn drydock_engine::Controller>> {
+    let mut all = (config.make_controllers)(&config.controllers);
+    all.extend(config.extensions.controllers.iter().map(|make| make()));
+    all
+}
+
+/// The built-in invariants of `config`, then the user's.
+fn checker(config: &WorldConfig) -> Checker {
+    let mut checker = Checker::new((config.make_invariants)());
+    for make in &config.extensions.invariants {
+        checker.push(make());
+    }
+    checker
 }
 
 /// What keeps the world from being quiet, if anything: something owed, a container's main

@@ -139,7 +139,7 @@ impl World<'_> {
     /// A store request meets the store.
     pub(super) fn store_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: StoreRequest) {
         self.env.note(format_args!("p{process} store {id} {}", request.describe()));
-        self.observe(Happening::StoreApplying { process, request: &request });
+        self.observe(Happening::StoreApplying { process, id, request: &request });
         let result = match self.store_link.conflict(&mut self.env, &request) {
             Some(conflict) => Err(conflict),
             None => self.store.execute(super::true_now(now).wall, request.clone()),

@@ -370,7 +370,7 @@ impl Invariant for OwnershipStable {
     }
 
     fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
-        let Happening::StoreApplying { process, request: StoreRequest::Update { object } } = happening else {
+        let Happening::StoreApplying { process, request: StoreRequest::Update { object }, .. } = happening else {
             return;
         };
         let Some(stored) = view.store.get(&object.key()).filter(|s| s.metadata.uid == object.metadata.uid) else {
@@ -413,7 +413,7 @@ impl Invariant for NamespaceCleanupOrder {
     }
 
     fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
-        let Happening::StoreApplying { process, request: StoreRequest::Delete { key, .. } } = happening else {
+        let Happening::StoreApplying { process, request: StoreRequest::Delete { key, .. }, .. } = happening else {
             return;
         };
         let Some(namespace) = &key.namespace else { return };
@@ -463,7 +463,7 @@ impl Invariant for NamespaceReleasedEmpty {
     }
 
     fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
-        let Happening::StoreApplying { process, request: StoreRequest::Update { object } } = happening else {
+        let Happening::StoreApplying { process, request: StoreRequest::Update { object }, .. } = happening else {
             return;
         };
         if object.kind != Namespace::KIND || object.metadata.has_finalizer(names::FINALIZER_NAMESPACE) {

@@ -3,6 +3,7 @@
 
 use super::named;
 use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
+use drydock_engine::OpId;
 use drydock_engine::api::{Namespace, Object, ObjectKey, Resource, Uid};
 use drydock_engine::store::{FINALIZER_FOREGROUND_DELETION, FINALIZER_ORPHAN, StoreRequest};
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,12 +38,21 @@ fn blocks(object: &Object, owner: &Uid) -> bool {
     object.metadata.owner_references.iter().any(|r| r.uid == *owner && r.block_owner_deletion)
 }
 
+/// drydock's own controllers, by name: what [`DeletesOnlyGarbage`] judges.
+const DRYDOCK_CONTROLLERS: [&str; 6] =
+    ["namespace", "logical-container", "container-image", "harvester", "physical-container", "garbage-collector"];
+
 /// The engine deletes an object only when it is garbage: its namespace is terminating, or it has
 /// owners and none of them is live (each is gone or being deleted). An object looked up by name
 /// instead of by its owner's uid (a name reused, two parents wanting one name) is the bug this
 /// names when it happens, rather than as a world that never settles.
+///
+/// It judges drydock's own controllers: a user's controller may delete what it made (a set
+/// scaled down), and the user's invariants say when it may.
 #[derive(Default)]
 pub(super) struct DeletesOnlyGarbage {
+    /// Store requests in flight issued by a controller that is not drydock's.
+    foreign: BTreeSet<(usize, OpId)>,
     seen: Seen,
 }
 
@@ -50,11 +60,19 @@ impl Invariant for DeletesOnlyGarbage {
     named!(DeletesOnlyGarbage);
 
     fn observes(&self) -> &'static [HappeningKind] {
-        &[HappeningKind::StoreApplying]
+        &[HappeningKind::Requested, HappeningKind::StoreApplying]
     }
 
     fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
-        let Happening::StoreApplying { process, request } = happening else { return };
+        if let Happening::Requested { process, id, origin, store: true } = happening
+            && !DRYDOCK_CONTROLLERS.contains(&&*origin.controller)
+        {
+            self.foreign.insert((*process, *id));
+        }
+        let Happening::StoreApplying { process, id, request } = happening else { return };
+        if self.foreign.remove(&(*process, *id)) {
+            return;
+        }
         let Some(target) = delete_target(view, request) else { return };
         if namespace_terminating(view, target) {
             return;
@@ -117,7 +135,7 @@ impl Invariant for OrphansSurvive {
                     .collect();
                 self.orphaned.entry(uid.clone()).or_insert((object.key(), dependents));
             }
-            Happening::StoreApplying { process, request } => {
+            Happening::StoreApplying { process, request, .. } => {
                 let Some(target) = delete_target(view, request) else { return };
                 if namespace_terminating(view, target) {
                     return;

@@ -229,12 +229,16 @@ fn an_engine_adding_an_owner_to_an_owned_object_is_caught_a_first_owner_is_not()
     let (a, b) = (w.pc("a", busybox(), "c1"), w.pc("b", busybox(), "c2"));
     let mut owned = (*w.pc("c", busybox(), "c3")).clone();
     owned.metadata.owner_references.push(a.owner_reference(false));
-    w.observe(Happening::StoreApplying { process: 0, request: &StoreRequest::Update { object: owned.clone() } });
+    w.observe(Happening::StoreApplying {
+        process: 0,
+        id: OpId(0),
+        request: &StoreRequest::Update { object: owned.clone() },
+    });
     assert_eq!(w.violated(), None, "a first owner");
     w.store.update(owned.clone()).unwrap();
     let mut twice = (**w.store.get(&owned.key()).unwrap()).clone();
     twice.metadata.owner_references.push(b.owner_reference(false));
-    w.observe(Happening::StoreApplying { process: 1, request: &StoreRequest::Update { object: twice } });
+    w.observe(Happening::StoreApplying { process: 1, id: OpId(0), request: &StoreRequest::Update { object: twice } });
     assert_eq!(w.violated().as_deref(), Some("ownership-stable"));
     assert!(w.message().contains("p1 changed the ownerReferences"), "{}", w.message());
 }
@@ -252,9 +256,9 @@ fn deleting_an_image_while_containers_remain_in_a_terminating_namespace_is_caugh
     w.store.update(ns).unwrap();
     w.store.delete(WallTime(2), &ObjectKey::cluster(Namespace::KIND, "ns"), &DeleteOptions::default()).unwrap();
     let delete = |key: ObjectKey| StoreRequest::Delete { key, options: DeleteOptions::default() };
-    w.observe(Happening::StoreApplying { process: 0, request: &delete(pc.key()) });
+    w.observe(Happening::StoreApplying { process: 0, id: OpId(0), request: &delete(pc.key()) });
     assert_eq!(w.violated(), None, "containers first is the order");
-    w.observe(Happening::StoreApplying { process: 0, request: &delete(image.key()) });
+    w.observe(Happening::StoreApplying { process: 0, id: OpId(0), request: &delete(image.key()) });
     assert_eq!(w.violated().as_deref(), Some("namespace-cleanup-order"));
 }
 
@@ -269,7 +273,7 @@ fn releasing_a_namespace_finalizer_while_a_child_remains_is_caught() {
     let mut released = (*ns).clone();
     released.metadata.finalizers.retain(|f| f != names::FINALIZER_NAMESPACE);
     let release = StoreRequest::Update { object: released };
-    w.observe(Happening::StoreApplying { process: 0, request: &release });
+    w.observe(Happening::StoreApplying { process: 0, id: OpId(0), request: &release });
     assert_eq!(w.violated().as_deref(), Some("namespace-released-empty"));
     assert!(w.message().contains("PhysicalContainer"), "{}", w.message());
 
@@ -279,7 +283,11 @@ fn releasing_a_namespace_finalizer_while_a_child_remains_is_caught() {
     let ns = w.store.update(ns).unwrap();
     let mut released = (*ns).clone();
     released.metadata.finalizers.clear();
-    w.observe(Happening::StoreApplying { process: 0, request: &StoreRequest::Update { object: released } });
+    w.observe(Happening::StoreApplying {
+        process: 0,
+        id: OpId(0),
+        request: &StoreRequest::Update { object: released },
+    });
     assert_eq!(w.violated(), None, "an empty namespace may go");
 }
 
@@ -625,7 +633,7 @@ fn engine_deletes(w: &mut Fixture, object: &Object) {
         key: object.key(),
         options: DeleteOptions { precondition_uid: Some(object.metadata.uid.clone()), ..Default::default() },
     };
-    w.observe(Happening::StoreApplying { process: 0, request: &request });
+    w.observe(Happening::StoreApplying { process: 0, id: OpId(0), request: &request });
     w.store_applied(request);
 }
 

@@ -1,0 +1,163 @@
+//! `drydock`: the container-lifecycle engine and its deterministic simulator, as a binary and as a
+//! library a user's own binary is built from.
+//!
+//! [`Drydock`] is the whole `drydock` command line (`sim`, `up`, `down`, `daemon` and the client
+//! verbs) with a user's kinds, controllers and scenarios added to the built-in ones:
+//!
+//! ```no_run
+//! use drydock::Drydock;
+//! # struct MyController;
+//! # impl drydock_engine::Controller for MyController {
+//! #     fn name(&self) -> &str { "mine" }
+//! #     fn watches(&self) -> Vec<drydock_engine::controller::Watch> { Vec::new() }
+//! #     fn reconcile(&mut self, _: &mut drydock_engine::controller::Context<'_>, _: &drydock_engine::api::ObjectKey)
+//! #         -> drydock_engine::controller::ReconcileResult { Ok(drydock_engine::controller::Action::done()) }
+//! # }
+//! fn main() -> std::process::ExitCode {
+//!     Drydock::new("my-drydock")
+//!         .controller(|| MyController)
+//!         .main()
+//! }
+//! ```
+
+mod client;
+mod daemon;
+mod manifest;
+pub mod sim;
+mod state;
+mod up;
+
+use clap::{CommandFactory, FromArgMatches, Subcommand};
+pub use drydock_adapters::Components;
+use drydock_engine::Controller;
+use drydock_engine::store::KindInfo;
+use drydock_scenarios::Scenario;
+use std::process::ExitCode;
+
+#[derive(clap::Parser)]
+#[command(name = "drydock", version, about = "Container-lifecycle controller engine and its deterministic simulator")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the engine in the deterministic simulator: seed sweeps, single-seed repros, the catalog.
+    #[command(subcommand)]
+    Sim(sim::SimCommand),
+    /// Apply a manifest (keeping its objects in a state dir beside it), run the engine against
+    /// Docker, and tear everything down on Ctrl-C or SIGTERM; with --wait, return once all settled.
+    Up(up::UpArgs),
+    /// Run the engine against Docker with a Kubernetes-style API over HTTPS (bearer token, its
+    /// own CA) and write a kubeconfig for kubectl; stop cleanly on SIGTERM or Ctrl-C.
+    Daemon(daemon::DaemonArgs),
+    /// Tear down what `drydock up --wait` left running (by its manifest or state dir).
+    Down(up::DownArgs),
+    /// Create or update the objects of a manifest in a running daemon (kubectl apply).
+    Apply(client::ApplyArgs),
+    /// Show objects as a table, or as json, yaml or names (kubectl get).
+    Get(client::GetArgs),
+    /// Delete objects by name or by manifest (kubectl delete).
+    Delete(client::DeleteArgs),
+    /// Show one object in detail (kubectl describe).
+    Describe(client::DescribeArgs),
+    /// Wait until an object meets a condition or is deleted (kubectl wait).
+    Wait(client::WaitArgs),
+}
+
+/// The `drydock` command line with a user's kinds, controllers and scenarios beside the built-in
+/// ones; see the [crate](crate) documentation.
+///
+/// *Guarantees*: the kinds are admitted and served by `up`, `down`, `daemon` and validated by the
+/// client verbs; the controllers run in every engine `up`, `down` and `daemon` start; the
+/// scenarios are known to every `sim` command (`run`, `repro`, `shrink`, `replay`, `list`), whose
+/// printed commands start with the program's name.
+pub struct Drydock {
+    name: String,
+    components: Components,
+    scenarios: Vec<Scenario>,
+}
+
+impl Drydock {
+    /// The built-in `drydock`, named `name` in help and in the commands it prints.
+    pub fn new(name: &str) -> Self {
+        Drydock {
+            name: name.to_string(),
+            components: Components::builtin(),
+            scenarios: drydock_scenarios::all().to_vec(),
+        }
+    }
+
+    /// Register a kind (admitted with its validation, served by the daemon).
+    pub fn kind(mut self, info: KindInfo) -> Self {
+        self.components = self.components.kind(info);
+        self
+    }
+
+    /// Run a controller beside the built-in ones (fresh for every engine).
+    pub fn controller<C: Controller + 'static>(mut self, make: impl Fn() -> C + Send + Sync + 'static) -> Self {
+        self.components = self.components.controller(make);
+        self
+    }
+
+    /// Add a scenario to `sim`.
+    pub fn scenario(mut self, scenario: Scenario) -> Self {
+        self.scenarios.push(scenario);
+        self
+    }
+
+    /// Parse the process's arguments, run the command, and return its exit code.
+    pub fn main(self) -> ExitCode {
+        let matches = Cli::command().name(self.name.clone()).bin_name(self.name.clone()).get_matches();
+        let cli = match Cli::from_arg_matches(&matches) {
+            Ok(cli) => cli,
+            Err(error) => error.exit(),
+        };
+        self.run(cli.command)
+    }
+
+    fn run(&self, command: Command) -> ExitCode {
+        // In the simulator, faults are injected on purpose: the engine's warnings about them are
+        // noise unless asked for with DRYDOCK_LOG.
+        let default_level = match command {
+            Command::Sim(_) => "error",
+            Command::Daemon(_) => "info",
+            _ => "warn",
+        };
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_env("DRYDOCK_LOG").unwrap_or_else(|_| default_level.into()),
+            )
+            .with_writer(std::io::stderr)
+            .init();
+        let result = match command {
+            Command::Sim(command) => {
+                sim::run(command, &sim::Catalog { scenarios: &self.scenarios, program: &self.name })
+            }
+            Command::Up(args) => up::run(&args, &self.components),
+            Command::Daemon(args) => daemon::run(args, &self.components),
+            Command::Down(args) => up::down(&args, &self.components),
+            Command::Apply(args) => client::apply(&args, self.components.registry()),
+            Command::Get(args) => client::get(&args),
+            Command::Delete(args) => client::delete(&args, self.components.registry()),
+            Command::Describe(args) => client::describe(&args),
+            Command::Wait(args) => client::wait(&args),
+        };
+        match result {
+            Ok(code) => code,
+            // The reader went away (`drydock sim repro --trace | head`): not an error of ours.
+            Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::from(2)
+            }
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
+}

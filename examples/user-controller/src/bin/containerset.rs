@@ -1,0 +1,13 @@
+//! The `drydock` command line with the ContainerSet kind and controller added: `containerset up`,
+//! `containerset daemon`, and `containerset sim` with the example's scenarios.
+
+use user_controller::{ContainerSetController, Variant, kind, scenario};
+
+fn main() -> std::process::ExitCode {
+    drydock::Drydock::new("containerset")
+        .kind(kind())
+        .controller(|| ContainerSetController::new(Variant::Fixed))
+        .scenario(scenario(Variant::Fixed))
+        .scenario(scenario(Variant::Buggy))
+        .main()
+}

@@ -1,0 +1,87 @@
+//! The ContainerSet controller on real Docker, through the example's own binary: `containerset up`
+//! runs it beside the built-in controllers, and a SIGTERM tears everything down.
+#![allow(clippy::unwrap_used)]
+
+use drydock_adapters::testing::{TEST_IMAGE, docker_or_skip, ensure_test_image};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn running_with(prefix: &str) -> Vec<String> {
+    let out = Command::new("docker").args(["ps", "--format", "{{.Names}}"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
+}
+
+fn all_with(prefix: &str) -> Vec<String> {
+    let out = Command::new("docker").args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
+}
+
+/// Removes what a failed test left.
+struct RemoveOnDrop(String);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for name in all_with(&self.0) {
+            let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+        }
+    }
+}
+
+#[tokio::test]
+async fn containerset_up_runs_the_users_controller_on_docker_and_tears_down() {
+    if docker_or_skip("containerset_up").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let ns = format!("cs-{}-{}", std::process::id(), nanos % 100_000);
+    let _cleanup = RemoveOnDrop(format!("{ns}-"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("set.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "kind: Namespace\nmetadata: {{name: {ns}}}\n---\napiVersion: example.dev/v1\nkind: ContainerSet\nmetadata: {{name: web, namespace: {ns}}}\nspec: {{image: '{TEST_IMAGE}', replicas: 2}}\n"
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_containerset"))
+        .arg("up")
+        .arg("-f")
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let lines = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<_>>());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let wanted = vec![format!("{ns}-web-0"), format!("{ns}-web-1")];
+    loop {
+        let mut running = running_with(&format!("{ns}-"));
+        running.sort();
+        if running == wanted {
+            break;
+        }
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("the set's two containers did not run within 60 s: {running:?}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(term.success());
+    let status = child.wait().unwrap();
+    let output = lines.join().unwrap().join("\n");
+    assert!(status.success(), "containerset up exited with {status}:\n{output}");
+    assert!(output.contains(&format!("ContainerSet/{ns}/web")), "{output}");
+    assert!(all_with(&format!("{ns}-")).is_empty(), "left behind after teardown:\n{output}");
+}
+
+#[test]
+fn containerset_sim_knows_the_users_scenarios_and_invariant() {
+    let out = Command::new(env!("CARGO_BIN_EXE_containerset")).args(["sim", "list"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("containerset-buggy") && text.contains("containerset-never-over-replicated"), "{text}");
+}

@@ -1,0 +1,165 @@
+//! [`ScenarioBuilder`]: a user's controllers, kinds, workload, invariants and convergence
+//! conditions put together into a [`Scenario`], beside the built-in ones.
+//!
+//! *Guarantees*: the built-in controllers, invariants and convergence condition stay on; the
+//! user's controllers run after the built-in ones in every engine process and every life of it
+//! (each life gets fresh ones from the factory), and the user's invariants are checked after the
+//! built-in ones, after every event that can change what they read.
+//!
+//! *Assumptions*: the factories are pure: a controller or invariant made twice behaves the same,
+//! or the same seed would not give the same run.
+
+use crate::{Generate, MakeWorld, Scenario};
+use drydock_engine::Controller;
+use drydock_engine::store::KindInfo;
+use drydock_sim::checker::{Invariant, View};
+use drydock_sim::workload::Workload;
+use drydock_sim::{Convergence, Extensions, WorldConfig};
+use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
+
+/// An adjustment of the world a scenario runs in.
+type Adjust = Arc<dyn Fn(&mut WorldConfig) + Send + Sync>;
+
+/// Builds a [`Scenario`]; see [`Scenario::builder`].
+pub struct ScenarioBuilder {
+    name: String,
+    description: String,
+    generate: Option<Generate>,
+    world: MakeWorld,
+    kinds: Vec<KindInfo>,
+    extensions: Extensions,
+    configure: Vec<Adjust>,
+    faults: bool,
+    expect_failures: bool,
+}
+
+impl Scenario {
+    /// A scenario of one's own: by default one engine process, the built-in controllers and
+    /// invariants, swarm faults, and an empty workload until [`ScenarioBuilder::workload`].
+    pub fn builder(name: &str) -> ScenarioBuilder {
+        ScenarioBuilder {
+            name: name.to_string(),
+            description: String::new(),
+            generate: None,
+            world: Arc::new(WorldConfig::default),
+            kinds: Vec::new(),
+            extensions: Extensions::default(),
+            configure: Vec::new(),
+            faults: true,
+            expect_failures: false,
+        }
+    }
+}
+
+impl ScenarioBuilder {
+    /// One line saying what the scenario does (shown by `sim list`).
+    pub fn description(mut self, description: &str) -> Self {
+        self.description = description.to_string();
+        self
+    }
+
+    /// What clients and external actors do: called once per seed with the seed's workload stream.
+    pub fn workload(mut self, generate: impl Fn(&mut ChaCha8Rng) -> Workload + Send + Sync + 'static) -> Self {
+        self.generate = Some(Arc::new(generate));
+        self
+    }
+
+    /// Register a kind with the store (its validation runs on admission): a user's kind is served
+    /// and stored like a built-in one.
+    pub fn kind(mut self, info: KindInfo) -> Self {
+        self.kinds.push(info);
+        self
+    }
+
+    /// Run a controller in every engine process, beside the built-in ones. `make` is called for
+    /// every process and every life of it: a crash loses the controller's memory.
+    pub fn controller<C: Controller + 'static>(mut self, make: impl Fn() -> C + Send + Sync + 'static) -> Self {
+        self.extensions.controllers.push(Arc::new(move || Box::new(make())));
+        self
+    }
+
+    /// Check an invariant after every event, beside the built-in ones. `make` is called once per
+    /// run: the invariant may keep the history it observes.
+    pub fn invariant<I: Invariant + 'static>(mut self, make: impl Fn() -> I + Send + Sync + 'static) -> Self {
+        self.extensions.invariants.push(Arc::new(move || Box::new(make())));
+        self
+    }
+
+    /// A condition the world must reach once faults have healed, beside the built-in
+    /// desired-equals-actual: a run that does not reach it within the convergence bound fails
+    /// `convergence` with `[name]` and the condition's message.
+    pub fn converges_when(
+        mut self,
+        name: &str,
+        check: impl Fn(&View<'_>) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.extensions.convergence.push(Convergence::new(name, check));
+        self
+    }
+
+    /// Engine processes sharing the store and the runtime (one by default).
+    pub fn processes(self, count: usize) -> Self {
+        self.configure(move |config| config.processes.count = count)
+    }
+
+    /// Start from another world shape (a built-in scenario's, or one's own).
+    pub fn world(mut self, make: impl Fn() -> WorldConfig + Send + Sync + 'static) -> Self {
+        self.world = Arc::new(make);
+        self
+    }
+
+    /// Adjust the world: knobs of its components, the store's admission, timeouts.
+    pub fn configure(mut self, adjust: impl Fn(&mut WorldConfig) + Send + Sync + 'static) -> Self {
+        self.configure.push(Arc::new(adjust));
+        self
+    }
+
+    /// No faults: every seed runs a calm world.
+    pub fn without_faults(mut self) -> Self {
+        self.faults = false;
+        self
+    }
+
+    /// The scenario is built around a known bug: its seeds are expected to fail (a sweep of it
+    /// still exits 1; `drydock sim list` says so).
+    pub fn expect_failures(mut self) -> Self {
+        self.expect_failures = true;
+        self
+    }
+
+    pub fn build(self) -> Scenario {
+        let ScenarioBuilder {
+            name,
+            description,
+            generate,
+            world,
+            kinds,
+            extensions,
+            configure,
+            faults,
+            expect_failures,
+        } = self;
+        let make_world = move || {
+            let mut config = world();
+            for kind in &kinds {
+                config.registry.register(kind.clone());
+            }
+            config.extensions.controllers.extend(extensions.controllers.iter().cloned());
+            config.extensions.invariants.extend(extensions.invariants.iter().cloned());
+            config.extensions.convergence.extend(extensions.convergence.iter().cloned());
+            for adjust in &configure {
+                adjust(&mut config);
+            }
+            config
+        };
+        Scenario {
+            name,
+            description,
+            generate: generate.unwrap_or_else(|| Arc::new(|_: &mut ChaCha8Rng| Workload::default())),
+            world: Arc::new(make_world),
+            faults,
+            expect_failures,
+        }
+    }
+}
