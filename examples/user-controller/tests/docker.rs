@@ -1,5 +1,6 @@
 //! The ContainerSet controller on real Docker, through the example's own binary: `containerset up`
-//! runs it beside the built-in controllers, and a SIGTERM tears everything down.
+//! runs it beside the built-in controllers, and a SIGTERM tears everything down; `containerset
+//! daemon` serves the kind to the real kubectl.
 #![allow(clippy::unwrap_used)]
 
 use drydock_adapters::testing::{TEST_IMAGE, docker_or_skip, ensure_test_image};
@@ -84,4 +85,78 @@ fn containerset_sim_knows_the_users_scenarios_and_invariant() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("containerset-buggy") && text.contains("containerset-never-over-replicated"), "{text}");
+}
+
+fn kubectl_or_skip(test: &str) -> bool {
+    match Command::new("kubectl").args(["version", "--client"]).output() {
+        Ok(out) if out.status.success() => true,
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{test}: CI is set and kubectl is required, but it does not run")
+        }
+        _ => {
+            eprintln!("SKIPPED {test}: no kubectl on PATH; set CI=true to make this a failure");
+            false
+        }
+    }
+}
+
+/// Wait until `done` holds, or fail with `what`.
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "not within 60 s: {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[tokio::test]
+async fn containerset_daemon_serves_the_users_kind_to_kubectl() {
+    if docker_or_skip("containerset_daemon").await.is_none() || !kubectl_or_skip("containerset_daemon") {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let ns = format!("csd-{}-{}", std::process::id(), nanos % 100_000);
+    let _cleanup = RemoveOnDrop(format!("{ns}-"));
+    let state = tempfile::tempdir().unwrap();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_containerset"))
+        .args(["daemon", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(state.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(daemon.stdout.take().unwrap()).lines().map_while(Result::ok);
+    let kubeconfig = lines.find_map(|l| l.strip_prefix("kubeconfig: ").map(str::to_string)).expect("a kubeconfig line");
+    let kubectl = |args: &[&str]| {
+        let out = Command::new("kubectl").arg("--kubeconfig").arg(&kubeconfig).args(args).output().unwrap();
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let manifest = state.path().join("set.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n---\napiVersion: example.dev/v1\nkind: ContainerSet\nmetadata: {{name: web, namespace: {ns}}}\nspec: {{image: '{TEST_IMAGE}', replicas: 2}}\n"
+        ),
+    )
+    .unwrap();
+    let (ok, out) = kubectl(&["api-resources", "--api-group", "example.dev"]);
+    assert!(ok && out.contains("containersets"), "{out}");
+    let (ok, out) = kubectl(&["apply", "-f", manifest.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    wait_for("two running containers", || running_with(&format!("{ns}-web-")).len() == 2);
+    let (ok, out) = kubectl(&["get", "containersets", "-n", &ns, "web", "-o", "jsonpath={.status.containers}"]);
+    assert!(ok && out.trim() == "2", "{out}");
+    // Admission runs the kind's validation: 11 replicas is more than the kind allows.
+    let (ok, out) =
+        kubectl(&["patch", "containerset", "web", "-n", &ns, "--type", "merge", "-p", r#"{"spec":{"replicas":11}}"#]);
+    assert!(!ok && out.contains("spec.replicas"), "{out}");
+    let (ok, out) = kubectl(&["delete", "namespace", &ns, "--wait=true", "--timeout=60s"]);
+    assert!(ok, "{out}");
+    wait_for("nothing left in Docker", || all_with(&format!("{ns}-")).is_empty());
+    let term = Command::new("kill").args(["-TERM", &daemon.id().to_string()]).status().unwrap();
+    assert!(term.success());
+    assert!(daemon.wait().unwrap().success());
 }

@@ -706,6 +706,24 @@ fn deleting_an_orphaned_dependent_or_keeping_its_reference_is_caught() {
     }
 }
 
+#[test]
+fn a_delete_with_a_live_owner_is_caught_from_drydocks_controllers_but_left_to_a_users_invariants() {
+    for (controller, caught) in [("garbage-collector", true), ("namespace", true), ("containerset", false)] {
+        let mut w = Fixture::new();
+        let owner = w.pc("owner", busybox(), "c1");
+        let mut meta = ObjectMeta::named(Some("ns"), "child");
+        meta.owner_references.push(owner.owner_reference(true));
+        let child = w.store.create(WallTime(1), Object::from_spec::<PhysicalContainer>(meta, &busybox())).unwrap();
+        let origin =
+            drydock_engine::Origin { controller: Arc::from(controller), key: Arc::new(owner.key()), reconcile: 1 };
+        w.observe(Happening::Requested { process: 0, id: OpId(7), origin: &origin, store: true });
+        let delete = StoreRequest::Delete { key: child.key(), options: DeleteOptions::default() };
+        w.observe(Happening::StoreApplying { process: 0, id: OpId(7), request: &delete });
+        let want = caught.then_some("deletes-only-garbage");
+        assert_eq!(w.violated().as_deref(), want, "a delete by {controller}");
+    }
+}
+
 // --- reconciles --------------------------------------------------------------------------------
 
 #[test]
