@@ -389,35 +389,10 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
         acceleration
     )?;
     if args.json {
-        let failures: Vec<_> = report
-            .failures
-            .iter()
-            .map(|r| {
-                let v = &r.violations[0];
-                json!({ "seed": r.seed, "invariant": v.invariant, "message": v.message, "at": v.at,
-                        "faults": r.faults, "repro": catalog.repro_command(&scenario.name, r.seed, &args.faults) })
-            })
-            .collect();
-        let summary = json!({
-            "scenario": scenario.name,
-            "seeds": report.seeds(),
-            "start": args.start,
-            "stopped": stopped,
-            "jobs": report.jobs,
-            "failures": failures,
-            "events": events,
-            "sim_seconds": sim_seconds,
-            "wall_seconds": wall,
-            "seeds_per_second": seeds_per_sec,
-            "time_acceleration": acceleration,
-            "fault_selection": args.faults,
-            "faults": fired,
-            "determinism_checked": report.determinism_checked,
-            "nondeterministic": report.nondeterministic,
-            "probes": probes,
-            "probes_unreached": unreached,
-            "work_after_heal": report.work_after_heal,
-        });
+        let repro = |seed| catalog.repro_command(&scenario.name, seed, &args.faults);
+        let mut summary = report.summary(&scenario.name, wall, repro);
+        summary["stopped"] = json!(stopped);
+        summary["fault_selection"] = json!(args.faults);
         writeln!(out, "{summary}")?;
     }
     Ok(match stopped_by {

@@ -124,6 +124,29 @@ pub struct Passed {
     pub sweep: SweepReport,
 }
 
+impl Passed {
+    /// One line: what ran, and that it passed.
+    pub fn describe(&self, scenario: &str) -> String {
+        let sweep = &self.sweep;
+        let fired: u64 = sweep.faults_fired.values().sum();
+        format!(
+            "scenario {scenario}: PASS: {} saved regressions, then {} seeds from {} ({} events, {:.0} simulated s, \
+             {fired} faults fired, {} seeds run twice with the same digest)",
+            self.regressions,
+            sweep.seeds(),
+            sweep.start,
+            sweep.events(),
+            sweep.sim_seconds(),
+            sweep.determinism_checked
+        )
+    }
+
+    /// The sweep as `drydock sim run --json` reports it (`wall_seconds` measured by the caller).
+    pub fn summary(&self, scenario: &str, wall_seconds: f64, repro: impl Fn(u64) -> String) -> serde_json::Value {
+        self.sweep.summary(scenario, wall_seconds, repro)
+    }
+}
+
 impl SimTest {
     /// A test of `scenario`: [`DEFAULT_SEEDS`] seeds from 0, the scenario's faults, the
     /// regressions file `sim-regressions/<scenario>.json` beside the crate's `Cargo.toml`.
@@ -180,7 +203,10 @@ impl SimTest {
     #[track_caller]
     pub fn run(&self) -> Passed {
         match self.check() {
-            Ok(passed) => passed,
+            Ok(passed) => {
+                println!("{}", passed.describe(&self.scenario.name));
+                passed
+            }
             Err(failure) => panic!("\n{failure}\n"),
         }
     }

@@ -104,6 +104,44 @@ impl SweepReport {
         self.failures.is_empty() && self.nondeterministic.is_empty()
     }
 
+    /// The sweep as one JSON object, the one `drydock sim run --json` prints: seeds, failures
+    /// (each with the command `repro` gives for its seed), events, simulated and wall seconds and
+    /// their ratio, faults fired, the determinism self-check, probes reached and not, and the
+    /// most work after the heal. `wall_seconds` is measured by the caller.
+    pub fn summary(&self, scenario: &str, wall_seconds: f64, repro: impl Fn(u64) -> String) -> serde_json::Value {
+        let failures: Vec<serde_json::Value> = self
+            .failures
+            .iter()
+            .filter_map(|r| {
+                let v = r.violations.first()?;
+                Some(serde_json::json!({ "seed": r.seed, "invariant": v.invariant, "message": v.message,
+                    "at": v.at, "faults": r.faults, "repro": repro(r.seed) }))
+            })
+            .collect();
+        let fired: BTreeMap<&str, u64> = self.faults_fired.iter().map(|(kind, n)| (kind.name(), *n)).collect();
+        let probes: BTreeMap<&str, u64> = self.probes.iter().map(|(probe, hits)| (probe.name(), *hits)).collect();
+        let unreached: Vec<&str> = self.probes_unreached().iter().map(|p| p.name()).collect();
+        let wall = wall_seconds.max(1e-9);
+        serde_json::json!({
+            "scenario": scenario,
+            "seeds": self.seeds(),
+            "start": self.start,
+            "jobs": self.jobs,
+            "failures": failures,
+            "events": self.events(),
+            "sim_seconds": self.sim_seconds(),
+            "wall_seconds": wall_seconds,
+            "seeds_per_second": self.seeds() as f64 / wall,
+            "time_acceleration": self.sim_seconds() / wall,
+            "faults": fired,
+            "determinism_checked": self.determinism_checked,
+            "nondeterministic": self.nondeterministic,
+            "probes": probes,
+            "probes_unreached": unreached,
+            "work_after_heal": self.work_after_heal,
+        })
+    }
+
     fn add(&mut self, mut report: RunReport, again: Option<String>) {
         if let Some(digest) = again {
             self.determinism_checked += 1;
