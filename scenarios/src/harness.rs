@@ -128,6 +128,9 @@ impl Passed {
     /// One line: what ran, and that it passed.
     pub fn describe(&self, scenario: &str) -> String {
         let sweep = &self.sweep;
+        if sweep.seeds() == 0 {
+            return format!("scenario {scenario}: PASS: {} schedules replayed", self.regressions);
+        }
         let fired: u64 = sweep.faults_fired.values().sum();
         format!(
             "scenario {scenario}: PASS: {} saved regressions, then {} seeds from {} ({} events, {:.0} simulated s, \

@@ -91,7 +91,8 @@ impl SweepReport {
     }
 
     pub fn sim_seconds(&self) -> f64 {
-        self.outcomes.iter().map(|o| o.sim_nanos as f64 / 1e9).sum()
+        // Summed from +0.0: an empty float sum is -0.0, which prints as "-0".
+        self.outcomes.iter().fold(0.0, |total, o| total + o.sim_nanos as f64 / 1e9)
     }
 
     /// Probes no seed reached.
