@@ -6,7 +6,9 @@
 //! their absence is a failure.
 #![allow(clippy::unwrap_used)]
 
-use drydock_adapters::testing::{TEST_IMAGE, docker_or_skip, ensure_test_image};
+use drydock_adapters::testing::{
+    RemoveOnDrop, TEST_IMAGE, docker_names_with, docker_or_skip, ensure_test_image, kubectl_or_skip,
+};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -14,19 +16,6 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const KUBECTL: &str = "kubectl";
-
-fn kubectl_or_skip(test: &str) -> bool {
-    match Command::new(KUBECTL).args(["version", "--client"]).output() {
-        Ok(out) if out.status.success() => true,
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("{test}: CI is set and kubectl is required, but it does not run")
-        }
-        _ => {
-            eprintln!("SKIPPED {test}: no kubectl on PATH; set CI=true to make this a failure");
-            false
-        }
-    }
-}
 
 fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
@@ -130,22 +119,6 @@ impl Drop for Daemon {
 fn terminate(child: &Child) {
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
-}
-
-fn docker_names_with(prefix: &str) -> Vec<String> {
-    let out = Command::new("docker").args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
-}
-
-/// Removes what a failed run left in Docker.
-struct RemoveOnDrop(String);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        for name in docker_names_with(&self.0) {
-            let _ = Command::new("docker").args(["rm", "-f", &name]).output();
-        }
-    }
 }
 
 fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {

@@ -1,7 +1,7 @@
 //! `drydock up`: bad manifests are refused whole; a good one runs on Docker and tears down.
 #![allow(clippy::unwrap_used)]
 
-use drydock_adapters::testing::{TEST_IMAGE, docker_or_skip, ensure_test_image};
+use drydock_adapters::testing::{RemoveOnDrop, TEST_IMAGE, docker_names_with, docker_or_skip, ensure_test_image};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -21,27 +21,6 @@ fn manifest(name: &str, text: &str) -> PathBuf {
 fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     format!("{prefix}-{}-{}", std::process::id(), nanos % 100_000)
-}
-
-fn docker_names_with(prefix: &str) -> Vec<String> {
-    let out = Command::new("docker").args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
-}
-
-/// Removes the containers of a test's namespace when the test ends, however it ends.
-struct RemoveOnDrop(String);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        remove_containers_with(&self.0);
-    }
-}
-
-/// `docker rm -f` every container whose name starts with `prefix` (cleaning up after a failed test).
-fn remove_containers_with(prefix: &str) {
-    for name in docker_names_with(prefix) {
-        let _ = Command::new("docker").args(["rm", "-f", &name]).output();
-    }
 }
 
 fn up_fails(path: &PathBuf) -> String {

@@ -40,6 +40,57 @@ pub async fn docker_or_skip(test: &str) -> Option<DockerRuntime> {
     }
 }
 
+/// The names of the Docker containers (running or not, or running only) that start with
+/// `prefix`, as `docker ps` lists them.
+pub fn docker_names_with(prefix: &str) -> Vec<String> {
+    docker_ps(&["ps", "-a", "--format", "{{.Names}}"], prefix)
+}
+
+/// The names of the running Docker containers that start with `prefix`.
+pub fn running_names_with(prefix: &str) -> Vec<String> {
+    docker_ps(&["ps", "--format", "{{.Names}}"], prefix)
+}
+
+fn docker_ps(args: &[&str], prefix: &str) -> Vec<String> {
+    let out = match Command::new("docker").args(args).output() {
+        Ok(out) => out,
+        Err(error) => panic!("docker {} does not run: {error}", args.join(" ")),
+    };
+    String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
+}
+
+/// `docker rm -f` every container whose name starts with `prefix` (what a failed test left).
+pub fn remove_containers_with(prefix: &str) {
+    for name in docker_names_with(prefix) {
+        let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+    }
+}
+
+/// Removes the containers whose names start with its prefix when it is dropped: a test's
+/// cleanup, however the test ends.
+pub struct RemoveOnDrop(pub String);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        remove_containers_with(&self.0);
+    }
+}
+
+/// Whether `kubectl` runs: `false` (with the reason printed) when it does not and `CI` is not set;
+/// in CI its absence panics.
+pub fn kubectl_or_skip(test: &str) -> bool {
+    match Command::new("kubectl").args(["version", "--client"]).output() {
+        Ok(out) if out.status.success() => true,
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{test}: CI is set and kubectl is required, but it does not run")
+        }
+        _ => {
+            eprintln!("SKIPPED {test}: no kubectl on PATH; set CI=true to make this a failure");
+            false
+        }
+    }
+}
+
 /// Make sure [`TEST_IMAGE`] exists, importing it if needed. Safe to call from parallel tests.
 pub fn ensure_test_image() -> Result<(), String> {
     static IMPORTED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();

@@ -3,31 +3,12 @@
 //! daemon` serves the kind to the real kubectl.
 #![allow(clippy::unwrap_used)]
 
-use drydock_adapters::testing::{TEST_IMAGE, docker_or_skip, ensure_test_image};
+use drydock_adapters::testing::{
+    RemoveOnDrop, TEST_IMAGE, docker_names_with, docker_or_skip, ensure_test_image, kubectl_or_skip, running_names_with,
+};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn running_with(prefix: &str) -> Vec<String> {
-    let out = Command::new("docker").args(["ps", "--format", "{{.Names}}"]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
-}
-
-fn all_with(prefix: &str) -> Vec<String> {
-    let out = Command::new("docker").args(["ps", "-a", "--format", "{{.Names}}"]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
-}
-
-/// Removes what a failed test left.
-struct RemoveOnDrop(String);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        for name in all_with(&self.0) {
-            let _ = Command::new("docker").args(["rm", "-f", &name]).output();
-        }
-    }
-}
 
 #[tokio::test]
 async fn containerset_up_runs_the_users_controller_on_docker_and_tears_down() {
@@ -59,7 +40,7 @@ async fn containerset_up_runs_the_users_controller_on_docker_and_tears_down() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let wanted = vec![format!("{ns}-web-0"), format!("{ns}-web-1")];
     loop {
-        let mut running = running_with(&format!("{ns}-"));
+        let mut running = running_names_with(&format!("{ns}-"));
         running.sort();
         if running == wanted {
             break;
@@ -76,7 +57,7 @@ async fn containerset_up_runs_the_users_controller_on_docker_and_tears_down() {
     let output = lines.join().unwrap().join("\n");
     assert!(status.success(), "containerset up exited with {status}:\n{output}");
     assert!(output.contains(&format!("ContainerSet/{ns}/web")), "{output}");
-    assert!(all_with(&format!("{ns}-")).is_empty(), "left behind after teardown:\n{output}");
+    assert!(docker_names_with(&format!("{ns}-")).is_empty(), "left behind after teardown:\n{output}");
 }
 
 #[test]
@@ -85,19 +66,6 @@ fn containerset_sim_knows_the_users_scenarios_and_invariant() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("containerset-buggy") && text.contains("containerset-never-over-replicated"), "{text}");
-}
-
-fn kubectl_or_skip(test: &str) -> bool {
-    match Command::new("kubectl").args(["version", "--client"]).output() {
-        Ok(out) if out.status.success() => true,
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("{test}: CI is set and kubectl is required, but it does not run")
-        }
-        _ => {
-            eprintln!("SKIPPED {test}: no kubectl on PATH; set CI=true to make this a failure");
-            false
-        }
-    }
 }
 
 /// Wait until `done` holds, or fail with `what`.
@@ -146,7 +114,7 @@ async fn containerset_daemon_serves_the_users_kind_to_kubectl() {
     assert!(ok && out.contains("containersets"), "{out}");
     let (ok, out) = kubectl(&["apply", "-f", manifest.to_str().unwrap()]);
     assert!(ok, "{out}");
-    wait_for("two running containers", || running_with(&format!("{ns}-web-")).len() == 2);
+    wait_for("two running containers", || running_names_with(&format!("{ns}-web-")).len() == 2);
     let (ok, out) = kubectl(&["get", "containersets", "-n", &ns, "web", "-o", "jsonpath={.status.containers}"]);
     assert!(ok && out.trim() == "2", "{out}");
     // Admission runs the kind's validation: 11 replicas is more than the kind allows.
@@ -155,7 +123,7 @@ async fn containerset_daemon_serves_the_users_kind_to_kubectl() {
     assert!(!ok && out.contains("spec.replicas"), "{out}");
     let (ok, out) = kubectl(&["delete", "namespace", &ns, "--wait=true", "--timeout=60s"]);
     assert!(ok, "{out}");
-    wait_for("nothing left in Docker", || all_with(&format!("{ns}-")).is_empty());
+    wait_for("nothing left in Docker", || docker_names_with(&format!("{ns}-")).is_empty());
     let term = Command::new("kill").args(["-TERM", &daemon.id().to_string()]).status().unwrap();
     assert!(term.success());
     assert!(daemon.wait().unwrap().success());
