@@ -176,15 +176,17 @@ async fn wait_settled<R: Runtime>(
             () = shutdown_signal() => {}
         }
     };
-    let settled = driver.run_until(stop, |s| applied.iter().all(|k| s.get(k).is_none_or(|o| phase::settled(o)))).await;
+    let registry = store.read(|s| s.registry().clone());
+    let settled = |o: &Object| phase::settled(o, &registry);
+    let all_settled = driver.run_until(stop, |s| applied.iter().all(|k| s.get(k).is_none_or(|o| settled(o)))).await;
     let objects: Vec<Arc<Object>> = applied.iter().filter_map(|k| store.get(k)).collect();
     let failed: Vec<&Arc<Object>> = objects.iter().filter(|o| phase::of(o) == "Failed").collect();
     for object in &failed {
         let message = object.status.get("message").and_then(Value::as_str).unwrap_or("no message");
         eprintln!("  failed: {}: {message}", object.key());
     }
-    if !settled {
-        for object in objects.iter().filter(|o| !phase::settled(o)) {
+    if !all_settled {
+        for object in objects.iter().filter(|o| !settled(o)) {
             eprintln!("  not settled after {} s: {} ({})", timeout.as_secs(), object.key(), phase::of(object));
         }
         return ExitCode::from(1);
@@ -202,6 +204,7 @@ async fn wait_settled<R: Runtime>(
 mod phase {
     use drydock_engine::api::logical::LogicalContainer;
     use drydock_engine::api::{ContainerImage, Object, PhysicalContainer, Resource};
+    use drydock_engine::store::Registry;
     use serde_json::Value;
 
     pub fn of(object: &Object) -> &str {
@@ -209,13 +212,15 @@ mod phase {
     }
 
     /// Running, ended or failed for good: nothing more will happen without a change.
-    pub fn settled(object: &Object) -> bool {
+    /// Settled by its phase for the built-in kinds, by the kind's own rule for a user's
+    /// (`KindInfo::with_settled`), else at once.
+    pub fn settled(object: &Object, registry: &Registry) -> bool {
         let phase = of(object);
         match object.kind.as_str() {
             PhysicalContainer::KIND => matches!(phase, "Running" | "Exited" | "Failed" | "Missing"),
             LogicalContainer::KIND => matches!(phase, "Running" | "Exited" | "Failed" | "NotFound"),
             ContainerImage::KIND => matches!(phase, "Ready" | "Failed" | "Unavailable"),
-            _ => true,
+            kind => registry.get(kind).and_then(|info| info.settled(object)).unwrap_or(true),
         }
     }
 }

@@ -14,6 +14,7 @@ pub const DRYDOCK_GROUP_VERSION: &str = "drydock.dev/v1";
 type Validate = Arc<dyn Fn(&Object) -> Vec<FieldError> + Send + Sync>;
 type ValidateUpdate = Arc<dyn Fn(&Object, &Object) -> Vec<FieldError> + Send + Sync>;
 type Claims = Arc<dyn Fn(&Object) -> Vec<Claim> + Send + Sync>;
+type Settled = Arc<dyn Fn(&Object) -> bool + Send + Sync>;
 
 /// What the store knows about one kind.
 #[derive(Clone)]
@@ -32,6 +33,9 @@ pub struct KindInfo {
     validate_update: ValidateUpdate,
     /// What an object of this kind holds alone in its namespace; `None`: nothing.
     claims: Option<Claims>,
+    /// Whether an object of this kind has reached a state a client waiting for it can stop at;
+    /// `None`: the kind does not say.
+    settled: Option<Settled>,
 }
 
 impl KindInfo {
@@ -49,6 +53,7 @@ impl KindInfo {
             }),
             validate_update: Arc::new(|_, _| Vec::new()),
             claims: None,
+            settled: None,
         }
     }
 
@@ -85,6 +90,22 @@ impl KindInfo {
             Err(_) => Vec::new(), // shape errors are reported by `validate`
         }));
         self
+    }
+
+    /// What "settled" means for objects of this kind (`drydock up --wait` waits for it): a
+    /// function of the object's spec and status. An object whose spec or status does not decode
+    /// is settled (admission reports the shape; nothing will change it).
+    pub fn with_settled<R: Resource + 'static>(mut self, settled: fn(&R::Spec, &R::Status) -> bool) -> Self {
+        self.settled = Some(Arc::new(move |o| match (o.spec::<R>(), o.status::<R>()) {
+            (Ok(spec), Ok(status)) => settled(&spec, &status),
+            _ => true,
+        }));
+        self
+    }
+
+    /// Whether `object` is settled, if the kind says (see [`KindInfo::with_settled`]).
+    pub fn settled(&self, object: &Object) -> Option<bool> {
+        self.settled.as_ref().map(|settled| settled(object))
     }
 
     /// The kind's group and version, if not drydock's (`v1` for core kinds).

@@ -44,6 +44,9 @@ pub struct ContainerSetStatus {
     /// Live containers the set owns, as its controller last counted them.
     #[serde(default)]
     pub containers: u32,
+    /// How many of them run.
+    #[serde(default)]
+    pub ready: u32,
 }
 
 impl Resource for ContainerSet {
@@ -70,6 +73,8 @@ pub fn kind() -> KindInfo {
         errors
     })
     .with_group_version("example.dev/v1")
+    // `up --wait` waits until every replica runs.
+    .with_settled::<ContainerSet>(|spec, status| status.ready == spec.replicas)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,8 +170,13 @@ impl Controller for ContainerSetController {
             ctx.store(StoreRequest::Delete { key: extra.key(), options: DeleteOptions::default() });
         }
         let status = set.status::<ContainerSet>().unwrap_or_default();
-        let containers = mine.len().min(spec.replicas as usize) as u32;
-        write_status::<ContainerSet>(ctx, &set, &status, ContainerSetStatus { containers });
+        let kept = &mine[..mine.len().min(spec.replicas as usize)];
+        let running = |c: &&&Arc<Object>| {
+            c.status::<PhysicalContainer>().is_ok_and(|s| s.phase == drydock_engine::api::ContainerPhase::Running)
+        };
+        let next =
+            ContainerSetStatus { containers: kept.len() as u32, ready: kept.iter().filter(running).count() as u32 };
+        write_status::<ContainerSet>(ctx, &set, &status, next);
         Ok(action)
     }
 }

@@ -60,6 +60,43 @@ async fn containerset_up_runs_the_users_controller_on_docker_and_tears_down() {
     assert!(docker_names_with(&format!("{ns}-")).is_empty(), "left behind after teardown:\n{output}");
 }
 
+/// `up --wait` waits for the kind's own rule (`KindInfo::with_settled`: every replica runs), and
+/// `down` tears it down.
+#[tokio::test]
+async fn containerset_up_wait_returns_once_every_replica_runs() {
+    if docker_or_skip("containerset_up_wait").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let ns = format!("csw-{}-{}", std::process::id(), nanos % 100_000);
+    let _cleanup = RemoveOnDrop(format!("{ns}-"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("set.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "kind: Namespace\nmetadata: {{name: {ns}}}\n---\napiVersion: example.dev/v1\nkind: ContainerSet\nmetadata: {{name: web, namespace: {ns}}}\nspec: {{image: '{TEST_IMAGE}', replicas: 3}}\n"
+        ),
+    )
+    .unwrap();
+    let containerset = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_containerset")).args(args).arg("-f").arg(&path).output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "containerset {args:?} failed:\n{text}");
+    };
+    containerset(&["up", "--wait"]);
+    let mut running = running_names_with(&format!("{ns}-"));
+    running.sort();
+    assert_eq!(
+        running,
+        ["0", "1", "2"].map(|i| format!("{ns}-web-{i}")),
+        "up --wait returned before every replica ran"
+    );
+    containerset(&["down"]);
+    assert!(docker_names_with(&format!("{ns}-")).is_empty(), "down left containers");
+}
+
 #[test]
 fn containerset_sim_knows_the_users_scenarios_and_invariant() {
     let out = Command::new(env!("CARGO_BIN_EXE_containerset")).args(["sim", "list"]).output().unwrap();
