@@ -135,7 +135,7 @@ impl Drydock {
             Command::Sim(command) => {
                 sim::run(command, &sim::Catalog { scenarios: &self.scenarios, program: &self.name })
             }
-            Command::Up(args) => up::run(&args, &self.components),
+            Command::Up(args) => up::run(&args, &self.components, &self.name),
             Command::Daemon(args) => daemon::run(args, &self.components),
             Command::Down(args) => up::down(&args, &self.components),
             Command::Apply(args) => client::apply(&args, self.components.registry()),

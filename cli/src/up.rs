@@ -55,11 +55,12 @@ pub struct DownArgs {
     teardown_timeout_secs: u64,
 }
 
-pub fn run(args: &UpArgs, components: &Components) -> Result<ExitCode> {
+/// `program` is the command line's name, for the commands it prints.
+pub fn run(args: &UpArgs, components: &Components, program: &str) -> Result<ExitCode> {
     // Validate before touching Docker or the state: a bad manifest creates nothing.
     let objects = crate::manifest::load(&args.file, components.registry())?;
     let state_dir = args.state_dir.clone().unwrap_or_else(|| crate::state::beside(&args.file));
-    block_on(up(args, state_dir, objects, components))
+    block_on(up(args, state_dir, objects, components, program))
 }
 
 pub fn down(args: &DownArgs, components: &Components) -> Result<ExitCode> {
@@ -77,7 +78,13 @@ fn block_on(future: impl std::future::Future<Output = Result<ExitCode>>) -> Resu
     runtime.block_on(future)
 }
 
-async fn up(args: &UpArgs, state_dir: PathBuf, objects: Vec<Object>, components: &Components) -> Result<ExitCode> {
+async fn up(
+    args: &UpArgs,
+    state_dir: PathBuf,
+    objects: Vec<Object>,
+    components: &Components,
+    program: &str,
+) -> Result<ExitCode> {
     let docker = Arc::new(DockerRuntime::connect().await?);
     let state = crate::state::UpState::open(&state_dir, components)?;
     let store = state.store.clone();
@@ -105,7 +112,7 @@ async fn up(args: &UpArgs, state_dir: PathBuf, objects: Vec<Object>, components:
         tokio::time::sleep(Duration::from_millis(50)).await; // let the printer catch up
         printer.abort();
         stop(driver, &state).await;
-        println!("left running; `drydock down -f {}` tears them down", args.file.display());
+        println!("left running; `{program} down -f {}` tears them down", args.file.display());
         return Ok(code);
     }
     driver.run(shutdown_signal()).await;
