@@ -7,42 +7,70 @@ use drydock_adapters::testing::{
     RemoveOnDrop, TEST_IMAGE, docker_names_with, docker_or_skip, ensure_test_image, kubectl_or_skip, running_names_with,
 };
 use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// A ContainerSet `web` of `replicas` in a namespace of its own, written as a manifest; what
+/// Docker holds of the namespace is removed when it is dropped, however the test ends.
+struct Set {
+    ns: String,
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+    _cleanup: RemoveOnDrop,
+}
+
+impl Set {
+    fn new(prefix: &str, replicas: u32) -> Set {
+        ensure_test_image().unwrap();
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        let ns = format!("{prefix}-{}-{}", std::process::id(), nanos % 100_000);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("set.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n---\napiVersion: example.dev/v1\nkind: ContainerSet\nmetadata: {{name: web, namespace: {ns}}}\nspec: {{image: '{TEST_IMAGE}', replicas: {replicas}}}\n"
+            ),
+        )
+        .unwrap();
+        Set { _cleanup: RemoveOnDrop(format!("{ns}-")), ns, path, _dir: dir }
+    }
+
+    /// The Docker containers of the set's namespace: running ones only, or all.
+    fn containers(&self, running: bool) -> Vec<String> {
+        let prefix = format!("{}-", self.ns);
+        let mut names = if running { running_names_with(&prefix) } else { docker_names_with(&prefix) };
+        names.sort();
+        names
+    }
+
+    /// The runtime names of replicas `0..n`.
+    fn replicas(&self, n: u32) -> Vec<String> {
+        (0..n).map(|i| format!("{}-web-{i}", self.ns)).collect()
+    }
+}
 
 #[tokio::test]
 async fn containerset_up_runs_the_users_controller_on_docker_and_tears_down() {
     if docker_or_skip("containerset_up").await.is_none() {
         return;
     }
-    ensure_test_image().unwrap();
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    let ns = format!("cs-{}-{}", std::process::id(), nanos % 100_000);
-    let _cleanup = RemoveOnDrop(format!("{ns}-"));
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("set.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "kind: Namespace\nmetadata: {{name: {ns}}}\n---\napiVersion: example.dev/v1\nkind: ContainerSet\nmetadata: {{name: web, namespace: {ns}}}\nspec: {{image: '{TEST_IMAGE}', replicas: 2}}\n"
-        ),
-    )
-    .unwrap();
+    let set = Set::new("cs", 2);
+    let (ns, path) = (set.ns.as_str(), &set.path);
     let mut child = Command::new(env!("CARGO_BIN_EXE_containerset"))
         .arg("up")
         .arg("-f")
-        .arg(&path)
+        .arg(path)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let lines = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<_>>());
     let deadline = Instant::now() + Duration::from_secs(60);
-    let wanted = vec![format!("{ns}-web-0"), format!("{ns}-web-1")];
     loop {
-        let mut running = running_names_with(&format!("{ns}-"));
-        running.sort();
-        if running == wanted {
+        let running = set.containers(true);
+        if running == set.replicas(2) {
             break;
         }
         if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
@@ -57,7 +85,7 @@ async fn containerset_up_runs_the_users_controller_on_docker_and_tears_down() {
     let output = lines.join().unwrap().join("\n");
     assert!(status.success(), "containerset up exited with {status}:\n{output}");
     assert!(output.contains(&format!("ContainerSet/{ns}/web")), "{output}");
-    assert!(docker_names_with(&format!("{ns}-")).is_empty(), "left behind after teardown:\n{output}");
+    assert!(set.containers(false).is_empty(), "left behind after teardown:\n{output}");
 }
 
 /// `up --wait` waits for the kind's own rule (`KindInfo::with_settled`: every replica runs), and
@@ -67,34 +95,17 @@ async fn containerset_up_wait_returns_once_every_replica_runs() {
     if docker_or_skip("containerset_up_wait").await.is_none() {
         return;
     }
-    ensure_test_image().unwrap();
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    let ns = format!("csw-{}-{}", std::process::id(), nanos % 100_000);
-    let _cleanup = RemoveOnDrop(format!("{ns}-"));
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("set.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "kind: Namespace\nmetadata: {{name: {ns}}}\n---\napiVersion: example.dev/v1\nkind: ContainerSet\nmetadata: {{name: web, namespace: {ns}}}\nspec: {{image: '{TEST_IMAGE}', replicas: 3}}\n"
-        ),
-    )
-    .unwrap();
+    let set = Set::new("csw", 3);
+    let path = &set.path;
     let containerset = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_containerset")).args(args).arg("-f").arg(&path).output().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_containerset")).args(args).arg("-f").arg(path).output().unwrap();
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success(), "containerset {args:?} failed:\n{text}");
     };
     containerset(&["up", "--wait"]);
-    let mut running = running_names_with(&format!("{ns}-"));
-    running.sort();
-    assert_eq!(
-        running,
-        ["0", "1", "2"].map(|i| format!("{ns}-web-{i}")),
-        "up --wait returned before every replica ran"
-    );
+    assert_eq!(set.containers(true), set.replicas(3), "up --wait returned before every replica ran");
     containerset(&["down"]);
-    assert!(docker_names_with(&format!("{ns}-")).is_empty(), "down left containers");
+    assert!(set.containers(false).is_empty(), "down left containers");
 }
 
 #[test]
@@ -119,10 +130,8 @@ async fn containerset_daemon_serves_the_users_kind_to_kubectl() {
     if docker_or_skip("containerset_daemon").await.is_none() || !kubectl_or_skip("containerset_daemon") {
         return;
     }
-    ensure_test_image().unwrap();
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    let ns = format!("csd-{}-{}", std::process::id(), nanos % 100_000);
-    let _cleanup = RemoveOnDrop(format!("{ns}-"));
+    let set = Set::new("csd", 2);
+    let ns = set.ns.as_str();
     let state = tempfile::tempdir().unwrap();
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_containerset"))
         .args(["daemon", "--listen", "127.0.0.1:0", "--state-dir"])
@@ -139,28 +148,20 @@ async fn containerset_daemon_serves_the_users_kind_to_kubectl() {
             format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
         )
     };
-    let manifest = state.path().join("set.yaml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n---\napiVersion: example.dev/v1\nkind: ContainerSet\nmetadata: {{name: web, namespace: {ns}}}\nspec: {{image: '{TEST_IMAGE}', replicas: 2}}\n"
-        ),
-    )
-    .unwrap();
     let (ok, out) = kubectl(&["api-resources", "--api-group", "example.dev"]);
     assert!(ok && out.contains("containersets"), "{out}");
-    let (ok, out) = kubectl(&["apply", "-f", manifest.to_str().unwrap()]);
+    let (ok, out) = kubectl(&["apply", "-f", set.path.to_str().unwrap()]);
     assert!(ok, "{out}");
-    wait_for("two running containers", || running_names_with(&format!("{ns}-web-")).len() == 2);
-    let (ok, out) = kubectl(&["get", "containersets", "-n", &ns, "web", "-o", "jsonpath={.status.containers}"]);
+    wait_for("two running containers", || set.containers(true) == set.replicas(2));
+    let (ok, out) = kubectl(&["get", "containersets", "-n", ns, "web", "-o", "jsonpath={.status.containers}"]);
     assert!(ok && out.trim() == "2", "{out}");
     // Admission runs the kind's validation: 11 replicas is more than the kind allows.
     let (ok, out) =
-        kubectl(&["patch", "containerset", "web", "-n", &ns, "--type", "merge", "-p", r#"{"spec":{"replicas":11}}"#]);
+        kubectl(&["patch", "containerset", "web", "-n", ns, "--type", "merge", "-p", r#"{"spec":{"replicas":11}}"#]);
     assert!(!ok && out.contains("spec.replicas"), "{out}");
-    let (ok, out) = kubectl(&["delete", "namespace", &ns, "--wait=true", "--timeout=60s"]);
+    let (ok, out) = kubectl(&["delete", "namespace", ns, "--wait=true", "--timeout=60s"]);
     assert!(ok, "{out}");
-    wait_for("nothing left in Docker", || docker_names_with(&format!("{ns}-")).is_empty());
+    wait_for("nothing left in Docker", || set.containers(false).is_empty());
     let term = Command::new("kill").args(["-TERM", &daemon.id().to_string()]).status().unwrap();
     assert!(term.success());
     assert!(daemon.wait().unwrap().success());
