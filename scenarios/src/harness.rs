@@ -275,22 +275,32 @@ impl SimTest {
             Ok(entries) => entries,
             Err(error) => panic!("{}", self.unreadable(&error)),
         };
-        for entry in &entries {
-            let report = self.replay(&entry.schedule, false);
+        let schedules: Vec<Schedule> = entries.into_iter().map(|e| e.schedule).collect();
+        self.replay_each(&schedules, false, self.regressions.clone())
+    }
+
+    /// Replay `schedules` in order (printing each trace if `traced`); the first that fails, as a
+    /// failure saved in `file`, or how many passed.
+    fn replay_each(&self, schedules: &[Schedule], traced: bool, file: Option<PathBuf>) -> Result<usize, Box<Failure>> {
+        for schedule in schedules {
+            let report = self.replay(schedule, traced);
+            if traced {
+                print_trace(&report);
+            }
             if let Some(v) = report.violations.first() {
                 return Err(Box::new(Failure {
                     seed: None,
                     invariant: v.invariant.clone(),
                     message: v.message.clone(),
-                    steps: (entry.schedule.steps(), entry.schedule.steps()),
-                    schedule: entry.schedule.clone(),
+                    steps: (schedule.steps(), schedule.steps()),
+                    schedule: schedule.clone(),
                     failing_seeds: Vec::new(),
-                    saved_to: self.regressions.clone(),
+                    saved_to: file,
                     repro: self.repro.command(),
                 }));
             }
         }
-        Ok(entries.len())
+        Ok(schedules.len())
     }
 
     fn unreadable(&self, error: &std::io::Error) -> String {
@@ -374,23 +384,8 @@ impl SimTest {
                 Err(e) => panic!("{} is neither a regressions file nor a schedule: {e}", path.display()),
             },
         };
-        for schedule in &schedules {
-            let report = self.replay(schedule, true);
-            print_trace(&report);
-            if let Some(v) = report.violations.first() {
-                return Err(Box::new(Failure {
-                    seed: None,
-                    invariant: v.invariant.clone(),
-                    message: v.message.clone(),
-                    steps: (schedule.steps(), schedule.steps()),
-                    schedule: schedule.clone(),
-                    failing_seeds: Vec::new(),
-                    saved_to: Some(path.to_path_buf()),
-                    repro: self.repro.command(),
-                }));
-            }
-        }
-        Ok(Passed { regressions: schedules.len(), sweep: SweepReport::default() })
+        let regressions = self.replay_each(&schedules, true, Some(path.to_path_buf()))?;
+        Ok(Passed { regressions, sweep: SweepReport::default() })
     }
 }
 
