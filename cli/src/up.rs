@@ -209,8 +209,7 @@ async fn wait_settled<R: Runtime>(
 
 /// What `--wait` waits for.
 mod phase {
-    use drydock_engine::api::logical::LogicalContainer;
-    use drydock_engine::api::{ContainerImage, Object, PhysicalContainer, Resource};
+    use drydock_engine::api::Object;
     use drydock_engine::store::Registry;
     use serde_json::Value;
 
@@ -218,17 +217,11 @@ mod phase {
         object.status.get("phase").and_then(Value::as_str).unwrap_or("Pending")
     }
 
-    /// Running, ended or failed for good: nothing more will happen without a change.
-    /// Settled by its phase for the built-in kinds, by the kind's own rule for a user's
-    /// (`KindInfo::with_settled`), else at once.
+    /// Nothing more will happen without a change, by the kind's own rule
+    /// (`KindInfo::with_settled`: running, ended or failed for good, for the built-in kinds);
+    /// at once for a kind without one.
     pub fn settled(object: &Object, registry: &Registry) -> bool {
-        let phase = of(object);
-        match object.kind.as_str() {
-            PhysicalContainer::KIND => matches!(phase, "Running" | "Exited" | "Failed" | "Missing"),
-            LogicalContainer::KIND => matches!(phase, "Running" | "Exited" | "Failed" | "NotFound"),
-            ContainerImage::KIND => matches!(phase, "Ready" | "Failed" | "Unavailable"),
-            kind => registry.get(kind).and_then(|info| info.settled(object)).unwrap_or(true),
-        }
+        registry.get(&object.kind).and_then(|info| info.settled(object)).unwrap_or(true)
     }
 }
 

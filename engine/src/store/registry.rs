@@ -2,9 +2,12 @@
 //! built-in kinds' validation and claim functions live with their types, in `api`; this module
 //! only wires them up.
 
-use crate::api::logical::{self, LogicalContainer};
+use crate::api::logical::{self, LogicalContainer, LogicalPhase};
 use crate::api::validation::{Claim, FieldError};
-use crate::api::{ContainerImage, Lease, Namespace, Object, PhysicalContainer, Resource, image, names, physical};
+use crate::api::{
+    ContainerImage, ContainerPhase, ImagePhase, Lease, Namespace, Object, PhysicalContainer, Resource, image, names,
+    physical,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -168,11 +171,23 @@ impl Registry {
             KindInfo::typed::<PhysicalContainer>(physical::validate)
                 .with_update_check::<PhysicalContainer>(physical::validate_update)
                 .with_claims::<PhysicalContainer>(physical::claims)
+                .with_settled::<PhysicalContainer>(|_, s| {
+                    matches!(
+                        s.phase,
+                        ContainerPhase::Running
+                            | ContainerPhase::Exited
+                            | ContainerPhase::Failed
+                            | ContainerPhase::Missing
+                    )
+                })
                 .with_cleanup_rank(20),
         );
         registry.register(
             KindInfo::typed::<ContainerImage>(image::validate)
                 .with_update_check::<ContainerImage>(image::validate_update)
+                .with_settled::<ContainerImage>(|_, s| {
+                    matches!(s.phase, ImagePhase::Ready | ImagePhase::Failed | ImagePhase::Unavailable)
+                })
                 .with_cleanup_rank(40),
         );
         registry.register(KindInfo::typed::<Lease>(|_| Vec::new()));
@@ -181,6 +196,12 @@ impl Registry {
                 .with_update_check::<LogicalContainer>(logical::validate_update)
                 .with_claims::<LogicalContainer>(logical::claims)
                 .with_finalizer(names::FINALIZER_LOGICAL)
+                .with_settled::<LogicalContainer>(|_, s| {
+                    matches!(
+                        s.phase,
+                        LogicalPhase::Running | LogicalPhase::Exited | LogicalPhase::Failed | LogicalPhase::NotFound
+                    )
+                })
                 .with_cleanup_rank(10),
         );
         registry
