@@ -15,7 +15,8 @@ use crate::api::{ObjectKey, Resource as _};
 use crate::backoff::Backoff;
 use crate::cache::Cache;
 use crate::controller::{Action, Context, Controller, Issued, OpId, ReconcileResult, Watch};
-use crate::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
+use crate::logs::Channel;
+use crate::runtime::{RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult};
 use crate::store::{Registry, StoreReply, StoreRequest, StoreResult, WatchEvent};
 use crate::time::{MonoTime, Now};
 use rand_chacha::ChaCha8Rng;
@@ -23,6 +24,8 @@ use rand_core::SeedableRng;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
+
+mod diagnostics;
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -118,6 +121,9 @@ pub enum Output {
     Cancel {
         id: OpId,
     },
+    /// Lines for an object's log streams (see [`crate::logs`]): nothing to report back. Emitted
+    /// before the request it concerns, so a reader never sees a status before its diagnostic.
+    Log(crate::logs::LogRecord),
 }
 
 /// Which reconcile asked for a request: its controller and key, and which of this engine's
@@ -154,6 +160,8 @@ struct PendingOp {
     issued_at: MonoTime,
     /// Runtime requests only: when to give up on the answer.
     deadline: Option<MonoTime>,
+    /// Runtime requests that change the world: what it was, for the object's `system` stream.
+    what: Option<Box<str>>,
 }
 
 /// A reconcile whose store requests have not all replied yet.
@@ -322,10 +330,31 @@ impl Engine {
                     self.deadlines.remove(&(deadline, id));
                 }
                 let (controller, key) = &op.work;
+                match (&result, &op.what) {
+                    (Err(error), Some(what)) => self.log(now, key, Channel::System, vec![format!("{what}: {error}")]),
+                    (Ok(RuntimeReply::Pulled { progress }), _) if !progress.is_empty() => {
+                        self.log(now, key, Channel::Stdout, progress.clone())
+                    }
+                    _ => {}
+                }
                 self.controllers[*controller].on_runtime_result(now, key, id, &result);
                 self.queue.add(op.work, now.mono);
             }
         }
+    }
+
+    /// Lines for the object at `key`, as the cache knows it (none for an object it does not have).
+    fn log(&mut self, now: Now, key: &ObjectKey, channel: Channel, lines: Vec<String>) {
+        let Some(object) = self.cache.get(key) else { return };
+        let forward_to = object.metadata.owner_references.iter().find(|r| r.controller).map(|r| r.uid.clone());
+        self.outbox.push_back(Output::Log(crate::logs::LogRecord {
+            uid: object.metadata.uid.clone(),
+            key: key.clone(),
+            channel,
+            time: now.wall,
+            lines,
+            forward_to,
+        }));
     }
 
     /// Runtime requests past their deadline: cancel each and tell its controller the outcome is
@@ -343,6 +372,11 @@ impl Engine {
                 "no answer from the runtime within {:?}; the request was cancelled and may have been applied",
                 deadline.since(op.issued_at)
             ));
+            if let Some(what) = &op.what {
+                let line = format!("{what}: {error}");
+                let key = key.clone();
+                self.log(now, &key, Channel::System, vec![line]);
+            }
             self.controllers[*controller].on_runtime_result(now, key, id, &Err(error));
             self.outbox.push_back(Output::Cancel { id });
             self.queue.add(op.work, now.mono);
@@ -514,8 +548,15 @@ impl Engine {
                         store_read: Some(request.is_read()),
                         issued_at: now.mono,
                         deadline: None,
+                        what: None,
                     };
                     self.pending.insert(id, op);
+                    if let StoreRequest::UpdateStatus { object } = &request
+                        && let Some(line) =
+                            self.cache.get(&object.key()).and_then(|o| diagnostics::status_line(o, object))
+                    {
+                        self.log(now, key, Channel::System, vec![line]);
+                    }
                     self.outbox.push_back(Output::Store { id, request, origin: origin.clone(), write_follows: false });
                 }
                 Issued::Runtime(id, request) => {
@@ -526,11 +567,16 @@ impl Engine {
                     };
                     let deadline = now.mono + timeout;
                     self.deadlines.insert((deadline, id));
+                    let what = diagnostics::changes_world(&request).then(|| request.describe().into_boxed_str());
+                    if let Some(what) = &what {
+                        self.log(now, key, Channel::System, vec![what.to_string()]);
+                    }
                     let op = PendingOp {
                         work: work.clone(),
                         store_read: None,
                         issued_at: now.mono,
                         deadline: Some(deadline),
+                        what,
                     };
                     self.pending.insert(id, op);
                     self.outbox.push_back(Output::Runtime { id, request, origin: origin.clone() });
@@ -637,6 +683,8 @@ fn mark_writes_that_follow<'a>(outputs: impl DoubleEndedIterator<Item = &'a mut 
                 *write_follows = next_is_write;
                 !request.is_read()
             }
+            // Log lines are no request: they do not separate two writes.
+            Output::Log(_) => next_is_write,
             _ => false,
         };
     }

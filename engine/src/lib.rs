@@ -64,6 +64,8 @@
 //!             }
 //!             // The stub answers at once: nothing is left to cancel.
 //!             Output::Cancel { .. } => {}
+//!             // Log lines for the objects' streams: nobody reads them here.
+//!             Output::Log(_) => {}
 //!         }
 //!     }
 //!     // Wait: for the store's new events (there are some: loop), or for the next wakeup.
@@ -89,6 +91,7 @@ pub mod controllers;
 mod engine;
 pub mod lease;
 pub mod lifecycle_key;
+pub mod logs;
 pub mod queue;
 pub mod runtime;
 pub mod store;

@@ -252,7 +252,7 @@ impl World {
                         }
                         self.engine.handle(now, Input::RuntimeDone { id, result });
                     }
-                    Output::Cancel { .. } => {}
+                    Output::Cancel { .. } | Output::Log(_) => {}
                 }
                 continue;
             }

@@ -209,6 +209,7 @@ impl World {
                 }
             }
             Output::Cancel { id } => self.held.retain(|h| *h != id),
+            Output::Log(_) => {}
         }
     }
 
