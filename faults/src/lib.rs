@@ -56,10 +56,38 @@ pub enum FaultKind {
     /// happens to it from outside: its container or its image is removed, or the runtime daemon
     /// restarts.
     DisruptWhileUncertain,
+    /// A log reader stops reading for a while (a client stuck behind a slow terminal or a
+    /// stalled connection). Drawn only for workloads that read logs.
+    ReaderStall,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 18] = [
+    pub const ALL: [FaultKind; 19] = [
+        FaultKind::UncertainCreate,
+        FaultKind::StaleCache,
+        FaultKind::UncertainRemove,
+        FaultKind::TransientRuntimeError,
+        FaultKind::NotFoundAfterCreate,
+        FaultKind::StoreConflict,
+        FaultKind::SlowRuntime,
+        FaultKind::HungRuntime,
+        FaultKind::RuntimeRestart,
+        FaultKind::ExternalRemoval,
+        FaultKind::UncertainStoreWrite,
+        FaultKind::WatchGone,
+        FaultKind::CoalescedWatch,
+        FaultKind::EngineCrash,
+        FaultKind::CrashBetweenWrites,
+        FaultKind::ForeignLease,
+        FaultKind::ClockSkew,
+        FaultKind::DisruptWhileUncertain,
+        FaultKind::ReaderStall,
+    ];
+
+    /// The kinds every swarm plan draws for. The others concern only some workloads (log
+    /// readers): a scenario draws them with [`FaultPlan::swarm_also`] when its workload has
+    /// what they act on, so adding one changes no other scenario's runs.
+    pub const SWARM: [FaultKind; 18] = [
         FaultKind::UncertainCreate,
         FaultKind::StaleCache,
         FaultKind::UncertainRemove,
@@ -100,6 +128,7 @@ impl FaultKind {
             FaultKind::ForeignLease => "foreign-lease",
             FaultKind::ClockSkew => "clock-skew",
             FaultKind::DisruptWhileUncertain => "disrupt-while-uncertain",
+            FaultKind::ReaderStall => "reader-stall",
         }
     }
 
@@ -160,6 +189,9 @@ impl FaultKind {
             FaultKind::DisruptWhileUncertain => {
                 "a user or a prune acting in the window where a create's outcome is unknown (`docker rmi` between two create attempts, `docker rm -f` or a daemon restart before the create was verified): the retry meets a different world, and must not conclude from it what the first attempt did"
             }
+            FaultKind::ReaderStall => {
+                "a log client that stops reading (DCP's resource logging could deadlock on a blocked sink): the engine, deletion and every other reader must go on, and the stalled reader's stream must end once it reads again"
+            }
         }
     }
 
@@ -186,6 +218,7 @@ impl FaultKind {
             FaultKind::ForeignLease => (0.5, 1.0),
             FaultKind::ClockSkew => (0.3, 1.0),
             FaultKind::DisruptWhileUncertain => (0.3, 1.0),
+            FaultKind::ReaderStall => (0.05, 0.3),
         }
     }
 
@@ -234,15 +267,22 @@ impl FaultPlan {
     /// Swarm testing: each kind is enabled with probability 1/2, at a rate drawn from its range.
     pub fn swarm(rng: &mut impl RngCore) -> Self {
         let mut plan = FaultPlan::none();
-        for kind in FaultKind::ALL {
-            let enabled = rng.next_u32().is_multiple_of(2);
-            let (lo, hi) = kind.rate_range();
-            let rate = lo + (hi - lo) * unit(rng);
-            if enabled {
-                plan.rates.insert(kind, rate);
-            }
+        for kind in FaultKind::SWARM {
+            plan = plan.swarm_also(kind, rng);
         }
         plan
+    }
+
+    /// Swarm testing for one more kind: enabled with probability 1/2, at a rate drawn from its
+    /// range.
+    pub fn swarm_also(mut self, kind: FaultKind, rng: &mut impl RngCore) -> Self {
+        let enabled = rng.next_u32().is_multiple_of(2);
+        let (lo, hi) = kind.rate_range();
+        let rate = lo + (hi - lo) * unit(rng);
+        if enabled {
+            self.rates.insert(kind, rate);
+        }
+        self
     }
 
     pub fn with(mut self, kind: FaultKind, rate: f64) -> Self {
@@ -407,7 +447,7 @@ mod tests {
     #[test]
     fn swarm_plans_vary_by_seed_and_stay_in_range() {
         let plans: Vec<FaultPlan> = (0..64).map(|s| FaultPlan::swarm(&mut ChaCha8Rng::seed_from_u64(s))).collect();
-        for kind in FaultKind::ALL {
+        for kind in FaultKind::SWARM {
             let on = plans.iter().filter(|p| p.rate(kind) > 0.0).count();
             assert!(on > 10 && on < 54, "{kind} enabled in {on}/64 plans");
             let (lo, hi) = kind.rate_range();

@@ -20,6 +20,7 @@ pub mod harness;
 #[doc = include_str!("../../docs/simulation-testing.md")]
 pub mod guide {}
 mod logical;
+mod logs;
 mod physical;
 mod pull_storm;
 mod rdd;
@@ -28,8 +29,8 @@ mod shapes;
 mod teardown;
 
 pub use builder::ScenarioBuilder;
-use drydock_faults::FaultPlan;
 pub use drydock_faults::FaultSelection;
+use drydock_faults::{FaultKind, FaultPlan};
 use drydock_sim::sweep::{SweepConfig, SweepReport};
 use drydock_sim::workload::Workload;
 use drydock_sim::{RunReport, World, WorldConfig};
@@ -140,6 +141,12 @@ pub fn all() -> &'static [Scenario] {
                 logical::mixed,
                 logical::two_processes,
             ),
+            builtin(
+                "logs",
+                "log sources under faults: containers printing bursts, ticks and both streams, pulls, failed starts; fast, slow, early, cancelled and stalled readers of every source; deletions with readers attached",
+                logs::generate,
+                logical::two_processes,
+            ),
             rdd::scenario(true),
             rdd::scenario(false),
             Scenario {
@@ -192,7 +199,12 @@ impl Scenario {
     pub fn materialize_with(&self, seed: u64, faults: &FaultSelection) -> (Workload, FaultPlan) {
         let mut s = streams(seed);
         let workload = (self.generate)(&mut s.workload);
-        (workload, faults.plan(self.faults, &mut s.faults))
+        let mut plan = faults.plan(self.faults, &mut s.faults);
+        if self.faults && *faults == FaultSelection::Default && logs::reads_logs(&workload) {
+            // Drawn after the others, and only where there are readers: no other run changes.
+            plan = plan.swarm_also(FaultKind::ReaderStall, &mut s.faults);
+        }
+        (workload, plan)
     }
 
     /// Run one seed. `keep_trace` keeps every trace line in the report.

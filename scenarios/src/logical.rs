@@ -334,5 +334,10 @@ pub fn mixed(rng: &mut ChaCha8Rng) -> Workload {
         w.ops.extend(physical.ops);
         w.ops.sort_by_key(|o| o.at);
     }
+    // Drawn last, so the rest of a seed's workload is what it was before readers existed.
+    if chance(rng, 0.5) {
+        let count = 1 + rng.next_u64() % 3;
+        crate::logs::add_readers(rng, &mut w, count);
+    }
     w
 }

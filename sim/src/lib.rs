@@ -7,6 +7,7 @@
 mod catalog;
 pub mod checker;
 pub mod facts;
+pub mod logs;
 pub mod probes;
 pub mod runtime;
 pub mod scheduler;

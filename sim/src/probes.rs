@@ -27,6 +27,10 @@ catalog! {
         StartFailedForGood = ("start-failed-for-good", "a container whose start can never succeed (missing command, port taken) ended Failed"),
         ProcessEndedByItself = ("process-ended-by-itself", "a container's main process ended by itself after running for a while"),
         RemovalSeenInProgress = ("removal-seen-in-progress", "an inspection or list saw a container being removed"),
+        FollowerWaitedForItsSource = ("follower-waited-for-its-source", "a log follower opened before its source had anything (no container yet, no image yet) waited for it"),
+        FollowerEndedByDeletion = ("follower-ended-by-deletion", "a log follower ended because its object was deleted"),
+        ReaderToldWhatItMissed = ("reader-told-what-it-missed", "a log reader that fell behind the hub's window was told how many lines it missed"),
+        DeletedWhileReaderStalled = ("deleted-while-reader-stalled", "an object was deleted while a reader of its log was stalled, and its deletion completed"),
     }
 }
 

@@ -105,6 +105,28 @@ pub enum ClientOp {
         #[serde(default, skip_serializing_if = "is_background")]
         propagation: Propagation,
     },
+    /// A client reads an object's log (`drydock logs [-f]`), at its own pace.
+    ReadLogs(LogRead),
+}
+
+/// A log reader: what it reads, how fast, and when it gives up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogRead {
+    #[serde(flatten)]
+    pub target: Target,
+    /// `stdout`, `stderr`, `system`, `startup_stdout`, `startup_stderr`.
+    pub source: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub follow: bool,
+    /// It reads every this many milliseconds...
+    pub every_ms: u64,
+    /// ...at most this many lines at a time.
+    pub batch: usize,
+    /// `tailLines`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_lines: Option<u64>,
+    /// It closes the stream this long after it started reading, if the stream has not ended.
+    pub close_after_ms: u64,
 }
 
 /// The object a generic operation acts on.

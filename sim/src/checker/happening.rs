@@ -41,6 +41,9 @@ pub enum Happening<'a> {
     Answered { process: usize, id: OpId },
     /// `process` crashed: what it had in flight is no longer its business; a new life follows.
     Crashed { process: usize },
+    /// Log reader `reader` (an index into `View::logs.readers`) read, and got `step`; the
+    /// reader's state in the view includes what it got.
+    LogRead { reader: usize, step: &'a drydock_engine::logs::Step },
 }
 
 /// The kinds of [`Happening`], for routing.
@@ -58,10 +61,11 @@ pub enum HappeningKind {
     Requested,
     Answered,
     Crashed,
+    LogRead,
 }
 
 impl HappeningKind {
-    pub const ALL: [HappeningKind; 12] = [
+    pub const ALL: [HappeningKind; 13] = [
         HappeningKind::ClientWrote,
         HappeningKind::StoreApplying,
         HappeningKind::StoreApplied,
@@ -74,6 +78,7 @@ impl HappeningKind {
         HappeningKind::Requested,
         HappeningKind::Answered,
         HappeningKind::Crashed,
+        HappeningKind::LogRead,
     ];
 }
 
@@ -92,6 +97,7 @@ impl Happening<'_> {
             Happening::Requested { .. } => HappeningKind::Requested,
             Happening::Answered { .. } => HappeningKind::Answered,
             Happening::Crashed { .. } => HappeningKind::Crashed,
+            Happening::LogRead { .. } => HappeningKind::LogRead,
         }
     }
 

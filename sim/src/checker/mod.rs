@@ -21,6 +21,7 @@ pub use happening::{Happening, HappeningKind};
 pub use invariants::{InvariantId, builtin};
 
 use crate::facts::{self, Facts};
+use crate::logs::Logs;
 use crate::runtime::SimRuntime;
 use drydock_engine::WallTime;
 use drydock_engine::store::Store;
@@ -31,6 +32,8 @@ pub struct View<'a> {
     pub store: &'a Store,
     pub runtime: &'a SimRuntime,
     pub facts: &'a Facts,
+    /// The log hub and the log readers.
+    pub logs: &'a Logs,
     /// The world's true wall time.
     pub now: WallTime,
 }
@@ -38,9 +41,12 @@ pub struct View<'a> {
 impl<'a> View<'a> {
     /// A state on its own: no facts, at time zero.
     pub fn of(store: &'a Store, runtime: &'a SimRuntime) -> Self {
-        View { store, runtime, facts: &facts::NONE, now: WallTime(0) }
+        View { store, runtime, facts: &facts::NONE, logs: &NO_LOGS, now: WallTime(0) }
     }
 }
+
+/// No logs and no readers, for a view of a state on its own.
+static NO_LOGS: std::sync::LazyLock<Logs> = std::sync::LazyLock::new(Logs::default);
 
 /// A safety property that must hold in every state of every run.
 ///

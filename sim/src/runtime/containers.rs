@@ -131,6 +131,7 @@ impl SimRuntime {
         self.names.insert(name, id.clone());
         self.containers.insert(id.clone(), record);
         self.event(&id, EventAction::Create);
+        self.created_output(&id);
         Ok(RuntimeReply::Created { id })
     }
 

@@ -110,6 +110,7 @@ impl SimRuntime {
             return false;
         }
         self.event(id, EventAction::Destroy);
+        self.removed_output(id);
         if let Some(removed) = self.containers.remove(id) {
             self.names.remove(&removed.info.name);
         }
@@ -148,7 +149,9 @@ impl SimRuntime {
         container.started_at = Some(self.now);
         container.exit_due = None;
         self.event(&id, EventAction::Start);
-        match self.process_outcome(&id, Signals::default()) {
+        let (outcome, printed) = self.process_outcome(&id, Signals::default());
+        self.plan_output(&id, printed);
+        match outcome {
             Outcome::Exits { after_ms: 0, code } => self.exit_at(&id, code, self.now),
             Outcome::Exits { after_ms, code } => {
                 if let Some(container) = self.containers.get_mut(&id) {
@@ -176,12 +179,14 @@ impl SimRuntime {
     }
 
     /// The status a running container's main process exits with when stopped now: TERM now,
-    /// KILL `grace_secs` later.
-    fn stop_status(&self, id: &str, grace_secs: u32) -> i64 {
+    /// KILL `grace_secs` later. What it prints until then is restated.
+    fn stop_status(&mut self, id: &str, grace_secs: u32) -> i64 {
         let started = self.containers.get(id).and_then(|c| c.started_at).unwrap_or(self.now);
         let term_at = self.now.0.saturating_sub(started.0);
         let signals = Signals { term_at: Some(term_at), kill_at: Some(term_at + u64::from(grace_secs) * 1_000) };
-        match self.process_outcome(id, signals) {
+        let (outcome, printed) = self.process_outcome(id, signals);
+        self.restate_output(id, started, printed);
+        match outcome {
             Outcome::Exits { code, .. } => code,
             Outcome::Forever => KILLED,
         }
@@ -189,13 +194,14 @@ impl SimRuntime {
 
     /// How container `id`'s main process ends under `signals`. An inserted container (no
     /// command) runs until killed.
-    fn process_outcome(&self, id: &str, signals: Signals) -> Outcome {
-        let Some(container) = self.containers.get(id) else { return Outcome::Forever };
+    fn process_outcome(&self, id: &str, signals: Signals) -> (Outcome, Vec<shell::Printed>) {
+        let Some(container) = self.containers.get(id) else { return (Outcome::Forever, Vec::new()) };
         if container.command.is_empty() {
-            return match signals.kill_at {
+            let outcome = match signals.kill_at {
                 Some(after_ms) => Outcome::Exits { after_ms, code: KILLED },
                 None => Outcome::Forever,
             };
+            return (outcome, Vec::new());
         }
         let dirs = shell::directories(container.mounts.iter().map(|m| m.target.as_str()));
         shell::run(&container.command, &dirs, signals)
@@ -223,6 +229,7 @@ impl SimRuntime {
             c.started_at = None;
             c.exit_due = None;
         }
+        self.end_output(id, time);
         self.event_at(id, EventAction::Die { exit_code: Some(code) }, time);
     }
 }

@@ -11,7 +11,8 @@
 //! - `containers`: one record per container (what `inspect` shows, plus what it was created with:
 //!   command, mounts, requested ports, image id), the name index, creation and its checks, and
 //!   the event log; `lifecycle`: starts, stops, removals, and the main process in time;
-//! - `shell`: what a container runs (its command as runc starts it, busybox's `sh`);
+//! - `shell`: what a container runs (its command as runc starts it, busybox's `sh`); `output`:
+//!   what it prints;
 //! - `ports`: host ports; `mounts`: mounts and named volumes;
 //! - `images`: the local image store (images by id, the references that point to them) and
 //!   Docker 20.10's removal rules; `references`: Docker's reference grammar;
@@ -25,6 +26,7 @@ mod containers;
 mod images;
 mod lifecycle;
 mod mounts;
+mod output;
 mod ports;
 mod references;
 mod registry;
@@ -33,7 +35,9 @@ mod shell;
 mod test_support;
 
 pub use images::DEFAULT_IMAGE_COMMAND;
+pub use output::{ContainerOutput, OutputLine};
 pub use references::{ImageReference, ReferenceError, familiar_reference, normalize_reference, reference_key};
+pub use shell::{OUTPUT_LIMIT, Stream};
 
 use containers::SimContainer;
 use drydock_engine::WallTime;
@@ -67,6 +71,8 @@ pub struct SimRuntime {
     /// Container ids handed out so far, for fresh ones.
     ids: u64,
     seed: u64,
+    /// What containers printed, by container id (kept after removal).
+    outputs: BTreeMap<String, output::ContainerOutput>,
     /// Containers ever created, for reports.
     pub creates: u64,
     /// Pulls that succeeded, for reports.

@@ -123,6 +123,10 @@ impl World<'_> {
                 let options = DeleteOptions { propagation: *propagation, ..Default::default() };
                 self.store.delete(wall, &target.key(), &options)
             }
+            ClientOp::ReadLogs(read) => {
+                self.open_reader(now, read);
+                return;
+            }
             ClientOp::External(op) => {
                 let fault = match op {
                     ExternalOp::RemoveContainer { .. } | ExternalOp::RemoveImage { .. } => {

@@ -80,6 +80,10 @@ pub(super) enum Event {
     /// The liveness judge looks at the world at a time it set: the convergence bound, or the end
     /// of the settle period (nothing else may happen then).
     Judge,
+    /// Log reader `reader` reads (or opens, or gives up).
+    ReadLogs {
+        reader: usize,
+    },
 }
 
 /// What `disrupt-while-uncertain` does to a create whose outcome is unknown.

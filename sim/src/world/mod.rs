@@ -18,6 +18,7 @@ mod env;
 mod latency;
 mod liveness;
 mod processes;
+mod readers;
 mod report;
 mod requests;
 mod runtime_link;
@@ -34,6 +35,7 @@ pub use report::{RunReport, Violation};
 
 use crate::checker::{Checker, Happening, View};
 use crate::facts::{Facts, process_identity};
+use crate::logs::Logs;
 use crate::probes::{Probe, Probes};
 use crate::runtime::SimRuntime;
 use crate::trace::Trace;
@@ -60,6 +62,7 @@ pub struct World<'w> {
     store: Store,
     runtime: SimRuntime,
     facts: Facts,
+    logs: Logs,
     processes: Processes,
     watches: Watches,
     runtime_link: RuntimeLink,
@@ -100,6 +103,7 @@ impl<'w> World<'w> {
             store,
             runtime,
             facts: Facts::default(),
+            logs: Logs::default(),
             watches: Watches::new(&config.watch, processes.len()),
             processes,
             runtime_link: RuntimeLink::new(&config.runtime_link),
@@ -206,6 +210,7 @@ impl<'w> World<'w> {
                 self.liveness.heal(now);
             }
             Event::Judge => self.env.note(format_args!("liveness judge")),
+            Event::ReadLogs { reader } => self.read_logs(now, reader),
         }
     }
 
@@ -278,7 +283,8 @@ impl<'w> World<'w> {
 
     /// Tell the checkers and the probes what happened.
     fn observe(&mut self, happening: Happening<'_>) {
-        let view = View { store: &self.store, runtime: &self.runtime, facts: &self.facts, now: self.wall() };
+        let view =
+            View { store: &self.store, runtime: &self.runtime, facts: &self.facts, logs: &self.logs, now: self.wall() };
         self.checker.observe(&view, &happening);
         self.probes.observe(&view, &happening);
     }
@@ -291,13 +297,14 @@ impl<'w> World<'w> {
         // re-evaluating them after an event that changed none of those could not find anything new.
         if std::mem::take(&mut self.dirty) {
             self.facts.leases.prune(wall);
-            let view = View { store: &self.store, runtime: &self.runtime, facts: &self.facts, now: wall };
+            let view =
+                View { store: &self.store, runtime: &self.runtime, facts: &self.facts, logs: &self.logs, now: wall };
             if let Some((invariant, message)) = self.checker.check(&view) {
                 let invariant = invariant.to_string();
                 return self.fail(now, invariant, message);
             }
         }
-        let view = View { store: &self.store, runtime: &self.runtime, facts: &self.facts, now: wall };
+        let view = View { store: &self.store, runtime: &self.runtime, facts: &self.facts, logs: &self.logs, now: wall };
         let (processes, watches, outstanding) = (&self.processes, &self.watches, self.env.outstanding);
         // A main process ending by itself before the settle period could be over changes the
         // world: it is not quiet yet. (One ending later is beyond the run.)

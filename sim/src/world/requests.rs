@@ -37,6 +37,12 @@ impl World<'_> {
                     self.cancel(process, id);
                     continue;
                 }
+                // Lines for the log hub: no request, nothing travels (not traced: the hub is
+                // what readers see, and they trace what they read).
+                Output::Log(record) => {
+                    self.logs.hub.apply(&record);
+                    continue;
+                }
                 Output::Store { id, request, write_follows, origin } => {
                     self.env.stats.store_requests += 1;
                     self.observe(Happening::Requested { process, id, origin: &origin, store: true });

@@ -11,6 +11,7 @@ mod content;
 mod deletion;
 mod images;
 mod logical;
+mod logs;
 mod reconciles;
 
 use super::Invariant;
@@ -79,6 +80,9 @@ invariants! {
     PersistentSurvivesDelete = ("persistent-survives-delete", "deleting a persistent logical container never removes its runtime container", logical::PersistentSurvivesDelete),
     HoldBeforeRelease = ("hold-before-release", "no backing resource loses its hold while its logical container still needs it", logical::HoldBeforeRelease),
     WorkloadRecordedBeforeLeaseRelease = ("workload-recorded-before-lease-release", "a persistent logical container records its workload before releasing its startup lease", logical::WorkloadRecordedBeforeLeaseRelease),
+    LogFollowersEnd = ("log-followers-end", "a log follower never waits once its source is complete (the container's output drained, the pull settled) or its object is deleted: it ends at its reader's next read", logs::LogFollowersEnd),
+    LogLinesInOrderOnce = ("log-lines-in-order-once", "a log reader sees each line in order, once, as the container printed it; one that keeps up reads all of a backing's lines before moving to the next, and never comes back", logs::LogLinesInOrderOnce),
+    SystemRecordsTerminalFailures = ("system-records-terminal-failures", "every terminal failure (a status turning Failed) is in its object's system stream, with its message, before the status is stored", logs::SystemRecordsTerminalFailures),
     ReconcilesNeverOverlap = ("reconciles-never-overlap", "in one process, no reconcile of a controller and key sends a request while an earlier reconcile of them still waits for store replies", reconciles::ReconcilesNeverOverlap),
 }
 

@@ -23,6 +23,7 @@ struct Fixture {
     runtime: SimRuntime,
     facts: Facts,
     checker: Checker,
+    logs: crate::logs::Logs,
     ns_uid: String,
 }
 
@@ -37,16 +38,18 @@ impl Fixture {
             runtime: SimRuntime::new(1),
             facts: Facts::default(),
             checker: Checker::builtin(),
+            logs: crate::logs::Logs::default(),
             ns_uid: ns.metadata.uid.0.clone(),
         }
     }
 
     fn view(&self) -> View<'_> {
-        View { store: &self.store, runtime: &self.runtime, facts: &self.facts, now: WallTime(0) }
+        View { store: &self.store, runtime: &self.runtime, facts: &self.facts, logs: &self.logs, now: WallTime(0) }
     }
 
     fn observe(&mut self, happening: Happening<'_>) {
-        let view = View { store: &self.store, runtime: &self.runtime, facts: &self.facts, now: WallTime(0) };
+        let view =
+            View { store: &self.store, runtime: &self.runtime, facts: &self.facts, logs: &self.logs, now: WallTime(0) };
         self.checker.observe(&view, &happening);
     }
 

@@ -9,16 +9,18 @@
 //! - inside `sh`, busybox runs any of its [`APPLETS`] by name even without a link (a "standalone"
 //!   shell), and a command it does not know exits 127 without stopping the script;
 //! - [`run`] plays the process in simulated time: the shell subset of `parse`, with `sleep` the
-//!   only thing that takes time. Output, files written and environment variables are not
-//!   modelled; `test -d` knows `/`, `/bin`, `/dev`, `/etc`, `/proc`, `/sys` and the container's
+//!   only thing that takes time. Files written and environment variables are not modelled;
+//!   `test -d` knows `/`, `/bin`, `/dev`, `/etc`, `/proc`, `/sys` and the container's
 //!   mount targets (with the directories above them).
+//!   What it prints is modelled for `echo` and `seq` (see `run`).
 
 mod parse;
 mod run;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use run::{KILLED, Outcome, Signals, run};
+pub(crate) use run::{KILLED, Outcome, Printed, Signals, run};
+pub use run::{OUTPUT_LIMIT, Stream};
 
 use std::collections::BTreeSet;
 

@@ -1,7 +1,8 @@
 //! The grammar of the shell subset: lists joined by `;`, newlines, `&&` and `||`; `!`;
 //! `while`/`until ... do ... done`; `if ... then ... [elif ...] [else ...] fi`; simple commands
 //! of words in single or double quotes or bare, with `$?` expanded, comments, and redirections
-//! (parsed and ignored: nothing in the model has output). Anything else (pipes, `&`, subshells,
+//! of standard output (to standard error, `>&2`, or away, `>/dev/null` or a file; other
+//! redirections are parsed and ignored). Anything else (pipes, `&`, subshells,
 //! `for`, `case`, functions, other expansions) is a syntax error here, so a script outside the
 //! subset visibly exits 2 instead of being half understood.
 
@@ -28,9 +29,19 @@ pub(super) struct Pipeline {
     pub command: Command,
 }
 
+/// Where a simple command's standard output goes.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Out {
+    #[default]
+    Stdout,
+    Stderr,
+    /// To a file or `/dev/null`: not the container's output.
+    Nowhere,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Command {
-    Simple(Vec<Word>),
+    Simple(Vec<Word>, Out),
     /// `while` (`until`: with the condition inverted). `id` tells the loops of one script apart.
     Loop {
         id: usize,
@@ -330,20 +341,32 @@ impl Parser {
                     let next = self.peek().map_or("end of file".to_string(), describe);
                     return Err(format!("syntax error: unexpected {next}"));
                 }
-                Ok(Command::Simple(without_redirections(words)))
+                {
+                    let (words, out) = without_redirections(words);
+                    Ok(Command::Simple(words, out))
+                }
             }
         }
     }
 }
 
-/// Drop redirections (`>/dev/null`, `2>&1`, `> file`, `</dev/null`): the model has no output.
-fn without_redirections(words: Vec<Word>) -> Vec<Word> {
+/// Take the redirections out (`>/dev/null`, `2>&1`, `> file`, `</dev/null`, `>&2`), and say where
+/// standard output goes (the last redirection of it wins, as in sh).
+fn without_redirections(words: Vec<Word>) -> (Vec<Word>, Out) {
     let mut kept = Vec::new();
+    let mut out = Out::Stdout;
     let mut skip_target = false;
     for word in words {
         if skip_target {
             skip_target = false;
             continue;
+        }
+        if let Some(text) = word.bare() {
+            out = match text {
+                ">&2" | "1>&2" => Out::Stderr,
+                t if (t.starts_with('>') || t.starts_with("1>")) && !t.contains('&') => Out::Nowhere,
+                _ => out,
+            };
         }
         let redirect = match word.parts.first() {
             Some(Part::Text(text)) if !word.quoted || word.parts.len() > 1 => {
@@ -362,7 +385,7 @@ fn without_redirections(words: Vec<Word>) -> Vec<Word> {
             skip_target = matches!(operator, ">" | ">>" | "<" | ">|");
         }
     }
-    kept
+    (kept, out)
 }
 
 #[cfg(test)]
@@ -372,7 +395,7 @@ mod tests {
     fn words(list: &List) -> Vec<Vec<String>> {
         list.iter()
             .map(|a| match &a.first.command {
-                Command::Simple(words) => words
+                Command::Simple(words, _) => words
                     .iter()
                     .map(|w| {
                         w.parts

@@ -1,7 +1,8 @@
 //! Running a container's main process in simulated time.
 //!
 //! Only `sleep` takes time; every other command ends at once, and commands have no effect but
-//! their status. Signals follow Docker and busybox: `docker stop` sends TERM to PID 1 only, and
+//! their status and their output: `echo` prints its arguments and `seq` its numbers, to standard
+//! output or where a redirection sends them ([`Printed`], at most [`OUTPUT_LIMIT`] lines a run). Signals follow Docker and busybox: `docker stop` sends TERM to PID 1 only, and
 //! KILL after the grace period. PID 1 ignores a signal it has no handler for when it arrives
 //! (the kernel's rule for a namespace's init: the signal is lost, a handler installed later never
 //! sees it), so only a shell that ran `trap ACTION TERM` before TERM came reacts to it, and it
@@ -13,7 +14,7 @@
 //! delivered or not) repeats is periodic, so the run skips whole periods up to the next signal,
 //! and a periodic loop with no signal to come runs for ever.
 
-use super::parse::{AndOr, Command, Connector, List, Part, Word, parse};
+use super::parse::{AndOr, Command, Connector, List, Out, Part, Word, parse};
 use super::{APPLETS, IMAGE_EXECUTABLES, STATUS_NOT_FOUND, clean_path, executable_name};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,19 +37,40 @@ pub(crate) enum Outcome {
 /// The status of a process killed by SIGKILL (128 + 9).
 pub(crate) const KILLED: i64 = 137;
 
+/// Lines of output one run of a main process may print in the model; the rest is not modelled
+/// (a loop that prints for ever prints this much).
+pub const OUTPUT_LIMIT: usize = 1_000;
+
+/// Standard output or standard error.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// A line the main process printed, this long after its start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Printed {
+    pub after_ms: u64,
+    pub stream: Stream,
+    pub text: String,
+}
+
 /// Simple commands one run may execute before the model calls it endless: a loop that never
 /// repeats its state within this many steps is beyond the model.
 const STEP_LIMIT: u64 = 100_000;
 
-/// Run `argv` as PID 1 (its executable was found: `super::check_exec`).
-pub(crate) fn run(argv: &[String], dirs: &BTreeSet<String>, signals: Signals) -> Outcome {
-    let mut machine = Machine { clock: 0, kill_at: signals.kill_at, dirs, steps: 0 };
-    let flow = machine.process(argv, signals.term_at);
-    match flow {
+/// Run `argv` as PID 1 (its executable was found: `super::check_exec`): how it ends, and what it
+/// prints until then, in order.
+pub(crate) fn run(argv: &[String], dirs: &BTreeSet<String>, signals: Signals) -> (Outcome, Vec<Printed>) {
+    let mut machine = Machine { clock: 0, kill_at: signals.kill_at, dirs, steps: 0, output: Vec::new() };
+    let flow = machine.process(argv, signals.term_at, Out::Stdout);
+    let outcome = match flow {
         Flow::Exit(code) => Outcome::Exits { after_ms: machine.clock, code },
         Flow::Killed => Outcome::Exits { after_ms: machine.clock, code: KILLED },
         Flow::Continue | Flow::Forever => Outcome::Forever,
-    }
+    };
+    (outcome, machine.output)
 }
 
 /// What a command did to the flow of its script.
@@ -92,8 +114,9 @@ struct Shell {
     /// When TERM reaches this shell (PID 1 only).
     term_at: Option<u64>,
     term: Term,
-    /// Loop head states seen, and when: (loop id, status, trap, TERM) -> clock.
-    seen: BTreeMap<(usize, i64, Trap, Term), u64>,
+    /// Loop head states seen, when, and how many lines were printed by then: (loop id, status,
+    /// trap, TERM) -> (clock, lines).
+    seen: BTreeMap<(usize, i64, Trap, Term), (u64, usize)>,
 }
 
 impl Shell {
@@ -120,17 +143,23 @@ struct Machine<'a> {
     kill_at: Option<u64>,
     dirs: &'a BTreeSet<String>,
     steps: u64,
+    output: Vec<Printed>,
 }
 
 impl Machine<'_> {
     /// Run a process; `term_at`: when TERM reaches it (it is PID 1). Its status is in `Exit`.
-    fn process(&mut self, argv: &[String], term_at: Option<u64>) -> Flow {
+    fn process(&mut self, argv: &[String], term_at: Option<u64>, out: Out) -> Flow {
         let Some((first, args)) = argv.split_first() else { return Flow::Exit(0) };
         let name = executable_name(first);
         match name {
             "sh" => self.shell_process(args, term_at),
+            "echo" => {
+                self.echo(args, out);
+                Flow::Exit(0)
+            }
+            "seq" => Flow::Exit(self.seq(args, out)),
             "busybox" => match args.split_first() {
-                Some((applet, _)) if APPLETS.contains(&executable_name(applet)) => self.process(args, term_at),
+                Some((applet, _)) if APPLETS.contains(&executable_name(applet)) => self.process(args, term_at, out),
                 Some(_) => Flow::Exit(STATUS_NOT_FOUND),
                 None => Flow::Exit(0),
             },
@@ -189,7 +218,7 @@ impl Machine<'_> {
 
     fn command(&mut self, shell: &mut Shell, command: &Command, negate: bool) -> Flow {
         let flow = match command {
-            Command::Simple(words) => self.simple(shell, words),
+            Command::Simple(words, out) => self.simple(shell, words, *out),
             Command::Loop { id, until, condition, body } => self.repeat(shell, *id, *until, condition, body),
             Command::If { branches, otherwise } => {
                 let mut taken = false;
@@ -224,12 +253,12 @@ impl Machine<'_> {
         let mut status = 0;
         loop {
             let key = (id, shell.status, shell.trap.clone(), shell.term);
-            if let Some(&before) = shell.seen.get(&key)
-                && let Some(flow) = self.skip_periods(shell, self.clock - before)
+            if let Some(&(before, printed)) = shell.seen.get(&key)
+                && let Some(flow) = self.skip_periods(shell, self.clock - before, printed)
             {
                 return flow;
             }
-            shell.seen.insert(key, self.clock);
+            shell.seen.insert(key, (self.clock, self.output.len()));
             let flow = self.list(shell, condition);
             if flow != Flow::Continue {
                 return flow;
@@ -247,10 +276,17 @@ impl Machine<'_> {
         Flow::Continue
     }
 
-    /// A loop repeats its state every `period`: jump ahead by whole periods to the next signal.
+    /// A loop repeats its state every `period`: jump ahead by whole periods to the next signal,
+    /// printing in each what the last period printed (from line `printed` on), up to the limit.
     /// `Some` when the loop ends here (killed, or nothing will ever come).
-    fn skip_periods(&mut self, shell: &mut Shell, period: u64) -> Option<Flow> {
+    fn skip_periods(&mut self, shell: &mut Shell, period: u64, printed: usize) -> Option<Flow> {
         let next = [shell.term_coming().map(|at| at.max(self.clock)), self.kill_at].into_iter().flatten().min();
+        let skipped = match next {
+            None => u64::MAX,
+            Some(_) if period == 0 => u64::MAX,
+            Some(next) => next.saturating_sub(self.clock) / period,
+        };
+        self.repeat_output(printed, period, skipped);
         let Some(next) = next else { return Some(Flow::Forever) };
         if period == 0 {
             self.clock = self.clock.max(next);
@@ -267,7 +303,59 @@ impl Machine<'_> {
         }
     }
 
-    fn simple(&mut self, shell: &mut Shell, words: &[Word]) -> Flow {
+    /// Print again, `times` times, the lines from `from` on, each time `period` later.
+    fn repeat_output(&mut self, from: usize, period: u64, times: u64) {
+        let once: Vec<Printed> = self.output[from.min(self.output.len())..].to_vec();
+        if once.is_empty() {
+            return;
+        }
+        let mut shift = 0u64;
+        for _ in 0..times {
+            shift = shift.saturating_add(period);
+            for line in &once {
+                if self.output.len() >= OUTPUT_LIMIT {
+                    return;
+                }
+                self.output.push(Printed { after_ms: line.after_ms.saturating_add(shift), ..line.clone() });
+            }
+        }
+    }
+
+    fn print(&mut self, out: Out, text: String) {
+        let stream = match out {
+            Out::Stdout => Stream::Stdout,
+            Out::Stderr => Stream::Stderr,
+            Out::Nowhere => return,
+        };
+        if self.output.len() < OUTPUT_LIMIT {
+            self.output.push(Printed { after_ms: self.clock, stream, text });
+        }
+    }
+
+    /// busybox `echo`: its arguments, space-separated (`-n` and `-e` taken as options).
+    fn echo(&mut self, args: &[String], out: Out) {
+        let words: Vec<&str> =
+            args.iter().map(String::as_str).skip_while(|a| matches!(*a, "-n" | "-e" | "-E")).collect();
+        self.print(out, words.join(" "));
+    }
+
+    /// busybox `seq [FIRST] LAST`: one number a line. Status 1 for what it cannot parse.
+    fn seq(&mut self, args: &[String], out: Out) -> i64 {
+        let numbers: Option<Vec<i64>> = args.iter().map(|a| a.parse().ok()).collect();
+        let (first, last) = match numbers.as_deref() {
+            Some([last]) => (1, *last),
+            Some([first, last]) => (*first, *last),
+            _ => return 1,
+        };
+        let mut n = first;
+        while n <= last && self.output.len() < OUTPUT_LIMIT {
+            self.print(out, n.to_string());
+            n += 1;
+        }
+        0
+    }
+
+    fn simple(&mut self, shell: &mut Shell, words: &[Word], out: Out) -> Flow {
         self.steps += 1;
         if self.steps > STEP_LIMIT {
             return match self.kill_at {
@@ -296,12 +384,17 @@ impl Machine<'_> {
             "exec" => {
                 shell.trap = Trap::Default;
                 let term = shell.term_coming();
-                return match self.external(args, term) {
+                return match self.external(args, term, out) {
                     Flow::Continue => Flow::Exit(shell.status),
                     other => other,
                 };
             }
-            ":" | "true" | "echo" => {
+            ":" | "true" => {
+                shell.status = 0;
+                Flow::Continue
+            }
+            "echo" => {
+                self.echo(args, out);
                 shell.status = 0;
                 Flow::Continue
             }
@@ -325,7 +418,7 @@ impl Machine<'_> {
                 shell.status = if flow == Flow::Continue && sleep_duration(args).is_some() { 0 } else { 1 };
                 flow
             }
-            _ => match self.external(&argv, None) {
+            _ => match self.external(&argv, None, out) {
                 Flow::Exit(code) => {
                     shell.status = code;
                     Flow::Continue
@@ -341,7 +434,7 @@ impl Machine<'_> {
 
     /// A command that is not a builtin: busybox's shell runs any of its applets by name; a path
     /// must name an executable of the image; anything else is "not found" (127).
-    fn external(&mut self, argv: &[String], term_at: Option<u64>) -> Flow {
+    fn external(&mut self, argv: &[String], term_at: Option<u64>, out: Out) -> Flow {
         let Some(name) = argv.first() else { return Flow::Continue };
         let known = if name.contains('/') {
             IMAGE_EXECUTABLES.iter().any(|e| clean_path(name) == format!("/bin/{e}"))
@@ -351,7 +444,7 @@ impl Machine<'_> {
         if !known {
             return Flow::Exit(if self.dirs.contains(&clean_path(name)) { 126 } else { STATUS_NOT_FOUND });
         }
-        self.process(argv, term_at)
+        self.process(argv, term_at, out)
     }
 
     /// A command ended: if TERM arrived while a handler was set, run the handler now.

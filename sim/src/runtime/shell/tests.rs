@@ -8,7 +8,17 @@ fn argv(args: &[&str]) -> Vec<String> {
 }
 
 fn natural(args: &[&str]) -> Outcome {
-    run(&argv(args), &directories(["/data/mounted"]), Signals::default())
+    run(&argv(args), &directories(["/data/mounted"]), Signals::default()).0
+}
+
+/// What a script prints: (milliseconds after start, stream, text).
+fn prints(s: &str, signals: Signals) -> Vec<(u64, Stream, String)> {
+    let (_, printed) = run(&argv(&["sh", "-c", s]), &directories([]), signals);
+    printed.into_iter().map(|p| (p.after_ms, p.stream, p.text)).collect()
+}
+
+fn out(after_ms: u64, text: &str) -> (u64, Stream, String) {
+    (after_ms, Stream::Stdout, text.to_string())
 }
 
 fn script(s: &str) -> Outcome {
@@ -22,7 +32,27 @@ fn exits(after_ms: u64, code: i64) -> Outcome {
 /// `docker stop -t grace` `at_ms` after the start.
 fn stopped(args: &[&str], at_ms: u64, grace_ms: u64) -> Outcome {
     let signals = Signals { term_at: Some(at_ms), kill_at: Some(at_ms + grace_ms) };
-    run(&argv(args), &directories([]), signals)
+    run(&argv(args), &directories([]), signals).0
+}
+
+#[test]
+fn echo_and_seq_print_lines_where_their_output_is_redirected() {
+    assert_eq!(
+        prints("echo one; sleep 1; echo two >&2; echo gone >/dev/null; echo -n three four", Signals::default()),
+        vec![out(0, "one"), (1_000, Stream::Stderr, "two".into()), out(1_000, "three four")]
+    );
+    assert_eq!(prints("seq 3", Signals::default()), vec![out(0, "1"), out(0, "2"), out(0, "3")]);
+    assert_eq!(prints("seq 2 3 > file", Signals::default()), vec![]);
+}
+
+#[test]
+fn a_loop_prints_each_period_until_the_limit_or_its_end() {
+    let printed = prints("while true; do echo tick; sleep 1; done", Signals::default());
+    assert_eq!(printed.len(), OUTPUT_LIMIT, "for ever: up to the limit");
+    assert_eq!(&printed[..3], &[out(0, "tick"), out(1_000, "tick"), out(2_000, "tick")]);
+    let stopped = Signals { term_at: Some(2_500), kill_at: Some(12_500) };
+    let printed = prints("trap 'echo bye; exit 0' TERM; while true; do echo tick; sleep 1; done", stopped);
+    assert_eq!(printed, vec![out(0, "tick"), out(1_000, "tick"), out(2_000, "tick"), out(3_000, "bye")]);
 }
 
 #[test]
