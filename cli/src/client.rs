@@ -100,6 +100,40 @@ pub struct WaitArgs {
     connection: Connection,
 }
 
+#[derive(Args)]
+pub struct LogsArgs {
+    /// `KIND/NAME` (or `KIND NAME`): `pc/web`, `lc/api`, `img/nginx`.
+    resource: String,
+    name: Option<String>,
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
+    /// Keep printing until the source completes (the container exited and its output is
+    /// drained, the pull settled) or the object is deleted; wait for a container not yet created.
+    #[arg(short = 'f', long)]
+    follow: bool,
+    /// `stdout` (the default), `stderr` or `system` (drydock's own diagnostics); a logical
+    /// container also has `startup_stdout` and `startup_stderr` (its own image's pull output).
+    #[arg(long)]
+    source: Option<String>,
+    /// Prefix each line with its RFC 3339 time.
+    #[arg(long)]
+    timestamps: bool,
+    /// Prefix each line with its number in its stream.
+    #[arg(long)]
+    line_numbers: bool,
+    /// Lines from the end to begin with (-1: all).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    tail: i64,
+    /// Only lines newer than this (`10s`, `5m`, `1h`).
+    #[arg(long)]
+    since: Option<String>,
+    /// Stop after this many bytes.
+    #[arg(long)]
+    limit_bytes: Option<u64>,
+    #[command(flatten)]
+    connection: Connection,
+}
+
 /// Run a verb; errors are printed kubectl's way and exit 1.
 fn finish(result: Result<ExitCode>) -> Result<ExitCode> {
     match result {
@@ -132,6 +166,13 @@ pub fn apply(args: &ApplyArgs, registry: &drydock_engine::store::Registry) -> Re
             let name = object.metadata.name.clone();
             let mut body = serde_json::to_value(&object)?;
             body["apiVersion"] = Value::String(kind.resource.api_version.clone());
+            // What the server assigns is not the client's to send (and the engine's form of it,
+            // numbers, is not the API's: a resourceVersion is a string there).
+            if let Some(metadata) = body["metadata"].as_object_mut() {
+                for assigned in ["uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp"] {
+                    metadata.remove(assigned);
+                }
+            }
             let outcome = match api.get_opt(&name).await? {
                 None => {
                     let created: DynamicObject = serde_json::from_value(body)?;
@@ -328,8 +369,58 @@ fn parse_duration(text: &str) -> Result<Duration> {
     })
 }
 
+pub fn logs(args: &LogsArgs) -> Result<ExitCode> {
+    block_on(async {
+        // A follow may be quiet for long: no read timeout.
+        let client = connect_with(&args.connection, |config| config.read_timeout = None).await?;
+        let kinds = Kinds::discover(&client).await?;
+        let (resource, name) = split_target(&args.resource, args.name.as_deref());
+        let kind = kinds.find(resource)?;
+        let name = name.context("name the object whose log to print: KIND/NAME")?;
+        let namespace = namespace_for(kind, args.namespace.as_deref(), false);
+        let mut query = vec![format!("follow={}", args.follow)];
+        if let Some(source) = &args.source {
+            query.push(format!("source={}", url_escape(source)));
+        }
+        if args.timestamps {
+            query.push("timestamps=true".into());
+        }
+        if args.line_numbers {
+            query.push("lineNumbers=true".into());
+        }
+        if args.tail >= 0 {
+            query.push(format!("tailLines={}", args.tail));
+        }
+        if let Some(since) = &args.since {
+            query.push(format!("sinceSeconds={}", parse_duration(since)?.as_secs().max(1)));
+        }
+        if let Some(limit) = args.limit_bytes {
+            query.push(format!("limitBytes={limit}"));
+        }
+        let path = format!("{}/{name}/log?{}", kind.path(namespace.as_deref()), query.join("&"));
+        let request = http::Request::get(&path).header("Accept", "text/plain").body(Vec::new())?;
+        let mut body = client.request_stream(request).await?;
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let read = futures_util::AsyncReadExt::read(&mut body, &mut buffer).await.context("read the log stream")?;
+            if read == 0 {
+                break;
+            }
+            let mut stdout = std::io::stdout().lock();
+            std::io::Write::write_all(&mut stdout, &buffer[..read]).context("write the log")?;
+            std::io::Write::flush(&mut stdout).context("write the log")?;
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
 /// The kube client for the chosen kubeconfig.
 async fn connect(connection: &Connection) -> Result<Client> {
+    connect_with(connection, |_| {}).await
+}
+
+/// The kube client for the chosen kubeconfig, its config adjusted by `adjust`.
+async fn connect_with(connection: &Connection, adjust: impl FnOnce(&mut Config)) -> Result<Client> {
     let path = match &connection.kubeconfig {
         Some(path) => path.clone(),
         None => match std::env::var_os("KUBECONFIG") {
@@ -338,9 +429,10 @@ async fn connect(connection: &Connection) -> Result<Client> {
         },
     };
     let kubeconfig = read_kubeconfig(&path)?;
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .with_context(|| format!("{}: not a usable kubeconfig", path.display()))?;
+    adjust(&mut config);
     Client::try_from(config).context("build the API client")
 }
 

@@ -64,6 +64,10 @@ enum Command {
     Describe(client::DescribeArgs),
     /// Wait until an object meets a condition or is deleted (kubectl wait).
     Wait(client::WaitArgs),
+    /// Print an object's log: a container's output, an image's pull output, drydock's own
+    /// diagnostics (kubectl logs); with -f, follow it until the container exits or the object
+    /// is deleted.
+    Logs(client::LogsArgs),
 }
 
 /// The `drydock` command line with a user's kinds, controllers and scenarios beside the built-in
@@ -143,6 +147,7 @@ impl Drydock {
             Command::Delete(args) => client::delete(&args, self.components.registry()),
             Command::Describe(args) => client::describe(&args),
             Command::Wait(args) => client::wait(&args),
+            Command::Logs(args) => client::logs(&args),
         };
         match result {
             Ok(code) => code,

@@ -143,8 +143,9 @@ pub async fn run_until(
     let url = server_url(addr);
     let kubeconfig_path = options.kubeconfig.clone().unwrap_or_else(|| state.default_kubeconfig_path());
     kubeconfig::write(&kubeconfig_path, &url, &certs.ca_pem, &token)?;
-    let router = api::router(store.clone(), ApiOptions { token: Some(token), ..ApiOptions::default() });
     let mut driver = Driver::with_components(&identity, store.clone(), docker, predecessor, &options.components);
+    let options_api = ApiOptions { token: Some(token), ..ApiOptions::default() };
+    let router = api::router_with_logs(store.clone(), driver.logs(), options_api);
     let ready = Ready { addr, url, kubeconfig: kubeconfig_path, state_dir: state.path().to_path_buf(), identity };
     tracing::info!(url = %ready.url, kubeconfig = %ready.kubeconfig.display(), identity = %ready.identity, "ready");
     on_ready(&ready);

@@ -28,8 +28,9 @@
 //! Works against anything that speaks Docker's API: the local socket, `DOCKER_HOST`, or Podman's
 //! Docker-compatible socket through `DOCKER_HOST=unix:///run/podman/podman.sock`.
 
-use crate::runtime::{Runtime, RuntimeNotice};
+use crate::runtime::{CaptureStream, CapturedLine, Runtime, RuntimeNotice};
 use bollard::Docker;
+use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::models::CreateImageInfo;
 use bollard::models::{
@@ -37,11 +38,12 @@ use bollard::models::{
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, CreateImageOptionsBuilder, EventsOptionsBuilder, ListContainersOptions,
-    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, StopContainerOptionsBuilder,
+    LogsOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, StopContainerOptionsBuilder,
 };
 use drydock_engine::WallTime;
 use drydock_engine::api::container::{PortMapping, Protocol};
 use drydock_engine::api::{names, normalize_image_reference};
+use drydock_engine::logs::Channel;
 use drydock_engine::runtime::{
     ContainerCreate, ContainerInfo, ContainerState, EventAction, ImageInfo, PublishedPort, RuntimeError, RuntimeEvent,
     RuntimeReply, RuntimeRequest, RuntimeResult,
@@ -261,6 +263,56 @@ async fn follow(docker: Docker, mut since: WallTime, tx: mpsc::UnboundedSender<R
     }
 }
 
+/// The lines of one frame of `docker logs --timestamps` output: each begins with the daemon's
+/// RFC 3339 stamp and a space.
+fn captured_lines(channel: Channel, message: &[u8]) -> Vec<CapturedLine> {
+    let text = String::from_utf8_lossy(message);
+    text.split_terminator('\n')
+        .map(|line| {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let (stamp, text) = match line.split_once(' ') {
+                Some((stamp, text)) => match parse_stamp(stamp) {
+                    Some(nanos) => (Some(nanos), text),
+                    None => (None, line),
+                },
+                None => match parse_stamp(line) {
+                    Some(nanos) => (Some(nanos), ""),
+                    None => (None, line),
+                },
+            };
+            let stamp = stamp.unwrap_or_else(|| u128::from(crate::clock::wall_now().0) * 1_000_000);
+            let millis = u64::try_from(stamp / 1_000_000).unwrap_or(u64::MAX);
+            CapturedLine { channel, time: WallTime(millis), stamp, text: text.to_string() }
+        })
+        .collect()
+}
+
+/// `2024-05-01T10:00:00.123456789Z` in nanoseconds since the epoch (UTC only, as Docker writes
+/// them).
+fn parse_stamp(stamp: &str) -> Option<u128> {
+    let stamp = stamp.strip_suffix('Z')?;
+    let (date, time) = stamp.split_once('T')?;
+    let mut date = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (year, month, day) = (date.next()??, date.next()??, date.next()??);
+    let (clock, fraction) = time.split_once('.').unwrap_or((time, "0"));
+    let mut clock = clock.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (hour, minute, second) = (clock.next()??, clock.next()??, clock.next()??);
+    if !fraction.bytes().all(|b| b.is_ascii_digit()) || fraction.len() > 9 {
+        return None;
+    }
+    let nanos: u128 = format!("{fraction:0<9}").parse().ok()?;
+    // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = u128::try_from(days * 86_400 + hour * 3_600 + minute * 60 + second).ok()?;
+    Some(seconds * 1_000_000_000 + nanos)
+}
+
 /// Docker attributes that are not container labels.
 const NON_LABEL_ATTRIBUTES: [&str; 5] = ["exitCode", "image", "name", "signal", "execDuration"];
 
@@ -288,6 +340,33 @@ fn runtime_event(message: bollard::models::EventMessage) -> Option<RuntimeEvent>
 impl Runtime for DockerRuntime {
     fn events(&self) -> Option<mpsc::UnboundedReceiver<RuntimeNotice>> {
         Some(self.follow_events())
+    }
+
+    /// `docker logs [--follow] --timestamps [--since]`: Docker's logs API, non-TTY, its stdout
+    /// and stderr demultiplexed by bollard; each line stamped by the daemon.
+    fn capture(&self, id: &str, follow: bool, since: Option<u128>) -> Option<CaptureStream> {
+        let mut options = LogsOptionsBuilder::default().follow(follow).stdout(true).stderr(true).timestamps(true);
+        if let Some(since) = since {
+            options = options.since(i32::try_from(since / 1_000_000_000).unwrap_or(i32::MAX));
+        }
+        let options = options.build();
+        let stream = self.docker.logs(id, Some(options)).flat_map(|item| {
+            let lines = match item {
+                Ok(LogOutput::StdOut { message }) => {
+                    captured_lines(Channel::Stdout, &message).into_iter().map(Ok).collect()
+                }
+                Ok(LogOutput::StdErr { message }) => {
+                    captured_lines(Channel::Stderr, &message).into_iter().map(Ok).collect()
+                }
+                Ok(LogOutput::Console { message }) => {
+                    captured_lines(Channel::Stdout, &message).into_iter().map(Ok).collect()
+                }
+                Ok(LogOutput::StdIn { .. }) => Vec::new(),
+                Err(error) => vec![Err(map_error(error))],
+            };
+            futures_util::stream::iter(lines)
+        });
+        Some(Box::pin(stream))
     }
 
     async fn execute(&self, request: RuntimeRequest) -> RuntimeResult {
@@ -478,6 +557,17 @@ fn done(result: Result<(), BollardError>) -> RuntimeResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn docker_log_lines_carry_the_daemons_stamp() {
+        assert_eq!(parse_stamp("1970-01-01T00:00:01.5Z"), Some(1_500_000_000));
+        assert_eq!(parse_stamp("2024-02-29T12:00:00.000000001Z"), Some(1_709_208_000_000_000_001));
+        assert_eq!(parse_stamp("2024-02-29 12:00:00"), None);
+        let lines = captured_lines(Channel::Stderr, b"2024-02-29T12:00:00.25Z oh no\n2024-02-29T12:00:01Z \n");
+        let texts: Vec<(&str, u64)> = lines.iter().map(|l| (l.text.as_str(), l.time.0)).collect();
+        assert_eq!(texts, [("oh no", 1_709_208_000_250), ("", 1_709_208_001_000)]);
+        assert!(lines.iter().all(|l| l.channel == Channel::Stderr));
+    }
 
     fn server(status_code: u16, message: &str) -> BollardError {
         BollardError::DockerResponseServerError { status_code, message: message.into() }

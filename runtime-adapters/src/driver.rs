@@ -6,10 +6,12 @@
 //! runtime result arrives, the store changes, or the engine's next wakeup is due.
 
 use crate::clock::SystemClock;
+use crate::logs::{Captures, SharedLogs};
 use crate::runtime::{Runtime, RuntimeNotice};
 use crate::store::SharedStore;
-use drydock_engine::runtime::RuntimeResult;
-use drydock_engine::store::{Store, WatchEvent};
+use drydock_engine::api::names;
+use drydock_engine::runtime::{RuntimeReply, RuntimeRequest, RuntimeResult};
+use drydock_engine::store::{EventType, Store, WatchEvent};
 use drydock_engine::{Engine, EngineConfig, Input, OpId, Output};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -38,6 +40,10 @@ pub struct Driver<R: Runtime> {
     runtime_events: Option<mpsc::UnboundedReceiver<RuntimeNotice>>,
     /// Runtime requests in flight, so they can be cancelled.
     tasks: BTreeMap<OpId, tokio::task::AbortHandle>,
+    logs: SharedLogs,
+    captures: Captures,
+    /// Containers already there were given a capture (once, at the first run).
+    captured_at_boot: bool,
 }
 
 async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<RuntimeNotice>>) -> Option<RuntimeNotice> {
@@ -50,6 +56,7 @@ async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<RuntimeNotice>>)
 impl<R: Runtime> Driver<R> {
     pub fn new(engine: Engine, store: Arc<SharedStore>, runtime: Arc<R>) -> Self {
         let (results_tx, results) = mpsc::unbounded_channel();
+        let logs = SharedLogs::default();
         Driver {
             engine,
             store,
@@ -60,7 +67,23 @@ impl<R: Runtime> Driver<R> {
             results,
             runtime_events: None,
             tasks: BTreeMap::new(),
+            captures: Captures::new(logs.clone()),
+            logs,
+            captured_at_boot: false,
         }
+    }
+
+    /// The log hub this driver fills: the engine's diagnostics and pull output, and the output of
+    /// every container drydock made.
+    pub fn logs(&self) -> SharedLogs {
+        self.logs.clone()
+    }
+
+    /// Fill `logs` instead of a hub of its own.
+    pub fn with_logs(mut self, logs: SharedLogs) -> Self {
+        self.captures = Captures::new(logs.clone());
+        self.logs = logs;
+        self
     }
 
     /// A driver running the built-in controllers as `identity`, assuming an earlier life under
@@ -111,6 +134,10 @@ impl<R: Runtime> Driver<R> {
         if self.runtime_events.is_none() {
             self.runtime_events = self.runtime.events();
         }
+        if !self.captured_at_boot {
+            self.captured_at_boot = true;
+            self.capture_existing().await;
+        }
         loop {
             self.feed_watch();
             self.pump();
@@ -134,7 +161,10 @@ impl<R: Runtime> Driver<R> {
                 }
                 Some(notice) = next_event(&mut self.runtime_events) => {
                     let input = match notice {
-                        RuntimeNotice::Event(event) => Input::RuntimeEvent(event),
+                        RuntimeNotice::Event(event) => {
+                            self.capture_on(&event);
+                            Input::RuntimeEvent(event)
+                        }
                         RuntimeNotice::Resynced => Input::RuntimeResync,
                     };
                     self.engine.handle(self.clock.now(), input);
@@ -171,6 +201,36 @@ impl<R: Runtime> Driver<R> {
         self.run_until(tokio::time::sleep(timeout), done).await
     }
 
+    /// Start capturing the output of a container drydock made when it is created (a created
+    /// container has none, and its capture ends at once) or starts; forget it once removed.
+    fn capture_on(&mut self, event: &drydock_engine::runtime::RuntimeEvent) {
+        use drydock_engine::runtime::EventAction;
+        if !event.labels.contains_key(names::LABEL_OWNER_UID) {
+            return;
+        }
+        match event.action {
+            EventAction::Create => self.captures.start(&self.runtime, &event.container_id),
+            EventAction::Start => self.captures.restart(&self.runtime, &event.container_id),
+            EventAction::Destroy => {
+                let subject = drydock_engine::logs::Subject::Container(event.container_id.clone());
+                self.logs.write(|hub| hub.forget_subject(subject));
+            }
+            EventAction::Die { .. } => {}
+        }
+    }
+
+    /// Capture every container drydock made that is already there (an earlier life's): the
+    /// runtime kept their output.
+    async fn capture_existing(&mut self) {
+        let listed = self.runtime.execute(RuntimeRequest::ListContainers { labels: BTreeMap::new() }).await;
+        let Ok(RuntimeReply::Containers(containers)) = listed else { return };
+        for container in containers {
+            if container.labels.contains_key(names::LABEL_OWNER_UID) {
+                self.captures.start(&self.runtime, &container.id);
+            }
+        }
+    }
+
     /// Hand the engine what changed in the store. The first time (and after the log was compacted)
     /// that is a list, never a replay of the log: a durable store's log would replay as `Added`
     /// events the objects an earlier life of the engine created, and the engine would take them
@@ -185,6 +245,9 @@ impl<R: Runtime> Driver<R> {
             Ok(events) => {
                 for event in events {
                     self.watch_rv = Some(event.resource_version());
+                    if event.event == EventType::Deleted {
+                        self.logs.write(|hub| hub.forget(&event.object.metadata.uid));
+                    }
                     self.engine.handle(self.clock.now(), Input::Watch(event));
                 }
             }
@@ -221,6 +284,7 @@ impl<R: Runtime> Driver<R> {
                         task.abort();
                     }
                 }
+                Output::Log(record) => self.logs.write(|hub| hub.apply(&record)),
             }
         }
     }

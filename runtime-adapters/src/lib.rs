@@ -4,6 +4,8 @@
 //!   carries it out over Docker's API, through bollard.
 //! - [`store::SharedStore`]: the API store behind a lock, with change notification.
 //! - [`clock::SystemClock`]: the system clock, read only here, at the edge.
+//! - [`logs::SharedLogs`]: the log hub behind a lock, which the driver fills (the engine's
+//!   diagnostics and pull output, every container's captured output) and readers follow.
 //! - [`driver::Driver`]: a tokio loop that feeds the engine watch events and replies and performs
 //!   its requests against the store, the runtime and the system clock.
 //!
@@ -15,6 +17,7 @@ pub mod clock;
 pub mod components;
 pub mod docker;
 pub mod driver;
+pub mod logs;
 pub mod runtime;
 pub mod store;
 #[cfg(feature = "testing")]
@@ -23,5 +26,6 @@ pub mod testing;
 pub use components::Components;
 pub use docker::{DockerError, DockerRuntime};
 pub use driver::{Driver, Predecessor};
+pub use logs::SharedLogs;
 pub use runtime::{Runtime, RuntimeNotice};
 pub use store::SharedStore;

@@ -1,7 +1,11 @@
 //! The runtime contract as an async trait: what a production driver calls.
 
-use drydock_engine::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
+use drydock_engine::WallTime;
+use drydock_engine::logs::Channel;
+use drydock_engine::runtime::{RuntimeError, RuntimeEvent, RuntimeRequest, RuntimeResult};
+use futures_util::Stream;
 use std::future::Future;
+use std::pin::Pin;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// A container runtime that carries out the engine's requests.
@@ -17,6 +21,27 @@ pub trait Runtime: Send + Sync + 'static {
     fn events(&self) -> Option<UnboundedReceiver<RuntimeNotice>> {
         None
     }
+
+    /// The output of container `id`, if the runtime can capture output: from its first line, or
+    /// from the second of `since` (nanoseconds since the epoch) on; with `follow`, until the
+    /// container stops or is removed (then the stream ends), else what there is now.
+    fn capture(&self, _id: &str, _follow: bool, _since: Option<u128>) -> Option<CaptureStream> {
+        None
+    }
+}
+
+/// A container's output, line by line.
+pub type CaptureStream = Pin<Box<dyn Stream<Item = Result<CapturedLine, RuntimeError>> + Send>>;
+
+/// One line a container printed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapturedLine {
+    pub channel: Channel,
+    /// When the runtime stamped it.
+    pub time: WallTime,
+    /// The runtime's stamp in nanoseconds since the epoch, to tell lines apart across captures.
+    pub stamp: u128,
+    pub text: String,
 }
 
 /// What a runtime's event stream carries.

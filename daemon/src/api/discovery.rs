@@ -104,5 +104,9 @@ fn resource_entries(kind: &KindDesc) -> Vec<Value> {
             "kind": kind.kind, "verbs": ["get", "patch", "update"],
         }));
     }
+    entries.push(json!({
+        "name": format!("{}/log", kind.plural), "singularName": "", "namespaced": kind.namespaced,
+        "kind": kind.kind, "verbs": ["get"],
+    }));
     entries
 }

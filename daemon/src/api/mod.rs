@@ -29,6 +29,7 @@
 pub mod auth;
 pub mod discovery;
 pub mod kinds;
+pub mod log;
 pub mod negotiate;
 pub mod openapi;
 pub mod patch;
@@ -44,7 +45,7 @@ pub mod wire;
 
 use axum::Router;
 use axum::routing::get;
-use drydock_adapters::SharedStore;
+use drydock_adapters::{SharedLogs, SharedStore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +76,8 @@ pub struct AppState {
     /// Held across the check-then-create of a create that carries a request id
     /// ([`REQUEST_ID_ANNOTATION`]), so two copies of one create cannot both create.
     pub create_lock: Arc<parking_lot::Mutex<()>>,
+    /// What the `log` subresource serves (the driver fills it).
+    pub logs: SharedLogs,
 }
 
 /// The annotation that makes a create idempotent: a create whose object carries it, arriving when
@@ -87,13 +90,22 @@ pub struct AppState {
 /// the object was deleted creates it again. Ids are compared within one kind and namespace.
 pub const REQUEST_ID_ANNOTATION: &str = "drydock.dev/request-id";
 
-/// The API as an `axum::Router`: serve it over any listener, or call it in-process.
+/// The API as an `axum::Router`: serve it over any listener, or call it in-process. Its `log`
+/// subresource serves an empty hub: see [`router_with_logs`].
 pub fn router(store: Arc<SharedStore>, options: ApiOptions) -> Router {
+    router_with_logs(store, SharedLogs::default(), options)
+}
+
+/// The API, with the `log` subresource serving `logs` (a driver's: [`Driver::logs`]).
+///
+/// [`Driver::logs`]: drydock_adapters::Driver::logs
+pub fn router_with_logs(store: Arc<SharedStore>, logs: SharedLogs, options: ApiOptions) -> Router {
     let state = AppState {
         store,
         options: options.clone(),
         bookmark_interval: options.bookmark_interval,
         create_lock: Arc::default(),
+        logs,
     };
     Router::new()
         .route("/version", get(discovery::version))

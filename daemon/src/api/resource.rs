@@ -105,6 +105,7 @@ pub fn resolve(path: &str, kinds_of: impl Fn(&str) -> Vec<KindDesc>) -> ApiResul
         [] => (None, None),
         [name] => (Some(name.to_string()), None),
         [name, "status"] if desc.has_status => (Some(name.to_string()), Some("status".to_string())),
+        [name, "log"] => (Some(name.to_string()), Some("log".to_string())),
         _ => return Err(not_found()),
     };
     if name.as_deref() == Some("") {

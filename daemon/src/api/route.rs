@@ -5,7 +5,7 @@
 use super::resource::{self, Call, Query};
 use super::status::ApiError;
 use super::status::ApiResult;
-use super::{AppState, kinds, patch, watch};
+use super::{AppState, kinds, log, patch, watch};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Method;
@@ -41,6 +41,7 @@ async fn route(call: Call, method: Method, body: Body) -> ApiResult<Response> {
         }
         (None, Some(name), Method::DELETE) => resource::delete(&call, &name, body).await,
         (Some("status"), Some(name), Method::GET) => resource::get(&call, &name),
+        (Some("log"), Some(name), Method::GET) => log::serve(&call, &name),
         (Some("status"), Some(name), Method::PUT) => resource::update(&call, &name, body, true).await,
         (Some("status"), Some(name), Method::PATCH) => {
             patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, true).await
