@@ -40,6 +40,13 @@ spec:
   command: [sh, -c, "trap 'exit 0' TERM; while true; do echo tick; sleep 1; done"]
 ---
 apiVersion: drydock.dev/v1
+kind: PhysicalContainer
+metadata: {{name: late, namespace: {ns}}}
+spec:
+  image: {TEST_IMAGE}
+  command: [sh, -c, "echo early; sleep 2; echo last"]
+---
+apiVersion: drydock.dev/v1
 kind: LogicalContainer
 metadata: {{name: pulled, namespace: {ns}}}
 spec:
@@ -74,6 +81,29 @@ fn finish(mut child: Child, timeout: Duration) -> (Option<i32>, String, Duration
     };
     let took = started.elapsed();
     (status.code(), reader.join().unwrap(), took)
+}
+
+/// The lines `child` prints, and how long after the last of them it ends (within 60 s).
+fn last_line_to_end(mut child: Child) -> (Vec<String>, Duration) {
+    use std::io::BufRead;
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        let mut last = Instant::now();
+        for line in stdout.lines() {
+            lines.push(line.unwrap());
+            last = Instant::now();
+        }
+        (lines, last)
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the follow did not end");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let ended = Instant::now();
+    let (lines, last) = reader.join().unwrap();
+    (lines, ended.saturating_duration_since(last))
 }
 
 fn follow(daemon: &Daemon, args: &[&str]) -> Child {
@@ -112,6 +142,13 @@ async fn logs_follow_to_the_end_on_docker() {
         .output()
         .unwrap();
     eprintln!("the container finished at {}", text(&exited).trim());
+
+    // How soon after its last line a follow ends: the container prints, then exits.
+    let late = follow(&daemon, &["logs", "-f", "pc/late", "-n", &ns]);
+    let (lines, after_last) = last_line_to_end(late);
+    assert_eq!(lines, ["early", "last"]);
+    eprintln!("logs -f pc/late: ended {after_last:?} after its last line (the container exits right after it)");
+    assert!(after_last < Duration::from_secs(10), "a follow must end soon after its source completes");
 
     // Not following: what there is, at once; with line numbers and a tail.
     let tail = daemon.verb(&["logs", "pc/three", "-n", &ns, "--tail", "2", "--line-numbers"]);

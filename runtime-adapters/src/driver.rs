@@ -136,7 +136,13 @@ impl<R: Runtime> Driver<R> {
         }
         if !self.captured_at_boot {
             self.captured_at_boot = true;
-            self.capture_existing().await;
+            // `stop` first: a signal handler it installs on its first poll must be in place
+            // before anything that takes time.
+            tokio::select! {
+                biased;
+                () = &mut stop => return false,
+                () = self.capture_existing() => {}
+            }
         }
         loop {
             self.feed_watch();

@@ -334,10 +334,15 @@ pub fn mixed(rng: &mut ChaCha8Rng) -> Workload {
         w.ops.extend(physical.ops);
         w.ops.sort_by_key(|o| o.at);
     }
-    // Drawn last, so the rest of a seed's workload is what it was before readers existed.
+    // Drawn last, so the rest of a seed's workload is what it was before logs existed.
     if chance(rng, 0.5) {
         let count = 1 + rng.next_u64() % 3;
         crate::logs::add_readers(rng, &mut w, count);
+    }
+    if chance(rng, 0.25) {
+        // Containers that print, and their readers, in namespaces of their own.
+        w.ops.extend(crate::logs::generate(rng).ops);
+        w.ops.sort_by_key(|o| o.at);
     }
     w
 }

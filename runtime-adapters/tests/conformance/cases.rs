@@ -35,6 +35,72 @@ async fn exited<R: Runtime>(fx: &Fx<R>, suffix: &str, code: i64) -> String {
     id
 }
 
+/// The stdout and stderr lines a capture of container `id` delivers, until it ends by itself
+/// (within 30 s).
+async fn captured<R: Runtime>(fx: &Fx<R>, id: &str, follow: bool) -> (Vec<String>, Vec<String>) {
+    use futures_util::StreamExt;
+    let mut stream = fx.rt.capture(id, follow, None).expect("the runtime captures output");
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let read = async {
+        while let Some(line) = stream.next().await {
+            let line = line.expect("a capture of a container that exists");
+            match line.channel {
+                drydock_engine::logs::Channel::Stderr => err.push(line.text),
+                _ => out.push(line.text),
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), read).await.expect("the capture did not end by itself");
+    (out, err)
+}
+
+pub async fn capture_reads_both_streams_in_order<R: Runtime>(fx: &Fx<R>) {
+    let id =
+        fx.create_with(fx.spec("a", &["sh", "-c", "echo one; echo two >&2; echo three; echo gone >/dev/null"])).await;
+    fx.start(&id).await;
+    fx.eventually("the container to exit", async || (state(fx, &id).await == ContainerState::Exited).then_some(()))
+        .await;
+    let (out, err) = captured(fx, &id, false).await;
+    assert_eq!((out, err), (vec!["one".to_string(), "three".to_string()], vec!["two".to_string()]));
+}
+
+pub async fn a_follow_ends_when_the_container_exits<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", "echo a; sleep 1; echo b; seq 3"])).await;
+    fx.start(&id).await;
+    let (out, _) = captured(fx, &id, true).await;
+    assert_eq!(out, ["a", "b", "1", "2", "3"], "every line, then the end");
+}
+
+pub async fn a_follow_ends_when_the_container_is_removed<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", "echo up; while true; do sleep 1; done"])).await;
+    fx.start(&id).await;
+    let follower = {
+        let (rt, id) = (fx.rt.clone(), id.clone());
+        tokio::spawn(async move {
+            use futures_util::StreamExt;
+            let mut stream = rt.capture(&id, true, None).expect("the runtime captures output");
+            let mut lines = Vec::new();
+            while let Some(Ok(line)) = stream.next().await {
+                lines.push(line.text);
+            }
+            lines
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    fx.remove(&id, true).await.unwrap();
+    let lines = tokio::time::timeout(std::time::Duration::from_secs(30), follower)
+        .await
+        .expect("the follow did not end when the container was removed")
+        .unwrap();
+    assert_eq!(lines, ["up"]);
+}
+
+pub async fn a_follow_of_a_created_container_ends_at_once_with_nothing<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", "echo never"])).await;
+    let (out, err) = captured(fx, &id, true).await;
+    assert!(out.is_empty() && err.is_empty(), "{out:?} {err:?}");
+}
+
 pub async fn create_with_missing_image_is_not_found<R: Runtime>(fx: &Fx<R>) {
     let mut spec = fx.spec("a", &[]);
     spec.image = "drydock-test/no-such-image:1".into();

@@ -4,12 +4,16 @@
 //! simulated runtime, its model of each.
 
 use drydock_adapters::clock::wall_now;
+use drydock_adapters::runtime::{CaptureStream, CapturedLine};
 use drydock_adapters::testing::{Published, test_registry_image};
 use drydock_adapters::{Runtime, RuntimeNotice};
 use drydock_engine::api::container::Protocol;
 use drydock_engine::api::names::LABEL_OWNER_UID;
+use drydock_engine::logs::Channel;
 use drydock_engine::runtime::{RuntimeError, RuntimeRequest, RuntimeResult};
 use drydock_sim::runtime::SimRuntime;
+use drydock_sim::runtime::Stream;
+use futures_util::StreamExt;
 use parking_lot::Mutex;
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -113,6 +117,58 @@ impl Runtime for SimAdapter {
         let (tx, rx) = unbounded_channel();
         self.streams.lock().0.push(tx);
         Some(rx)
+    }
+
+    /// What the model says the container printed, as the clock reaches each line; a follow ends
+    /// once its output is complete (it exited, or was removed, or was never started).
+    fn capture(&self, id: &str, follow: bool, since: Option<u128>) -> Option<CaptureStream> {
+        let (runtime, id) = (self.runtime.clone(), id.to_string());
+        let since_ms = since.map_or(0, |nanos| u64::try_from(nanos / 1_000_000_000 * 1_000).unwrap_or(u64::MAX));
+        let stream = futures_util::stream::unfold((0usize, false), move |(taken, done)| {
+            let (runtime, id) = (runtime.clone(), id.clone());
+            async move {
+                if done {
+                    return None;
+                }
+                loop {
+                    let step = {
+                        let mut runtime = runtime.lock();
+                        runtime.advance(wall_now());
+                        let now = wall_now();
+                        match runtime.output(&id) {
+                            None => Some(Err(RuntimeError::NotFound(format!("No such container: {id}")))),
+                            Some(output) => {
+                                let printed = output.printed_by(now);
+                                let fresh: Vec<CapturedLine> = printed[taken.min(printed.len())..]
+                                    .iter()
+                                    .filter(|l| l.at.0 >= since_ms)
+                                    .map(|l| CapturedLine {
+                                        channel: match l.stream {
+                                            Stream::Stdout => Channel::Stdout,
+                                            Stream::Stderr => Channel::Stderr,
+                                        },
+                                        time: l.at,
+                                        stamp: u128::from(l.at.0) * 1_000_000,
+                                        text: l.text.clone(),
+                                    })
+                                    .collect();
+                                let over = !follow || output.finished_by(now);
+                                Some(Ok((fresh, printed.len(), over)))
+                            }
+                        }
+                    };
+                    match step {
+                        Some(Err(error)) => return Some((vec![Err(error)], (taken, true))),
+                        Some(Ok((fresh, total, over))) if !fresh.is_empty() || over => {
+                            return Some((fresh.into_iter().map(Ok).collect(), (total, over)));
+                        }
+                        _ => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+                    }
+                }
+            }
+        })
+        .flat_map(futures_util::stream::iter);
+        Some(Box::pin(stream))
     }
 }
 
