@@ -62,27 +62,16 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 19] = [
-        FaultKind::UncertainCreate,
-        FaultKind::StaleCache,
-        FaultKind::UncertainRemove,
-        FaultKind::TransientRuntimeError,
-        FaultKind::NotFoundAfterCreate,
-        FaultKind::StoreConflict,
-        FaultKind::SlowRuntime,
-        FaultKind::HungRuntime,
-        FaultKind::RuntimeRestart,
-        FaultKind::ExternalRemoval,
-        FaultKind::UncertainStoreWrite,
-        FaultKind::WatchGone,
-        FaultKind::CoalescedWatch,
-        FaultKind::EngineCrash,
-        FaultKind::CrashBetweenWrites,
-        FaultKind::ForeignLease,
-        FaultKind::ClockSkew,
-        FaultKind::DisruptWhileUncertain,
-        FaultKind::ReaderStall,
-    ];
+    /// Every kind: the swarm kinds, then those only some workloads draw.
+    pub const ALL: [FaultKind; 19] = {
+        let mut all = [FaultKind::ReaderStall; 19];
+        let mut i = 0;
+        while i < FaultKind::SWARM.len() {
+            all[i] = FaultKind::SWARM[i];
+            i += 1;
+        }
+        all
+    };
 
     /// The kinds every swarm plan draws for. The others concern only some workloads (log
     /// readers): a scenario draws them with [`FaultPlan::swarm_also`] when its workload has
