@@ -297,7 +297,7 @@ pub fn wait(args: &WaitArgs) -> Result<ExitCode> {
         let name = name.context("name the object to wait for: KIND/NAME")?;
         let namespace = namespace_for(kind, args.namespace.as_deref(), false);
         let condition = WaitFor::parse(&args.condition)?;
-        let timeout = parse_duration(&args.timeout)?;
+        let timeout = parse_duration("--timeout", &args.timeout)?;
         let path = format!("{}/{name}", kind.path(namespace.as_deref()));
         let started = Instant::now();
         loop {
@@ -358,14 +358,16 @@ impl WaitFor {
     }
 }
 
-fn parse_duration(text: &str) -> Result<Duration> {
+/// `30s`, `2m`, `1h`, `500ms` (a bare number: seconds), as the value of `flag`.
+fn parse_duration(flag: &str, text: &str) -> Result<Duration> {
     let (number, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
-    let n: u64 = number.parse().with_context(|| format!("--timeout {text:?}: want e.g. 30s or 2m"))?;
+    let n: u64 = number.parse().with_context(|| format!("{flag} {text:?}: want e.g. 30s, 2m or 1h"))?;
     Ok(match unit {
         "" | "s" => Duration::from_secs(n),
         "m" => Duration::from_secs(n * 60),
+        "h" => Duration::from_secs(n * 3_600),
         "ms" => Duration::from_millis(n),
-        other => bail!("--timeout {text:?}: unknown unit {other:?}"),
+        other => bail!("{flag} {text:?}: unknown unit {other:?} (use ms, s, m or h)"),
     })
 }
 
@@ -392,7 +394,7 @@ pub fn logs(args: &LogsArgs) -> Result<ExitCode> {
             query.push(format!("tailLines={}", args.tail));
         }
         if let Some(since) = &args.since {
-            query.push(format!("sinceSeconds={}", parse_duration(since)?.as_secs().max(1)));
+            query.push(format!("sinceSeconds={}", parse_duration("--since", since)?.as_secs().max(1)));
         }
         if let Some(limit) = args.limit_bytes {
             query.push(format!("limitBytes={limit}"));
@@ -691,8 +693,9 @@ mod tests {
         assert!(!WaitFor::parse("condition=Ready=False").unwrap().holds(Some(&running)));
         assert!(WaitFor::parse("delete").unwrap().holds(None));
         assert!(WaitFor::parse("bogus").is_err());
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("soon").is_err());
+        assert_eq!(parse_duration("--timeout", "2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("--since", "1h").unwrap(), Duration::from_secs(3_600));
+        assert!(parse_duration("--timeout", "soon").is_err());
     }
 
     #[test]

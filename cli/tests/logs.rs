@@ -153,6 +153,14 @@ async fn logs_follow_to_the_end_on_docker() {
     // Not following: what there is, at once; with line numbers and a tail.
     let tail = daemon.verb(&["logs", "pc/three", "-n", &ns, "--tail", "2", "--line-numbers"]);
     assert_eq!(text(&tail), "2 two\n3 three\n");
+    assert_eq!(text(&daemon.verb(&["logs", "pc/three", "-n", &ns, "--limit-bytes", "6"])), "one\ntw");
+    assert_eq!(text(&daemon.verb(&["logs", "pc/three", "-n", &ns, "--since", "1h"])), "one\ntwo\nthree\n");
+    let stamped = text(&daemon.verb(&["logs", "pc/three", "-n", &ns, "--timestamps"]));
+    let first = stamped.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("20") && first.ends_with("Z one") && first.len() == "2026-01-01T00:00:00.000Z one".len(),
+        "{stamped}"
+    );
 
     // A follow of a container that runs for ever ends when its object is deleted.
     let ticker = follow(&daemon, &["logs", "-f", "pc/ticker", "-n", &ns]);
