@@ -181,6 +181,7 @@ async fn logs_follow_to_the_end_on_docker() {
     let (code, out, _) = finish(startup, Duration::from_secs(90));
     assert_eq!(code, Some(0));
     assert!(out.contains("Pulling from drydock-test/") && out.contains("Digest: sha256:"), "{out}");
+    assert_eq!(out.matches("Digest: sha256:").count(), 1, "streamed while pulling, not written again after: {out}");
     eventually("the logical container to print", Duration::from_secs(60), || {
         text(&daemon.verb(&["logs", "lc/pulled", "-n", &ns])) == "started\n"
     });

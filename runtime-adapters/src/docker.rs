@@ -28,7 +28,7 @@
 //! Works against anything that speaks Docker's API: the local socket, `DOCKER_HOST`, or Podman's
 //! Docker-compatible socket through `DOCKER_HOST=unix:///run/podman/podman.sock`.
 
-use crate::runtime::{CaptureStream, CapturedLine, Runtime, RuntimeNotice};
+use crate::runtime::{CaptureStream, CapturedLine, ProgressSink, Runtime, RuntimeNotice};
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
@@ -163,13 +163,22 @@ impl DockerRuntime {
     /// Pull through `POST /images/create?fromImage=...`, collecting the progress stream as lines.
     /// The reference is normalized first so it always carries a tag or a digest: a bare name
     /// would make the daemon pull every tag of the repository.
-    async fn pull(&self, reference: &str) -> RuntimeResult {
+    async fn pull(&self, reference: &str, progress: Option<&ProgressSink>) -> RuntimeResult {
         let from = normalize_image_reference(reference);
         let options = CreateImageOptionsBuilder::default().from_image(&from).build();
         let mut stream = self.docker.create_image(Some(options), None, None);
-        let mut lines = Vec::new();
+        let mut lines: Vec<ProgressLine> = Vec::new();
         while let Some(message) = stream.next().await {
+            let before = lines.len();
             add_progress(&mut lines, message.map_err(map_pull_error)?);
+            // A line is final once another follows it (until then a download advancing
+            // rewrites it).
+            if let (Some(sink), true) = (progress, lines.len() > before && before > 0) {
+                sink(&lines[before - 1].text);
+            }
+        }
+        if let (Some(sink), Some(last)) = (progress, lines.last()) {
+            sink(&last.text);
         }
         Ok(RuntimeReply::Pulled { progress: lines.into_iter().map(|l| l.text).collect() })
     }
@@ -342,6 +351,13 @@ impl Runtime for DockerRuntime {
         Some(self.follow_events())
     }
 
+    async fn execute_reporting(&self, request: RuntimeRequest, progress: ProgressSink) -> RuntimeResult {
+        match request {
+            RuntimeRequest::PullImage { reference } => self.pull(&reference, Some(&progress)).await,
+            other => self.execute(other).await,
+        }
+    }
+
     /// `docker logs [--follow] --timestamps [--since]`: Docker's logs API, non-TTY, its stdout
     /// and stderr demultiplexed by bollard; each line stamped by the daemon.
     fn capture(&self, id: &str, follow: bool, since: Option<u128>) -> Option<CaptureStream> {
@@ -387,7 +403,7 @@ impl Runtime for DockerRuntime {
             RuntimeRequest::ListContainers { labels } => self.list(labels).await,
             RuntimeRequest::InspectImage { reference } => self.inspect_image(&reference).await,
             RuntimeRequest::ContainerEvents { id, since } => self.events(&id, since).await,
-            RuntimeRequest::PullImage { reference } => self.pull(&reference).await,
+            RuntimeRequest::PullImage { reference } => self.pull(&reference, None).await,
             RuntimeRequest::RemoveImage { reference, force } => {
                 let options = RemoveImageOptionsBuilder::default().force(force).build();
                 d.remove_image(&reference, Some(options), None).await.map_err(map_error)?;

@@ -7,9 +7,11 @@
 
 use crate::clock::SystemClock;
 use crate::logs::{Captures, SharedLogs};
+use crate::runtime::ProgressSink;
 use crate::runtime::{Runtime, RuntimeNotice};
 use crate::store::SharedStore;
-use drydock_engine::api::names;
+use drydock_engine::api::{ObjectKey, Uid, names};
+use drydock_engine::logs::{Channel, Subject};
 use drydock_engine::runtime::{RuntimeReply, RuntimeRequest, RuntimeResult};
 use drydock_engine::store::{EventType, Store, WatchEvent};
 use drydock_engine::{Engine, EngineConfig, Input, OpId, Output};
@@ -44,6 +46,8 @@ pub struct Driver<R: Runtime> {
     captures: Captures,
     /// Containers already there were given a capture (once, at the first run).
     captured_at_boot: bool,
+    /// Per image object: the progress lines of its pull in flight streamed so far.
+    streamed: Arc<parking_lot::Mutex<BTreeMap<Uid, Vec<String>>>>,
 }
 
 async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<RuntimeNotice>>) -> Option<RuntimeNotice> {
@@ -70,6 +74,7 @@ impl<R: Runtime> Driver<R> {
             captures: Captures::new(logs.clone()),
             logs,
             captured_at_boot: false,
+            streamed: Arc::default(),
         }
     }
 
@@ -207,6 +212,23 @@ impl<R: Runtime> Driver<R> {
         self.run_until(tokio::time::sleep(timeout), done).await
     }
 
+    /// For a pull: a sink that writes its progress lines to the image's `stdout` as they come
+    /// (and remembers them, see `Output::Log` in `pump`).
+    fn pull_progress(&self, request: &RuntimeRequest, key: &ObjectKey) -> Option<ProgressSink> {
+        if !matches!(request, RuntimeRequest::PullImage { .. }) {
+            return None;
+        }
+        let uid = self.store.read(|s| s.get(key).map(|o| o.metadata.uid.clone()))?;
+        self.streamed.lock().insert(uid.clone(), Vec::new());
+        let (logs, streamed, subject) = (self.logs.clone(), self.streamed.clone(), Subject::Object(uid.clone()));
+        Some(Box::new(move |line: &str| {
+            if let Some(lines) = streamed.lock().get_mut(&uid) {
+                lines.push(line.to_string());
+            }
+            logs.write(|hub| hub.append(&subject, Channel::Stdout, crate::clock::wall_now(), line));
+        }))
+    }
+
     /// Start capturing the output of a container drydock made when it is created (a created
     /// container has none, and its capture ends at once) or starts; forget it once removed.
     fn capture_on(&mut self, event: &drydock_engine::runtime::RuntimeEvent) {
@@ -278,8 +300,12 @@ impl<R: Runtime> Driver<R> {
                     tracing::debug!(%id, controller = %origin.controller, key = %origin.key, request = %request.describe(), "runtime request");
                     let runtime = self.runtime.clone();
                     let results = self.results_tx.clone();
+                    let progress = self.pull_progress(&request, &origin.key);
                     let task = tokio::spawn(async move {
-                        let result = runtime.execute(request).await;
+                        let result = match progress {
+                            Some(progress) => runtime.execute_reporting(request, progress).await,
+                            None => runtime.execute(request).await,
+                        };
                         let _ = results.send((id, result));
                     });
                     self.tasks.insert(id, task.abort_handle());
@@ -290,7 +316,15 @@ impl<R: Runtime> Driver<R> {
                         task.abort();
                     }
                 }
-                Output::Log(record) => self.logs.write(|hub| hub.apply(&record)),
+                Output::Log(record) => {
+                    // The engine hands back a pull's progress once it is done; lines already
+                    // streamed while it ran are not written twice.
+                    let streamed =
+                        (record.channel == Channel::Stdout).then(|| self.streamed.lock().remove(&record.uid)).flatten();
+                    if streamed.as_ref() != Some(&record.lines) {
+                        self.logs.write(|hub| hub.apply(&record));
+                    }
+                }
             }
         }
     }

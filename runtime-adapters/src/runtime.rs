@@ -22,6 +22,16 @@ pub trait Runtime: Send + Sync + 'static {
         None
     }
 
+    /// `execute`, telling `progress` each line of a pull's progress as soon as it is final (the
+    /// reply still carries them all). Runtimes that cannot stream progress just execute.
+    fn execute_reporting(
+        &self,
+        request: RuntimeRequest,
+        _progress: ProgressSink,
+    ) -> impl Future<Output = RuntimeResult> + Send {
+        self.execute(request)
+    }
+
     /// The output of container `id`, if the runtime can capture output: from its first line, or
     /// from the second of `since` (nanoseconds since the epoch) on; with `follow`, until the
     /// container stops or is removed (then the stream ends), else what there is now.
@@ -29,6 +39,9 @@ pub trait Runtime: Send + Sync + 'static {
         None
     }
 }
+
+/// Where a pull's progress lines go as they come.
+pub type ProgressSink = Box<dyn Fn(&str) + Send + Sync>;
 
 /// A container's output, line by line.
 pub type CaptureStream = Pin<Box<dyn Stream<Item = Result<CapturedLine, RuntimeError>> + Send>>;
