@@ -48,6 +48,8 @@ pub struct Driver<R: Runtime> {
     captured_at_boot: bool,
     /// Per image object: the progress lines of its pull in flight streamed so far.
     streamed: Arc<parking_lot::Mutex<BTreeMap<Uid, Vec<String>>>>,
+    /// Start requests in flight: op id -> container id.
+    starts: BTreeMap<OpId, String>,
 }
 
 async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<RuntimeNotice>>) -> Option<RuntimeNotice> {
@@ -75,6 +77,7 @@ impl<R: Runtime> Driver<R> {
             logs,
             captured_at_boot: false,
             streamed: Arc::default(),
+            starts: BTreeMap::new(),
         }
     }
 
@@ -167,6 +170,14 @@ impl<R: Runtime> Driver<R> {
                 () = &mut stop => return false,
                 Some((id, result)) = self.results.recv() => {
                     self.tasks.remove(&id);
+                    // The container's stream is open again before the engine hears of the start
+                    // (and can say Running, or Exited): a follower never takes the create's
+                    // empty, ended capture for the run's.
+                    if let Some(container) = self.starts.remove(&id)
+                        && result.is_ok()
+                    {
+                        self.captures.restart(&self.runtime, &container);
+                    }
                     tracing::debug!(%id, ok = result.is_ok(), "runtime reply");
                     self.engine.handle(self.clock.now(), Input::RuntimeDone { id, result });
                 }
@@ -237,8 +248,9 @@ impl<R: Runtime> Driver<R> {
             return;
         }
         match event.action {
-            EventAction::Create => self.captures.start(&self.runtime, &event.container_id),
-            EventAction::Start => self.captures.restart(&self.runtime, &event.container_id),
+            // A start drydock asked for reopens the capture when its reply comes (see `run_until`);
+            // one it did not (a restart behind its back) does here.
+            EventAction::Create | EventAction::Start => self.captures.start(&self.runtime, &event.container_id),
             EventAction::Destroy => {
                 let subject = drydock_engine::logs::Subject::Container(event.container_id.clone());
                 self.logs.write(|hub| hub.forget_subject(subject));
@@ -301,6 +313,9 @@ impl<R: Runtime> Driver<R> {
                     let runtime = self.runtime.clone();
                     let results = self.results_tx.clone();
                     let progress = self.pull_progress(&request, &origin.key);
+                    if let RuntimeRequest::StartContainer { id: container } = &request {
+                        self.starts.insert(id, container.clone());
+                    }
                     let task = tokio::spawn(async move {
                         let result = match progress {
                             Some(progress) => runtime.execute_reporting(request, progress).await,
@@ -311,6 +326,7 @@ impl<R: Runtime> Driver<R> {
                     self.tasks.insert(id, task.abort_handle());
                 }
                 Output::Cancel { id } => {
+                    self.starts.remove(&id);
                     if let Some(task) = self.tasks.remove(&id) {
                         tracing::debug!(%id, "cancelling runtime request");
                         task.abort();
