@@ -87,10 +87,27 @@ pub fn canonical_encoding(spec: &LogicalContainerSpec) -> Vec<u8> {
         .collect();
     out.list(ports.iter().map(|p| p.iter().map(String::as_str).collect()));
     out.field("files");
-    let mut files: Vec<(&str, String, &str)> =
-        spec.files.iter().map(|f| (f.destination.as_str(), format!("{:o}", f.mode), f.contents.as_str())).collect();
+    // An owner other than root's adds a fourth part, so the keys of files owned by root (all
+    // there were before owners existed) did not change.
+    let mut files: Vec<(&str, String, &str, Option<String>)> = spec
+        .files
+        .iter()
+        .map(|f| {
+            let owner = (f.owner, f.group) != (0, 0);
+            (
+                f.destination.as_str(),
+                format!("{:o}", f.mode),
+                f.contents.as_str(),
+                owner.then(|| format!("{}:{}", f.owner, f.group)),
+            )
+        })
+        .collect();
     files.sort();
-    out.list(files.iter().map(|(d, m, c)| vec![*d, m.as_str(), *c]));
+    out.list(files.iter().map(|(d, m, c, o)| {
+        let mut item = vec![*d, m.as_str(), *c];
+        item.extend(o.as_deref());
+        item
+    }));
     out.field("labels");
     out.list(spec.labels.iter().map(|(k, v)| vec![k.as_str(), v.as_str()]));
     out.0
@@ -148,7 +165,13 @@ mod tests {
                 host_ip: None,
             }],
             mounts: vec![Mount { source: "pgdata".into(), target: "/data".into(), read_only: false }],
-            files: vec![CopiedFile { destination: "/etc/motd".into(), contents: "hi".into(), mode: 0o644 }],
+            files: vec![CopiedFile {
+                destination: "/etc/motd".into(),
+                contents: "hi".into(),
+                mode: 0o644,
+                owner: 0,
+                group: 0,
+            }],
             command: vec!["postgres".into()],
             networks: vec![NetworkAttachment { name: "backend".into(), aliases: vec!["db".into()] }],
             ..Default::default()
@@ -211,7 +234,7 @@ mod tests {
         });
         let files = prop::collection::vec(("/[p-r]", "[a-b]{0,2}"), 0..4).prop_map(|v| {
             v.into_iter()
-                .map(|(destination, contents)| CopiedFile { destination, contents, mode: 0o644 })
+                .map(|(destination, contents)| CopiedFile { destination, contents, mode: 0o644, owner: 0, group: 0 })
                 .collect::<Vec<_>>()
         });
         let labels = prop::collection::btree_map("[a-c]", "[a-c]", 0..4);
@@ -261,7 +284,7 @@ mod tests {
                 1 => changed.env.push(EnvVar { name: "NEW".into(), value: "1".into() }),
                 2 => changed.ports.push(PortMapping { protocol: Protocol::Tcp, host_port: Some(9), container_port: 9, host_ip: None }),
                 3 => changed.mounts.push(Mount { source: "new".into(), target: "/new".into(), read_only: true }),
-                4 => changed.files.push(CopiedFile { destination: "/new".into(), contents: "n".into(), mode: 0o600 }),
+                4 => changed.files.push(CopiedFile { destination: "/new".into(), contents: "n".into(), mode: 0o600, owner: 0, group: 0 }),
                 _ => { changed.labels.insert("new".into(), "1".into()); }
             }
             prop_assert_ne!(lifecycle_key(&spec), lifecycle_key(&changed));

@@ -409,6 +409,9 @@ impl Runtime for DockerRuntime {
                 d.remove_image(&reference, Some(options), None).await.map_err(map_error)?;
                 Ok(RuntimeReply::Done)
             }
+            other => {
+                Err(RuntimeError::Invalid(format!("not supported by the Docker adapter yet: {}", other.describe())))
+            }
         }
     }
 }

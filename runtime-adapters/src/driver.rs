@@ -87,13 +87,6 @@ impl<R: Runtime> Driver<R> {
         self.logs.clone()
     }
 
-    /// Fill `logs` instead of a hub of its own.
-    pub fn with_logs(mut self, logs: SharedLogs) -> Self {
-        self.captures = Captures::new(logs.clone());
-        self.logs = logs;
-        self
-    }
-
     /// A driver running the built-in controllers as `identity`, assuming an earlier life under
     /// that identity may have crashed with runtime requests in flight.
     pub fn builtin(identity: &str, store: Arc<SharedStore>, runtime: Arc<R>) -> Self {
@@ -251,10 +244,7 @@ impl<R: Runtime> Driver<R> {
             // A start drydock asked for reopens the capture when its reply comes (see `run_until`);
             // one it did not (a restart behind its back) does here.
             EventAction::Create | EventAction::Start => self.captures.start(&self.runtime, &event.container_id),
-            EventAction::Destroy => {
-                let subject = drydock_engine::logs::Subject::Container(event.container_id.clone());
-                self.logs.write(|hub| hub.forget_subject(subject));
-            }
+            EventAction::Destroy => self.captures.forget(&event.container_id),
             EventAction::Die { .. } => {}
         }
     }

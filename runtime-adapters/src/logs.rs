@@ -93,6 +93,14 @@ impl Captures {
         self.spawn(runtime, id);
     }
 
+    /// Container `id` is gone: its streams go in turn (see `LogHub::forget_subject`), and so
+    /// does what the captures remembered of it.
+    pub(crate) fn forget(&mut self, id: &str) {
+        self.running.remove(id);
+        self.last.lock().remove(id);
+        self.logs.write(|hub| hub.forget_subject(Subject::Container(id.to_string())));
+    }
+
     fn spawn<R: Runtime>(&mut self, runtime: &Arc<R>, id: &str) {
         let Some(stream) = runtime.capture(id, true, None) else { return };
         let (logs, last, container) = (self.logs.clone(), self.last.clone(), id.to_string());

@@ -3,7 +3,7 @@
 //! those parts that admission runs for every kind that has them, so the store refuses what the
 //! runtime would refuse (or accept and then fail on, for ever).
 
-use super::validation::{Claim, FieldError};
+use super::validation::{Claim, FieldError, is_dns_label};
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
@@ -46,14 +46,24 @@ pub struct Mount {
     pub read_only: bool,
 }
 
-/// A file copied into the container before it starts.
+/// A file copied into the container before it starts (DCP's `createFiles`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CopiedFile {
+    /// Absolute path of the file in the container; missing parent directories are made.
     pub destination: String,
     pub contents: String,
     #[serde(default = "default_mode")]
     pub mode: u32,
+    /// Numeric owner and group (root's by default).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub owner: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub group: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn default_mode() -> u32 {
@@ -131,9 +141,9 @@ fn addresses_overlap(a: Option<&str>, b: Option<&str>) -> bool {
 /// Bind mounts as Docker accepts them, and as drydock can clean up after:
 /// - the target is an absolute container path, not `/`, not mounted twice (compared cleaned:
 ///   `/data` and `/data/` are one target);
-/// - the source is an absolute host path. A source without a slash would make Docker create a
-///   named volume, which outlives the container and which nothing in drydock would ever remove:
-///   refused until volumes are a resource of their own. A relative path is refused by Docker.
+/// - the source is an absolute host path, or the name of a `ContainerVolume` in the same
+///   namespace (an object name: never a runtime volume name directly, which would make Docker
+///   create a volume nothing in drydock owns). A relative path is refused by Docker.
 /// - neither contains `:`, which Docker's bind syntax (`source:target[:ro]`) cannot carry.
 pub(crate) fn validate_mounts(path: &str, mounts: &[Mount]) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -142,15 +152,16 @@ pub(crate) fn validate_mounts(path: &str, mounts: &[Mount]) -> Vec<FieldError> {
         let source_path = format!("{path}[{i}].source");
         let source = mount.source.as_str();
         if source.is_empty() {
-            errors.push(FieldError::new(source_path, "a mount needs a source (an absolute host path)"));
-        } else if !source.contains('/') {
             errors.push(FieldError::new(
                 source_path,
-                format!(
-                    "{source:?} would be a named volume: named volumes are not supported yet (Docker would create one that outlives the container); use an absolute host path"
-                ),
+                "a mount needs a source (an absolute host path or a ContainerVolume's name)",
             ));
-        } else if !source.starts_with('/') {
+        } else if !source.contains('/') && !is_dns_label(source) {
+            errors.push(FieldError::new(
+                source_path,
+                format!("{source:?} is neither an absolute host path nor the name of a ContainerVolume"),
+            ));
+        } else if source.contains('/') && !source.starts_with('/') {
             errors.push(FieldError::new(source_path, format!("{source:?} must be an absolute host path")));
         } else if source.contains(':') {
             errors.push(FieldError::new(source_path, format!("{source:?} must not contain ':'")));
@@ -174,6 +185,40 @@ pub(crate) fn validate_mounts(path: &str, mounts: &[Mount]) -> Vec<FieldError> {
         errors.push(FieldError::new(target_path, problem));
     }
     errors
+}
+
+/// Network attachments: each names a `ContainerNetwork` (an object name) once, with aliases
+/// Docker's DNS can serve (DNS labels).
+pub(crate) fn validate_networks(path: &str, networks: &[NetworkAttachment]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (i, network) in networks.iter().enumerate() {
+        if !is_dns_label(&network.name) {
+            errors.push(FieldError::new(
+                format!("{path}[{i}].name"),
+                format!("{:?} is not the name of a ContainerNetwork", network.name),
+            ));
+        }
+        if let Some(j) = networks[..i].iter().position(|n| n.name == network.name) {
+            errors.push(FieldError::new(
+                format!("{path}[{i}].name"),
+                format!("{} is already attached by {path}[{j}]", network.name),
+            ));
+        }
+        for (k, alias) in network.aliases.iter().enumerate() {
+            if !is_dns_label(alias) {
+                errors.push(FieldError::new(
+                    format!("{path}[{i}].aliases[{k}]"),
+                    format!("{alias:?} is not a valid alias: use a DNS label"),
+                ));
+            }
+        }
+    }
+    errors
+}
+
+/// Whether a mount's source names a `ContainerVolume` (rather than a host path).
+pub fn is_volume_source(source: &str) -> bool {
+    !source.starts_with('/')
 }
 
 /// A path with repeated `/`, `.` and `..` resolved (Go's `path.Clean`, which Docker applies to

@@ -3,7 +3,7 @@
 
 use super::container::{
     CopiedFile, EnvVar, Mount, NetworkAttachment, PortMapping, check_env_name, container_name_claim, validate_mounts,
-    validate_ports,
+    validate_networks, validate_ports,
 };
 use super::meta::{Condition, Uid};
 use super::object::{Object, Resource};
@@ -182,5 +182,6 @@ pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<FieldError> {
     }
     errors.extend(validate_ports("spec.ports", &spec.ports));
     errors.extend(validate_mounts("spec.mounts", &spec.mounts));
+    errors.extend(validate_networks("spec.networks", &spec.networks));
     errors
 }

@@ -15,7 +15,8 @@
 //! - [`reasons`]: the machine-readable reasons a status gives for its phase;
 //! - one module per built-in kind, with its spec, status and the validation the store runs on
 //!   admission: [`namespace`], [`physical`] (`PhysicalContainer`), [`image`] (`ContainerImage`),
-//!   [`lease`] and [`logical`] (`LogicalContainer`).
+//!   [`lease`] and [`logical`] (`LogicalContainer`); [`runtime_resource`], what networks and
+//!   volumes share, then [`network`] (`ContainerNetwork`) and [`volume`] (`ContainerVolume`).
 //!
 //! The kinds other than `LogicalContainer`, and the helpers the engine and the simulator use
 //! most, are re-exported here.
@@ -27,16 +28,22 @@ pub mod logical;
 mod meta;
 pub mod names;
 pub mod namespace;
+pub mod network;
 mod object;
 pub mod physical;
 pub mod reasons;
 pub mod runtime_names;
+pub mod runtime_resource;
 pub mod validation;
+pub mod volume;
 
 pub use image::{ContainerImage, ContainerImageSpec, ContainerImageStatus, ImagePhase, PullPolicy};
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{Condition, ConditionStatus, ObjectMeta, OwnerReference, Uid};
 pub use namespace::{Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus};
+pub use network::{ContainerNetwork, ContainerNetworkSpec};
 pub use object::{Object, ObjectKey, Resource, TypedError};
 pub use physical::{ContainerPhase, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus};
 pub use runtime_names::{familiar_image_reference, is_container_name, is_runtime_name, normalize_image_reference};
+pub use runtime_resource::{ResourcePhase, RuntimeResourceStatus};
+pub use volume::{ContainerVolume, ContainerVolumeSpec};

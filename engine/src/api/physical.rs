@@ -1,6 +1,9 @@
 //! `PhysicalContainer`: one runtime container, created from an image or tracked by id.
 
-use super::container::{Mount, PortMapping, check_env_name, container_name_claim, validate_mounts, validate_ports};
+use super::container::{
+    Mount, NetworkAttachment, PortMapping, check_env_name, container_name_claim, validate_mounts, validate_networks,
+    validate_ports,
+};
 use super::object::{Object, Resource};
 use super::runtime_names::{RUNTIME_NAME_RULE, is_container_name, validate_image_reference};
 use super::validation::{Claim, FieldError, is_dns_label};
@@ -33,8 +36,14 @@ pub struct PhysicalContainerSpec {
     pub retain: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<PortMapping>,
+    /// Bind mounts of host paths, and volumes: a `source` that is not an absolute path names a
+    /// `ContainerVolume` in the same namespace; the container is created once it is Ready.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<Mount>,
+    /// `ContainerNetwork`s in the same namespace to attach to, with aliases; the container is
+    /// created once they are Ready. None: the runtime's default network.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<NetworkAttachment>,
     /// Runtime container name; defaults to `<namespace>-<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_name: Option<String>,
@@ -133,6 +142,7 @@ pub(crate) fn validate(spec: &PhysicalContainerSpec) -> Vec<FieldError> {
     }
     errors.extend(validate_ports("spec.ports", &spec.ports));
     errors.extend(validate_mounts("spec.mounts", &spec.mounts));
+    errors.extend(validate_networks("spec.networks", &spec.networks));
     errors
 }
 

@@ -2,21 +2,25 @@
 //! (Kubernetes' convention), beside the `message` that says it in words and carries the
 //! runtime's own text. Set for the terminal phases (`Failed`) and for `Missing`.
 
-/// `PhysicalContainer` `Failed`: the runtime refused the create as invalid (Docker's 400): it
-/// can never succeed as written, so it is never retried.
+/// `PhysicalContainer`, `ContainerNetwork`, `ContainerVolume` `Failed`: the runtime refused the
+/// create as invalid (Docker's 400): it can never succeed as written, so it is never retried.
 pub const CREATE_REFUSED: &str = "CreateRefused";
 /// `PhysicalContainer` `Failed`: the create answered that the image is not present.
 pub const IMAGE_NOT_FOUND: &str = "ImageNotFound";
 /// `PhysicalContainer` `Failed`: the `ContainerImage` it is created from failed for good.
 pub const IMAGE_FAILED: &str = "ImageFailed";
-/// `PhysicalContainer` `Failed`: the container name is held by a container drydock did not
-/// create for this object, and `replaceExisting` is not set.
+/// `PhysicalContainer` `Failed`: a `ContainerNetwork` it attaches to, or a `ContainerVolume` it
+/// mounts, failed or went missing for good.
+pub const DEPENDENCY_FAILED: &str = "DependencyFailed";
+/// `PhysicalContainer`, `ContainerNetwork`, `ContainerVolume` `Failed`: the runtime name is held
+/// by an object drydock did not create for this one, and `replaceExisting` is not set.
 pub const NAME_TAKEN: &str = "NameTaken";
 /// `PhysicalContainer` `Failed`: the runtime refused to start the container (a command not in
 /// the image, a host port already taken, ...) as invalid, or recorded the same start failure
 /// on the container for the whole start budget.
 pub const START_FAILED: &str = "StartFailed";
-/// `PhysicalContainer` `Missing`: the runtime container was removed outside drydock.
+/// `PhysicalContainer`, `ContainerNetwork`, `ContainerVolume` `Missing`: the runtime object was
+/// removed outside drydock (or, for a tracked network or volume, never existed).
 pub const REMOVED_EXTERNALLY: &str = "RemovedExternally";
 
 /// `ContainerImage` `Failed`: every pull attempt (`pullRetryLimit + 1`) failed.

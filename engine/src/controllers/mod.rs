@@ -1,6 +1,6 @@
 //! The built-in controllers: the garbage collector ([`gc`]), namespaces ([`namespace`]), the
-//! runtime-facing ones, physical containers ([`physical`]), container images ([`image`]) and
-//! logical containers ([`logical`]), and the [`harvest`]er of containers whose object is gone.
+//! runtime-facing ones, physical containers ([`physical`]), container images ([`image`]),
+//! networks and volumes ([`runtime_resource`]) and logical containers ([`logical`]), and the [`harvest`]er of containers whose object is gone.
 //! The runtime-facing ones are written with the public [`toolkit`](crate::toolkit), as a user's
 //! controller would be.
 
@@ -10,6 +10,7 @@ pub mod image;
 pub mod logical;
 pub mod namespace;
 pub mod physical;
+pub mod runtime_resource;
 
 use crate::controller::Controller;
 use std::time::Duration;
@@ -40,13 +41,15 @@ impl Default for ControllerConfig {
 }
 
 /// The controllers every engine runs: garbage collector, namespaces, physical containers,
-/// container images, logical containers and the harvester.
+/// container images, networks, volumes, logical containers and the harvester.
 pub fn builtin(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
     vec![
         Box::new(gc::GarbageCollector::default()),
         Box::new(namespace::NamespaceController::new(config.max_namespace_deletes)),
         Box::new(physical::PhysicalContainerController::new(config.monitor_interval)),
         Box::new(image::ContainerImageController::new(config.monitor_interval)),
+        Box::new(runtime_resource::ContainerNetworkController::new(config.monitor_interval)),
+        Box::new(runtime_resource::ContainerVolumeController::new(config.monitor_interval)),
         Box::new(logical::LogicalContainerController::new(config.default_workload.clone())),
         Box::new(harvest::Harvester::new(config.harvest_interval)),
     ]

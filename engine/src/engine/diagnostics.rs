@@ -16,6 +16,14 @@ pub(super) fn changes_world(request: &RuntimeRequest) -> bool {
             | RuntimeRequest::RemoveContainer { .. }
             | RuntimeRequest::PullImage { .. }
             | RuntimeRequest::RemoveImage { .. }
+            | RuntimeRequest::CopyFiles { .. }
+            | RuntimeRequest::BuildImage(_)
+            | RuntimeRequest::CreateNetwork(_)
+            | RuntimeRequest::RemoveNetwork { .. }
+            | RuntimeRequest::ConnectNetwork { .. }
+            | RuntimeRequest::DisconnectNetwork { .. }
+            | RuntimeRequest::CreateVolume(_)
+            | RuntimeRequest::RemoveVolume { .. }
     )
 }
 

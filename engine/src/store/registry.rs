@@ -5,8 +5,8 @@
 use crate::api::logical::{self, LogicalContainer, LogicalPhase};
 use crate::api::validation::{Claim, FieldError};
 use crate::api::{
-    ContainerImage, ContainerPhase, ImagePhase, Lease, Namespace, Object, PhysicalContainer, Resource, image, names,
-    physical,
+    ContainerImage, ContainerNetwork, ContainerPhase, ContainerVolume, ImagePhase, Lease, Namespace, Object,
+    PhysicalContainer, Resource, ResourcePhase, image, names, network, physical, volume,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -159,7 +159,8 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// `Namespace`, `PhysicalContainer`, `ContainerImage`, `Lease` and `LogicalContainer`.
+    /// `Namespace`, `PhysicalContainer`, `ContainerImage`, `ContainerNetwork`, `ContainerVolume`,
+    /// `Lease` and `LogicalContainer`.
     pub fn builtin() -> Self {
         let mut registry = Registry::default();
         registry.register(
@@ -189,6 +190,20 @@ impl Registry {
                     matches!(s.phase, ImagePhase::Ready | ImagePhase::Failed | ImagePhase::Unavailable)
                 })
                 .with_cleanup_rank(40),
+        );
+        registry.register(
+            KindInfo::typed::<ContainerNetwork>(network::validate)
+                .with_update_check::<ContainerNetwork>(network::validate_update)
+                .with_claims::<ContainerNetwork>(network::claims)
+                .with_settled::<ContainerNetwork>(|_, s| s.phase != ResourcePhase::Pending)
+                .with_cleanup_rank(30),
+        );
+        registry.register(
+            KindInfo::typed::<ContainerVolume>(volume::validate)
+                .with_update_check::<ContainerVolume>(volume::validate_update)
+                .with_claims::<ContainerVolume>(volume::claims)
+                .with_settled::<ContainerVolume>(|_, s| s.phase != ResourcePhase::Pending)
+                .with_cleanup_rank(30),
         );
         registry.register(KindInfo::typed::<Lease>(|_| Vec::new()));
         registry.register(

@@ -166,6 +166,7 @@ impl Runtime {
             }
             RuntimeRequest::RemoveImage { .. } => Ok(RuntimeReply::Done),
             RuntimeRequest::ContainerEvents { .. } => Ok(RuntimeReply::Events(Vec::new())),
+            other => Err(RuntimeError::Invalid(format!("not modelled by this test runtime: {}", other.describe()))),
         }
     }
 

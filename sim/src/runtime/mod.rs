@@ -105,6 +105,10 @@ impl SimRuntime {
             RuntimeRequest::InspectImage { reference } => self.inspect_image(reference),
             RuntimeRequest::PullImage { reference } => self.pull(reference),
             RuntimeRequest::RemoveImage { reference, force } => self.remove_image(reference, *force),
+            other => Err(drydock_engine::runtime::RuntimeError::Invalid(format!(
+                "not modelled by the simulated runtime yet: {}",
+                other.describe()
+            ))),
         }
     }
 

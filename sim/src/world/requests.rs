@@ -252,5 +252,10 @@ fn describe_reply(reply: &RuntimeReply) -> String {
         RuntimeReply::Image(i) => format!("image {}", short(&i.id)),
         RuntimeReply::Events(events) => format!("{} events", events.len()),
         RuntimeReply::Pulled { progress } => format!("pulled ({} progress lines)", progress.len()),
+        RuntimeReply::Built { progress } => format!("built ({} progress lines)", progress.len()),
+        RuntimeReply::Network(n) => format!("network {} {}", short(&n.id), n.name),
+        RuntimeReply::Networks(list) => format!("{} networks", list.len()),
+        RuntimeReply::Volume(v) => format!("volume {}", v.name),
+        RuntimeReply::Volumes(list) => format!("{} volumes", list.len()),
     }
 }

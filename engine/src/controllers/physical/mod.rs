@@ -30,10 +30,13 @@ mod state;
 
 pub use state::{INSPECT_BUDGET, NOTFOUND_BUDGET, NOTFOUND_SETTLE};
 
+use crate::api::container::{Mount, NetworkAttachment, is_volume_source};
 use crate::api::{
-    ContainerImage, ContainerImageStatus, ContainerPhase, ImagePhase, Namespace, Object, ObjectKey, PhysicalContainer,
-    PhysicalContainerSpec, PhysicalContainerStatus, Resource, Uid, names, reasons,
+    ContainerImage, ContainerImageStatus, ContainerNetwork, ContainerPhase, ContainerVolume, ImagePhase, Namespace,
+    Object, ObjectKey, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus, Resource, ResourcePhase,
+    RuntimeResourceStatus, Uid, names, reasons,
 };
+use crate::cache::Cache;
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::runtime::{ContainerCreate, ContainerState, RuntimeEvent, RuntimeRequest, RuntimeResult};
 use crate::store::{StoreRequest, StoreResult};
@@ -78,7 +81,7 @@ impl PhysicalContainerController {
         obj: &Object,
         ns: &Object,
         spec: &PhysicalContainerSpec,
-        image: String,
+        inputs: Inputs,
     ) -> RuntimeRequest {
         let namespace = obj.metadata.namespace.clone().unwrap_or_default();
         let mut labels = spec.labels.clone();
@@ -94,12 +97,13 @@ impl PhysicalContainerController {
         }
         RuntimeRequest::CreateContainer(ContainerCreate {
             name: spec.runtime_name(&namespace, &obj.metadata.name),
-            image,
+            image: inputs.image,
             command: spec.command.clone(),
             env: spec.env.clone(),
             labels,
             ports: spec.ports.clone(),
-            mounts: spec.mounts.clone(),
+            mounts: inputs.mounts,
+            networks: inputs.networks,
         })
     }
 
@@ -206,13 +210,13 @@ impl PhysicalContainerController {
                 let list = RuntimeRequest::ListContainers { labels: Self::uid_filter(uid) };
                 self.start_op(ctx, uid, Op::Verify, list)
             }
-            (None, _) => match resolve_image(ctx, obj, spec) {
+            (None, _) => match resolve_inputs(ctx, obj, spec) {
                 ImageSource::Ready(_) if t.confirmation == Confirmation::Unread => {
                     self.ops.start_store(ctx, uid, Op::ConfirmSelf, StoreRequest::Get { key: obj.key() });
                     Ok(Action::done())
                 }
-                ImageSource::Ready(image) => {
-                    let request = Self::create_request(ctx, obj, ns, spec, image);
+                ImageSource::Ready(inputs) => {
+                    let request = Self::create_request(ctx, obj, ns, spec, inputs);
                     self.start_op(ctx, uid, Op::Create, request)
                 }
                 // Only a create waits for the image: verification and cleanup never do.
@@ -246,8 +250,8 @@ impl PhysicalContainerController {
                         }
                     }
                 }
-                ImageSource::Failed(message) => {
-                    t.failure = Some(Failure::new(reasons::IMAGE_FAILED, message));
+                ImageSource::Failed(reason, message) => {
+                    t.failure = Some(Failure::new(reason, message));
                     if let Some(checking) = self.confirm_failure(ctx, obj) {
                         return checking;
                     }
@@ -390,41 +394,112 @@ fn show_retrying(ctx: &mut Context<'_>, obj: &Object, t: &Container) {
 
 /// What a create would be made from.
 enum ImageSource {
-    /// This reference or image id.
-    Ready(String),
+    /// This image, these runtime networks and volumes.
+    Ready(Inputs),
     /// Not yet: what we are waiting for, in words.
     Waiting(String),
-    /// Never: the referenced `ContainerImage` failed for good.
-    Failed(String),
+    /// Never: the referenced `ContainerImage`, `ContainerNetwork` or `ContainerVolume` failed for
+    /// good (the reason, and why in words).
+    Failed(&'static str, String),
+}
+
+/// A create's inputs, resolved to the runtime's names.
+struct Inputs {
+    /// A reference or an image id.
+    image: String,
+    /// By runtime network id.
+    networks: Vec<NetworkAttachment>,
+    /// Volume sources by runtime volume name.
+    mounts: Vec<Mount>,
+}
+
+/// The inputs to create from: the image (see `resolve_image`), and the runtime ids of the
+/// networks and volumes the spec names, once each is Ready.
+fn resolve_inputs(ctx: &Context<'_>, obj: &Object, spec: &PhysicalContainerSpec) -> ImageSource {
+    let image = match resolve_image(ctx, obj, spec) {
+        Ok(image) => image,
+        Err(not_ready) => return not_ready,
+    };
+    let mut networks = Vec::with_capacity(spec.networks.len());
+    for attachment in &spec.networks {
+        match resolve_resource(ctx, obj, ContainerNetwork::KIND, &attachment.name) {
+            Ok(id) => networks.push(NetworkAttachment { name: id, aliases: attachment.aliases.clone() }),
+            Err(not_ready) => return not_ready,
+        }
+    }
+    let mut mounts = Vec::with_capacity(spec.mounts.len());
+    for mount in &spec.mounts {
+        if !is_volume_source(&mount.source) {
+            mounts.push(mount.clone());
+            continue;
+        }
+        match resolve_resource(ctx, obj, ContainerVolume::KIND, &mount.source) {
+            Ok(name) => mounts.push(Mount { source: name, ..mount.clone() }),
+            Err(not_ready) => return not_ready,
+        }
+    }
+    ImageSource::Ready(Inputs { image, networks, mounts })
+}
+
+/// The runtime id of the network or volume object `name` of `kind`, once it is Ready.
+fn resolve_resource(ctx: &Context<'_>, obj: &Object, kind: &str, name: &str) -> Result<String, ImageSource> {
+    let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+    let Some(resource) = ctx.get(&ObjectKey::namespaced(kind, namespace, name)) else {
+        return Err(ImageSource::Waiting(format!("waiting for {kind} {name}")));
+    };
+    let status: RuntimeResourceStatus = serde_json::from_value(resource.status.clone()).unwrap_or_default();
+    match status {
+        _ if resource.metadata.is_deleting() => {
+            Err(ImageSource::Waiting(format!("waiting for {kind} {name} (deleting)")))
+        }
+        RuntimeResourceStatus { phase: ResourcePhase::Ready, runtime_id: Some(id), .. } => Ok(id),
+        // Failed and Missing are terminal for it: waiting would be waiting for ever.
+        RuntimeResourceStatus { phase: phase @ (ResourcePhase::Failed | ResourcePhase::Missing), message, .. } => {
+            let why = message.unwrap_or_else(|| "no reason given".into());
+            Err(ImageSource::Failed(reasons::DEPENDENCY_FAILED, format!("{kind} {name} is {phase:?}: {why}")))
+        }
+        RuntimeResourceStatus { phase, .. } => {
+            Err(ImageSource::Waiting(format!("waiting for {kind} {name} (phase {phase:?})")))
+        }
+    }
 }
 
 /// The image to create from: the spec's reference, or the pinned id of the referenced
 /// ContainerImage once it is Ready.
-fn resolve_image(ctx: &Context<'_>, obj: &Object, spec: &PhysicalContainerSpec) -> ImageSource {
+fn resolve_image(ctx: &Context<'_>, obj: &Object, spec: &PhysicalContainerSpec) -> Result<String, ImageSource> {
     if let Some(image) = &spec.image {
-        return ImageSource::Ready(image.clone());
+        return Ok(image.clone());
     }
     let Some(name) = &spec.image_ref else {
-        return ImageSource::Ready(String::new()); // tracking an existing container: nothing to create from
+        return Ok(String::new()); // tracking an existing container: nothing to create from
     };
     let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
     let Some(image) = ctx.get(&ObjectKey::namespaced(ContainerImage::KIND, namespace, name)) else {
-        return ImageSource::Waiting(format!("waiting for ContainerImage {name}"));
+        return Err(ImageSource::Waiting(format!("waiting for ContainerImage {name}")));
     };
     let status = image.status::<ContainerImage>().unwrap_or_default();
     match status {
         ContainerImageStatus { phase: ImagePhase::Ready, image_id: Some(id), .. } if !image.metadata.is_deleting() => {
-            ImageSource::Ready(id)
+            Ok(id)
         }
         // Failed is terminal for the image: waiting for it would be waiting for ever.
         ContainerImageStatus { phase: ImagePhase::Failed, message, .. } if !image.metadata.is_deleting() => {
             let why = message.unwrap_or_else(|| "no reason given".into());
-            ImageSource::Failed(format!("ContainerImage {name} failed: {why}"))
+            Err(ImageSource::Failed(reasons::IMAGE_FAILED, format!("ContainerImage {name} failed: {why}")))
         }
         ContainerImageStatus { phase, .. } => {
-            ImageSource::Waiting(format!("waiting for ContainerImage {name} (phase {phase:?})"))
+            Err(ImageSource::Waiting(format!("waiting for ContainerImage {name} (phase {phase:?})")))
         }
     }
+}
+
+/// The physical containers in `resource`'s namespace whose spec `uses` it.
+fn users(cache: &Cache, resource: &Object, uses: impl Fn(&PhysicalContainerSpec) -> bool) -> Vec<ObjectKey> {
+    cache
+        .list(PhysicalContainer::KIND, resource.metadata.namespace.as_deref())
+        .filter(|pc| pc.spec::<PhysicalContainer>().is_ok_and(|spec| uses(&spec)))
+        .map(|pc| pc.key())
+        .collect()
 }
 
 impl Controller for PhysicalContainerController {
@@ -443,6 +518,14 @@ impl Controller for PhysicalContainerController {
                     .filter(|pc| pc.spec.get("imageRef").and_then(|r| r.as_str()) == Some(image.metadata.name.as_str()))
                     .map(|pc| pc.key())
                     .collect()
+            }),
+            // A network or volume becoming Ready (or failing) unblocks (or fails) the containers
+            // that use it.
+            Watch::custom(ContainerNetwork::KIND, |network, cache| {
+                users(cache, network, |spec| spec.networks.iter().any(|n| n.name == network.metadata.name))
+            }),
+            Watch::custom(ContainerVolume::KIND, |volume, cache| {
+                users(cache, volume, |spec| spec.mounts.iter().any(|m| m.source == volume.metadata.name))
             }),
             Watch::namespace_children(PhysicalContainer::KIND),
         ]

@@ -14,8 +14,18 @@
 //!
 //! A container that exists but failed to start reports Docker's error text and exit code in
 //! [`ContainerInfo`].
+//!
+//! Networks, volumes, builds and copied files are in [`resources`]; their requests are here with
+//! the rest, each with the answers Docker 20.10 gives (observed, and pinned by the conformance
+//! cases).
 
-use crate::api::container::{Mount, PortMapping, Protocol};
+mod resources;
+
+pub use resources::{
+    BUILTIN_NETWORKS, ImageBuild, NetworkCreate, NetworkInfo, VolumeCreate, VolumeInfo, is_builtin_network,
+};
+
+use crate::api::container::{CopiedFile, Mount, NetworkAttachment, PortMapping, Protocol};
 use crate::time::WallTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -37,6 +47,11 @@ pub struct ContainerCreate {
     /// Bind mounts (host path or volume name -> container path).
     #[serde(default)]
     pub mounts: Vec<Mount>,
+    /// Networks to attach, by runtime network id or name, with their aliases. None: the
+    /// runtime's default network (`bridge`). Every one must exist (`NotFound` otherwise); Docker
+    /// takes only one at create, so its adapter connects the others before it answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<NetworkAttachment>,
 }
 
 /// A port the runtime published for a running container.
@@ -90,6 +105,62 @@ pub enum RuntimeRequest {
         id: String,
         since: WallTime,
     },
+    /// Copy files into a container (created or running): Docker's archive upload, parent
+    /// directories made as needed. `NotFound` for a missing container.
+    CopyFiles {
+        id: String,
+        files: Vec<CopiedFile>,
+    },
+    /// Build an image from a context directory on the runtime's host and tag it; the build's
+    /// output is in the reply (`Built`). As with pulls, the image's id comes from a following
+    /// `InspectImage` of the tag. A build that fails (a step exits non-zero, a bad Dockerfile)
+    /// is `Invalid` with the builder's message: the same inputs fail the same way.
+    BuildImage(ImageBuild),
+    /// Create a network; a name already taken is `Conflict` (drydock always asks Docker to check
+    /// duplicates), a built-in name is `Invalid` (Docker's 403). Replies `Created { id }`.
+    CreateNetwork(NetworkCreate),
+    /// By id or name: `NotFound` if none.
+    InspectNetwork {
+        id: String,
+    },
+    /// Networks carrying every one of `labels`.
+    ListNetworks {
+        labels: BTreeMap<String, String>,
+    },
+    /// Remove a network: `Conflict` while a running container is attached (Docker refuses
+    /// networks with active endpoints; created and stopped containers do not count, and fail to
+    /// start afterwards), `Invalid` for a built-in network, `NotFound` if none.
+    RemoveNetwork {
+        id: String,
+    },
+    /// Attach container `container` to `network` with `aliases`.
+    ConnectNetwork {
+        network: String,
+        container: String,
+        #[serde(default)]
+        aliases: Vec<String>,
+    },
+    /// Detach container `container` from `network` (never forced).
+    DisconnectNetwork {
+        network: String,
+        container: String,
+    },
+    /// Create a volume. A name already taken answers the existing volume, its labels unchanged
+    /// (Docker's create is idempotent): the caller tells its own by its labels. Replies
+    /// `Volume`.
+    CreateVolume(VolumeCreate),
+    InspectVolume {
+        name: String,
+    },
+    /// Volumes carrying every one of `labels`.
+    ListVolumes {
+        labels: BTreeMap<String, String>,
+    },
+    /// Remove a volume, never forced (on Podman a forced removal deletes the containers using
+    /// it): `Conflict` while any container, in any state, mounts it; `NotFound` if none.
+    RemoveVolume {
+        name: String,
+    },
 }
 
 impl RuntimeRequest {
@@ -101,16 +172,34 @@ impl RuntimeRequest {
             RuntimeRequest::StopContainer { id, .. } => format!("stop {}", short(id)),
             RuntimeRequest::RemoveContainer { id, force } => format!("remove {} force={force}", short(id)),
             RuntimeRequest::InspectContainer { id } => format!("inspect {}", short(id)),
-            RuntimeRequest::ListContainers { labels } => {
-                let l: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={}", short(v))).collect();
-                format!("list {}", l.join(","))
-            }
+            RuntimeRequest::ListContainers { labels } => format!("list {}", label_list(labels)),
             RuntimeRequest::InspectImage { reference } => format!("inspect-image {reference}"),
             RuntimeRequest::ContainerEvents { id, .. } => format!("events {}", short(id)),
             RuntimeRequest::PullImage { reference } => format!("pull {reference}"),
             RuntimeRequest::RemoveImage { reference, force } => format!("remove-image {reference} force={force}"),
+            RuntimeRequest::CopyFiles { id, files } => format!("copy {} file(s) to {}", files.len(), short(id)),
+            RuntimeRequest::BuildImage(b) => format!("build {} from {}", b.tag, b.context),
+            RuntimeRequest::CreateNetwork(n) => format!("create-network {}", n.name),
+            RuntimeRequest::InspectNetwork { id } => format!("inspect-network {}", short(id)),
+            RuntimeRequest::ListNetworks { labels } => format!("list-networks {}", label_list(labels)),
+            RuntimeRequest::RemoveNetwork { id } => format!("remove-network {}", short(id)),
+            RuntimeRequest::ConnectNetwork { network, container, .. } => {
+                format!("connect {} to {}", short(container), short(network))
+            }
+            RuntimeRequest::DisconnectNetwork { network, container } => {
+                format!("disconnect {} from {}", short(container), short(network))
+            }
+            RuntimeRequest::CreateVolume(v) => format!("create-volume {}", v.name),
+            RuntimeRequest::InspectVolume { name } => format!("inspect-volume {name}"),
+            RuntimeRequest::ListVolumes { labels } => format!("list-volumes {}", label_list(labels)),
+            RuntimeRequest::RemoveVolume { name } => format!("remove-volume {name}"),
         }
     }
+}
+
+fn label_list(labels: &BTreeMap<String, String>) -> String {
+    let l: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={}", short(v))).collect();
+    l.join(",")
 }
 
 /// The first 12 characters of an id, as `docker ps` shows it.
@@ -187,6 +276,14 @@ pub enum RuntimeReply {
     Pulled {
         progress: Vec<String>,
     },
+    /// A build finished; what it printed, line by line.
+    Built {
+        progress: Vec<String>,
+    },
+    Network(NetworkInfo),
+    Networks(Vec<NetworkInfo>),
+    Volume(VolumeInfo),
+    Volumes(Vec<VolumeInfo>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]

@@ -1,0 +1,186 @@
+//! What differs between networks and volumes: their kind, their runtime requests, and how a
+//! reply names the object (an id for a network, the name for a volume).
+
+use crate::api::{
+    ContainerNetwork, ContainerNetworkSpec, ContainerVolume, ContainerVolumeSpec, Object, PhysicalContainer, Resource,
+    RuntimeResourceStatus,
+};
+use crate::cache::Cache;
+use crate::runtime::{NetworkCreate, RuntimeReply, RuntimeRequest, VolumeCreate};
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+/// One runtime object, as a reply describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub id: String,
+    pub labels: BTreeMap<String, String>,
+    /// Running containers attached (networks only).
+    pub attached: Vec<String>,
+}
+
+/// The spec fields every runtime resource has, read off the kind's own spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// The runtime name to create.
+    pub name: String,
+    /// The id (or name) to track instead.
+    pub tracked: Option<String>,
+    pub replace_existing: bool,
+    pub retain: bool,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A kind of runtime resource and its requests.
+pub trait Flavor: Debug + Send + 'static {
+    type Kind: Resource<Status = RuntimeResourceStatus>;
+    /// The controller's name.
+    const CONTROLLER: &'static str;
+    /// In words: "network", "volume".
+    const WHAT: &'static str;
+
+    fn shape(object: &Object) -> Result<Shape, String>;
+    fn create(name: String, labels: BTreeMap<String, String>) -> RuntimeRequest;
+    fn inspect(id: String) -> RuntimeRequest;
+    fn list(labels: BTreeMap<String, String>) -> RuntimeRequest;
+    fn remove(id: String) -> RuntimeRequest;
+    /// The one object a reply (to a create or an inspect) describes.
+    fn found(reply: &RuntimeReply) -> Option<Found>;
+    /// The objects a reply to a list describes.
+    fn listed(reply: &RuntimeReply) -> Vec<Found>;
+    /// Whether a create's reply may describe an object that is not ours (Docker's volume create
+    /// answers an existing volume of the name).
+    const CREATE_MAY_ANSWER_A_STRANGER: bool;
+}
+
+#[derive(Debug)]
+pub struct Network;
+
+impl Flavor for Network {
+    type Kind = ContainerNetwork;
+    const CONTROLLER: &'static str = "container-network";
+    const WHAT: &'static str = "network";
+    const CREATE_MAY_ANSWER_A_STRANGER: bool = false;
+
+    fn shape(object: &Object) -> Result<Shape, String> {
+        let spec: ContainerNetworkSpec = object.spec::<ContainerNetwork>().map_err(|e| e.to_string())?;
+        let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+        Ok(Shape {
+            name: spec.runtime_name(namespace, &object.metadata.name),
+            tracked: spec.network_id,
+            replace_existing: spec.replace_existing,
+            retain: spec.retain,
+            labels: spec.labels,
+        })
+    }
+
+    fn create(name: String, labels: BTreeMap<String, String>) -> RuntimeRequest {
+        RuntimeRequest::CreateNetwork(NetworkCreate { name, labels })
+    }
+
+    fn inspect(id: String) -> RuntimeRequest {
+        RuntimeRequest::InspectNetwork { id }
+    }
+
+    fn list(labels: BTreeMap<String, String>) -> RuntimeRequest {
+        RuntimeRequest::ListNetworks { labels }
+    }
+
+    fn remove(id: String) -> RuntimeRequest {
+        RuntimeRequest::RemoveNetwork { id }
+    }
+
+    fn found(reply: &RuntimeReply) -> Option<Found> {
+        match reply {
+            RuntimeReply::Created { id } => {
+                Some(Found { id: id.clone(), labels: BTreeMap::new(), attached: Vec::new() })
+            }
+            RuntimeReply::Network(info) => {
+                Some(Found { id: info.id.clone(), labels: info.labels.clone(), attached: info.containers.clone() })
+            }
+            _ => None,
+        }
+    }
+
+    fn listed(reply: &RuntimeReply) -> Vec<Found> {
+        match reply {
+            RuntimeReply::Networks(infos) => infos
+                .iter()
+                .map(|i| Found { id: i.id.clone(), labels: i.labels.clone(), attached: i.containers.clone() })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Volume;
+
+impl Flavor for Volume {
+    type Kind = ContainerVolume;
+    const CONTROLLER: &'static str = "container-volume";
+    const WHAT: &'static str = "volume";
+    const CREATE_MAY_ANSWER_A_STRANGER: bool = true;
+
+    fn shape(object: &Object) -> Result<Shape, String> {
+        let spec: ContainerVolumeSpec = object.spec::<ContainerVolume>().map_err(|e| e.to_string())?;
+        let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+        Ok(Shape {
+            name: spec.runtime_name(namespace, &object.metadata.name),
+            tracked: spec.volume_id,
+            replace_existing: spec.replace_existing,
+            retain: spec.retain,
+            labels: spec.labels,
+        })
+    }
+
+    fn create(name: String, labels: BTreeMap<String, String>) -> RuntimeRequest {
+        RuntimeRequest::CreateVolume(VolumeCreate { name, labels })
+    }
+
+    fn inspect(name: String) -> RuntimeRequest {
+        RuntimeRequest::InspectVolume { name }
+    }
+
+    fn list(labels: BTreeMap<String, String>) -> RuntimeRequest {
+        RuntimeRequest::ListVolumes { labels }
+    }
+
+    fn remove(name: String) -> RuntimeRequest {
+        RuntimeRequest::RemoveVolume { name }
+    }
+
+    fn found(reply: &RuntimeReply) -> Option<Found> {
+        match reply {
+            RuntimeReply::Volume(info) => {
+                Some(Found { id: info.name.clone(), labels: info.labels.clone(), attached: Vec::new() })
+            }
+            _ => None,
+        }
+    }
+
+    fn listed(reply: &RuntimeReply) -> Vec<Found> {
+        match reply {
+            RuntimeReply::Volumes(infos) => infos
+                .iter()
+                .map(|i| Found { id: i.name.clone(), labels: i.labels.clone(), attached: Vec::new() })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The runtime ids of the containers drydock attached to network object `network`: those of the
+/// physical containers in its namespace whose `spec.networks` name it.
+pub(crate) fn attached_by_drydock(cache: &Cache, network: &Object) -> Vec<String> {
+    let namespace = network.metadata.namespace.as_deref();
+    cache
+        .list(PhysicalContainer::KIND, namespace)
+        .filter_map(|pc| {
+            let spec = pc.spec::<PhysicalContainer>().ok()?;
+            let attached = spec.networks.iter().any(|n| n.name == network.metadata.name);
+            let id = pc.status::<PhysicalContainer>().ok()?.runtime_id?;
+            attached.then_some(id)
+        })
+        .collect()
+}
