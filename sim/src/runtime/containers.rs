@@ -1,8 +1,9 @@
 //! Containers: one record per container, the name index, creation (with Docker's checks, in
 //! Docker's order), inspection, label lists and the event log. Starting, stopping and removing
-//! are in `lifecycle`.
+//! are in `lifecycle`; networks attached in `networks`; copied files in `files`.
 
 use super::SimRuntime;
+use super::networks::Attachment;
 use super::references::check_reference;
 use drydock_engine::WallTime;
 use drydock_engine::api::container::{Mount, PortMapping};
@@ -12,6 +13,9 @@ use drydock_engine::runtime::{
 };
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+
+/// The network a container is attached to when its create names none.
+pub(super) const DEFAULT_NETWORK: &str = "bridge";
 
 /// A container: what `inspect` shows, what it was created with, and its main process.
 #[derive(Clone, Debug)]
@@ -23,6 +27,13 @@ pub(super) struct SimContainer {
     pub(super) mounts: Vec<Mount>,
     /// The ports it publishes; those without a host port (or with 0) get one at each start.
     pub(super) requested_ports: Vec<PortMapping>,
+    /// Its network attachments, keyed as Docker keys its endpoint configs: by the network's
+    /// name if it existed when attached, else by the id or name it was given.
+    pub(super) networks: BTreeMap<String, Attachment>,
+    /// Files its processes can read: its image's, then those copied in, by absolute path.
+    pub(super) files: BTreeMap<String, String>,
+    /// Made from an image built `FROM scratch` (no busybox).
+    pub(super) scratch: bool,
     /// The id of the image it was created from; `None` for a container inserted with an image
     /// that is not present.
     image_id: Option<String>,
@@ -45,7 +56,10 @@ impl SimRuntime {
     /// and runs until stopped. A container of the same id is replaced, keeping what it was
     /// created with.
     pub fn insert(&mut self, info: ContainerInfo) {
-        let image_id = self.images.resolve(&info.image).map(|image| image.id.clone());
+        let image = self.images.resolve(&info.image);
+        let image_id = image.map(|image| image.id.clone());
+        let files = image.map(|image| image.config.files.clone()).unwrap_or_default();
+        let scratch = image.is_some_and(|image| image.config.scratch);
         self.names.insert(info.name.clone(), info.id.clone());
         let started_at = (info.state == ContainerState::Running).then_some(self.now);
         match self.containers.get_mut(&info.id) {
@@ -66,6 +80,9 @@ impl SimRuntime {
                     command: Vec::new(),
                     mounts: Vec::new(),
                     requested_ports: Vec::new(),
+                    networks: default_networks(),
+                    files,
+                    scratch,
                     image_id,
                     started_at,
                     exit_due: None,
@@ -76,9 +93,14 @@ impl SimRuntime {
     }
 
     /// Docker 20.10's create, its checks in its order: the environment, the image reference's
-    /// grammar, the image, the name's grammar and uniqueness, then the mounts one by one (a named
-    /// volume is created as its mount is reached, and stays if a later mount fails). Nothing else
-    /// is created when a check fails.
+    /// grammar, the image, a command to run, the name's grammar and uniqueness, then the mounts
+    /// one by one (a named volume is created as its mount is reached, and stays if a later mount
+    /// fails). Nothing else is created when a check fails.
+    ///
+    /// The command is the image's entrypoint followed by the create's command, else the image's.
+    /// Networks are attached as Docker's create (the first) and connects (the others) attach
+    /// them to a container that is not running: without checking they exist (see `networks`);
+    /// none attaches the default `bridge`.
     pub(super) fn create_container(&mut self, create: &ContainerCreate) -> RuntimeResult {
         if let Some((name, value)) = create.env.iter().find(|(name, _)| name.is_empty()) {
             return Err(RuntimeError::Invalid(format!("invalid environment variable: {name}={value}")));
@@ -87,7 +109,13 @@ impl SimRuntime {
         let Some(image) = self.images.resolve(&create.image) else {
             return Err(RuntimeError::NotFound(format!("No such image: {}", create.image)));
         };
-        let command = if create.command.is_empty() { image.command.clone() } else { create.command.clone() };
+        let config = &image.config;
+        let mut command = config.entrypoint.clone();
+        command.extend(if create.command.is_empty() { config.command.clone() } else { create.command.clone() });
+        if command.is_empty() {
+            return Err(RuntimeError::Invalid("No command specified".into()));
+        }
+        let (files, scratch) = (config.files.clone(), config.scratch);
         let image_id = image.id.clone();
         // Ids are only used up by creates that succeed.
         let id = self.id_number(self.ids + 1);
@@ -119,11 +147,22 @@ impl SimRuntime {
             exit_code: None,
             error: None,
         };
+        let mut networks = BTreeMap::new();
+        for attachment in &create.networks {
+            let (key, record) = self.attachment(&attachment.name, &attachment.aliases);
+            networks.entry(key).or_insert(record);
+        }
+        if networks.is_empty() {
+            networks = default_networks();
+        }
         let record = SimContainer {
             info,
             command,
             mounts: create.mounts.clone(),
             requested_ports: create.ports.clone(),
+            networks,
+            files,
+            scratch,
             image_id: Some(image_id),
             started_at: None,
             exit_due: None,
@@ -222,6 +261,10 @@ impl SimRuntime {
         }
         name
     }
+}
+
+fn default_networks() -> BTreeMap<String, Attachment> {
+    BTreeMap::from([(DEFAULT_NETWORK.to_string(), Attachment::default())])
 }
 
 /// Docker's container name grammar, `[a-zA-Z0-9][a-zA-Z0-9_.-]+`: at least two characters

@@ -22,12 +22,31 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The command images get when none is given (`docker import -c 'CMD ...'`).
 pub const DEFAULT_IMAGE_COMMAND: [&str; 2] = ["sleep", "3600"];
 
-/// A local image: its id, default command and every reference (normalized `name:tag` or
+/// What a container made from an image starts with: its entrypoint and default command, the
+/// files a build copied into it, and whether it has the test image's busybox at all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct ImageConfig {
+    pub(super) entrypoint: Vec<String>,
+    pub(super) command: Vec<String>,
+    /// Absolute path -> contents, of the files a build copied in (`COPY`, `ADD`).
+    pub(super) files: BTreeMap<String, String>,
+    /// Built `FROM scratch`: no busybox, no `/bin/sh`; nothing but `files`.
+    pub(super) scratch: bool,
+}
+
+impl ImageConfig {
+    /// The test image's: busybox, with [`DEFAULT_IMAGE_COMMAND`].
+    pub(super) fn busybox() -> Self {
+        ImageConfig { command: DEFAULT_IMAGE_COMMAND.iter().map(|s| s.to_string()).collect(), ..Default::default() }
+    }
+}
+
+/// A local image: its id, its config and every reference (normalized `name:tag` or
 /// `name@sha256:...`) that points to it.
 #[derive(Clone, Debug)]
 pub(super) struct SimImage {
     pub(super) id: String,
-    pub(super) command: Vec<String>,
+    pub(super) config: ImageConfig,
     refs: BTreeSet<String>,
 }
 
@@ -42,11 +61,11 @@ pub(super) struct ImageStore {
 
 impl ImageStore {
     /// Store an image unless one with that id is here already. Whether it was new.
-    pub(super) fn add(&mut self, id: &str, command: impl FnOnce() -> Vec<String>) -> bool {
+    pub(super) fn add(&mut self, id: &str, config: impl FnOnce() -> ImageConfig) -> bool {
         if self.images.contains_key(id) {
             return false;
         }
-        self.images.insert(id.to_string(), SimImage { id: id.to_string(), command: command(), refs: BTreeSet::new() });
+        self.images.insert(id.to_string(), SimImage { id: id.to_string(), config: config(), refs: BTreeSet::new() });
         true
     }
 
@@ -124,7 +143,7 @@ impl SimRuntime {
     pub fn add_image(&mut self, reference: &str) {
         let normalized = reference_key(reference);
         let id = sha256_of(&[normalized.as_bytes()]);
-        self.images.add(&id, || DEFAULT_IMAGE_COMMAND.iter().map(|s| s.to_string()).collect());
+        self.images.add(&id, ImageConfig::busybox);
         self.images.set_ref(&normalized, &id);
     }
 

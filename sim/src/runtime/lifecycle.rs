@@ -127,6 +127,15 @@ impl SimRuntime {
             }
             ContainerState::Created | ContainerState::Exited => {}
         }
+        // Docker connects the container's networks before it publishes ports (both are the
+        // network's allocation); a network gone since is a 404.
+        let networks = match self.resolve_attachments(&id) {
+            Ok(networks) => networks,
+            Err(message) => {
+                self.fail_start(&id, &message, None);
+                return Err(RuntimeError::NotFound(message));
+            }
+        };
         let ports = match self.publish_ports(&id) {
             Ok(ports) => ports,
             Err(message) => {
@@ -136,7 +145,7 @@ impl SimRuntime {
         };
         let command = self.containers.get(&id).map(|c| c.command.as_slice()).unwrap_or_default();
         if !command.is_empty()
-            && let Err(failure) = shell::check_exec(command)
+            && let Err(failure) = shell::check_exec(command, &self.file_system(&id))
         {
             self.fail_start(&id, &failure.message, Some(failure.exit_code));
             return Err(RuntimeError::Invalid(failure.message));
@@ -148,6 +157,7 @@ impl SimRuntime {
         container.info.error = None;
         container.started_at = Some(self.now);
         container.exit_due = None;
+        self.activate_attachments(&id, networks);
         self.event(&id, EventAction::Start);
         let (outcome, printed) = self.process_outcome(&id, Signals::default());
         self.plan_output(&id, printed);
@@ -203,8 +213,7 @@ impl SimRuntime {
             };
             return (outcome, Vec::new());
         }
-        let dirs = shell::directories(container.mounts.iter().map(|m| m.target.as_str()));
-        shell::run(&container.command, &dirs, signals)
+        shell::run(&container.command, &self.file_system(id), signals)
     }
 
     /// A start failed: the container keeps its state, with Docker's error and an exit code

@@ -13,19 +13,26 @@
 //!   the event log; `lifecycle`: starts, stops, removals, and the main process in time;
 //! - `shell`: what a container runs (its command as runc starts it, busybox's `sh`); `output`:
 //!   what it prints;
-//! - `ports`: host ports; `mounts`: mounts and named volumes;
+//! - `ports`: host ports; `mounts`: mounts (and the named volumes they make); `volumes`: the
+//!   volume API; `networks`: networks and the containers attached to them; `files`: files
+//!   copied into containers;
 //! - `images`: the local image store (images by id, the references that point to them) and
 //!   Docker 20.10's removal rules; `references`: Docker's reference grammar;
-//! - `registry`: the registry, and push and pull between it and the local store.
+//! - `registry`: the registry, and push and pull between it and the local store;
+//! - `builds`: image builds from registered contexts; `dockerfile`: the Dockerfile grammar.
 //!
 //! Every request applies at once; latency and lost replies are the world's business, not the
 //! runtime's. Time passes only through [`SimRuntime::set_now`] and [`SimRuntime::advance`]: a
 //! container's main process that ends later (a script's finite sleeps) is due then.
 
+mod builds;
 mod containers;
+mod dockerfile;
+mod files;
 mod images;
 mod lifecycle;
 mod mounts;
+mod networks;
 mod output;
 mod ports;
 mod references;
@@ -33,6 +40,7 @@ mod registry;
 mod shell;
 #[cfg(test)]
 mod test_support;
+mod volumes;
 
 pub use images::DEFAULT_IMAGE_COMMAND;
 pub use output::{ContainerOutput, OutputLine};
@@ -42,11 +50,13 @@ pub use shell::{OUTPUT_LIMIT, Stream};
 use containers::SimContainer;
 use drydock_engine::WallTime;
 use drydock_engine::api::container::Protocol;
-use drydock_engine::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
+use drydock_engine::runtime::{RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult};
 use images::ImageStore;
+use networks::SimNetwork;
 use registry::Registry;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
+use volumes::SimVolume;
 
 /// Exit code of a container killed by `stop` after its grace period (SIGKILL: 128 + 9), as a
 /// `sleep` that ignores SIGTERM is.
@@ -62,8 +72,18 @@ pub struct SimRuntime {
     next_host_port: u16,
     /// Host ports processes outside any container listen on.
     host_ports: BTreeSet<(u16, Protocol)>,
-    /// Named volumes.
-    volumes: BTreeSet<String>,
+    /// Named volumes, by name.
+    volumes: BTreeMap<String, SimVolume>,
+    /// Volume names generated so far (for creates without a name).
+    volume_names: u64,
+    /// Networks created, by id.
+    networks: BTreeMap<String, SimNetwork>,
+    /// `bridge`, `host` and `none`.
+    builtin_networks: Vec<SimNetwork>,
+    /// Network ids handed out so far.
+    network_ids: u64,
+    /// Build context directories (cleaned absolute paths) -> relative path -> contents.
+    build_contexts: BTreeMap<String, BTreeMap<String, String>>,
     images: ImageStore,
     registry: Registry,
     events: Vec<RuntimeEvent>,
@@ -82,7 +102,7 @@ pub struct SimRuntime {
 impl SimRuntime {
     /// A runtime whose container ids and registry content are derived from `seed`.
     pub fn new(seed: u64) -> Self {
-        SimRuntime { seed, ..SimRuntime::default() }
+        SimRuntime { seed, builtin_networks: networks::builtin_networks(seed), ..SimRuntime::default() }
     }
 
     /// Set the wall clock that stamps events and starts main processes. Exits due by then
@@ -105,10 +125,20 @@ impl SimRuntime {
             RuntimeRequest::InspectImage { reference } => self.inspect_image(reference),
             RuntimeRequest::PullImage { reference } => self.pull(reference),
             RuntimeRequest::RemoveImage { reference, force } => self.remove_image(reference, *force),
-            other => Err(drydock_engine::runtime::RuntimeError::Invalid(format!(
-                "not modelled by the simulated runtime yet: {}",
-                other.describe()
-            ))),
+            RuntimeRequest::CopyFiles { id, files } => self.copy_files(id, files),
+            RuntimeRequest::BuildImage(build) => self.build_image(build),
+            RuntimeRequest::CreateNetwork(create) => self.create_network(create),
+            RuntimeRequest::InspectNetwork { id } => self.inspect_network(id),
+            RuntimeRequest::ListNetworks { labels } => Ok(self.list_networks(labels)),
+            RuntimeRequest::RemoveNetwork { id } => self.remove_network(id),
+            RuntimeRequest::ConnectNetwork { network, container, aliases } => {
+                self.connect_network(network, container, aliases)
+            }
+            RuntimeRequest::DisconnectNetwork { network, container } => self.disconnect_network(network, container),
+            RuntimeRequest::CreateVolume(create) => self.create_volume(create),
+            RuntimeRequest::InspectVolume { name } => self.inspect_volume(name),
+            RuntimeRequest::ListVolumes { labels } => Ok(self.list_volumes(labels)),
+            RuntimeRequest::RemoveVolume { name } => self.remove_volume(name).map(|()| RuntimeReply::Done),
         }
     }
 

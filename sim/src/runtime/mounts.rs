@@ -5,8 +5,9 @@
 //!   with 500, although they can never succeed);
 //! - a second mount on one target (paths compared cleaned) is "Duplicate mount point" (400);
 //! - an absolute source is a bind mount; any other source names a local volume, created as its
-//!   mount is reached (a name must be `[a-zA-Z0-9][a-zA-Z0-9_.-]+`, else 400). A volume made
-//!   before a later mount fails stays, as in Docker; removing a container leaves its volumes.
+//!   mount is reached (a name must be `[a-zA-Z0-9][a-zA-Z0-9_.-]+`, else 400), without labels.
+//!   A volume made before a later mount fails stays, as in Docker; removing a container leaves
+//!   its volumes. The volume API is in `volumes`.
 
 use super::SimRuntime;
 use super::shell::clean_path;
@@ -15,30 +16,6 @@ use drydock_engine::runtime::RuntimeError;
 use std::collections::BTreeSet;
 
 impl SimRuntime {
-    /// The named volumes, in name order.
-    pub fn volumes(&self) -> impl Iterator<Item = &str> {
-        self.volumes.iter().map(String::as_str)
-    }
-
-    /// `docker volume rm NAME`: `Conflict` while a container (in any state) mounts it,
-    /// `NotFound` if there is no such volume.
-    pub fn remove_volume(&mut self, name: &str) -> Result<(), RuntimeError> {
-        if !self.volumes.contains(name) {
-            return Err(RuntimeError::NotFound(format!("get {name}: no such volume")));
-        }
-        let users: Vec<&str> = self
-            .containers
-            .values()
-            .filter(|c| c.mounts.iter().any(|m| m.source == name))
-            .map(|c| c.info.id.as_str())
-            .collect();
-        if !users.is_empty() {
-            return Err(RuntimeError::Conflict(format!("remove {name}: volume is in use - [{}]", users.join(", "))));
-        }
-        self.volumes.remove(name);
-        Ok(())
-    }
-
     /// Check a create's mounts and create its named volumes (see the module doc).
     pub(super) fn mount_points(&mut self, mounts: &[Mount]) -> Result<(), RuntimeError> {
         let mut targets = BTreeSet::new();
@@ -65,7 +42,7 @@ impl SimRuntime {
             }
             if kind == "volume" {
                 check_volume_name(&mount.source)?;
-                self.volumes.insert(mount.source.clone());
+                self.volumes.entry(mount.source.clone()).or_default();
             }
         }
         Ok(())
@@ -73,7 +50,7 @@ impl SimRuntime {
 }
 
 /// The local volume driver's name rule (`validateName`).
-fn check_volume_name(name: &str) -> Result<(), RuntimeError> {
+pub(super) fn check_volume_name(name: &str) -> Result<(), RuntimeError> {
     if name.len() == 1 {
         return Err(RuntimeError::Invalid(format!(
             "create {name}: volume name is too short, names should be at least two alphanumeric characters"

@@ -6,7 +6,7 @@
 //! config), distinct from its manifest digest, and one manifest per content, so pushing one image
 //! under two tags gives one digest.
 
-use super::images::DEFAULT_IMAGE_COMMAND;
+use super::images::ImageConfig;
 use super::references::{Selector, check_reference, familiar_reference, reference_key, split_reference, truncate_id};
 use super::{SimRuntime, sha256_of};
 use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult};
@@ -19,7 +19,7 @@ const SIM_LAYER_SIZE: u64 = 1_064_476;
 #[derive(Clone, Debug)]
 struct Content {
     image_id: String,
-    command: Vec<String>,
+    config: ImageConfig,
 }
 
 /// One repository of the registry: its tags and the manifests it holds.
@@ -97,15 +97,14 @@ impl SimRuntime {
         self.registry.pushes += 1;
         let n = self.registry.pushes.to_le_bytes();
         let image_id = sha256_of(&[b"config", &self.seed.to_le_bytes(), &n]);
-        let command = DEFAULT_IMAGE_COMMAND.iter().map(|s| s.to_string()).collect();
-        self.registry.publish(reference, Content { image_id, command })
+        self.registry.publish(reference, Content { image_id, config: ImageConfig::busybox() })
     }
 
     /// `docker tag <image> <reference> && docker push <reference>`: publish a local image's content
     /// under `reference`, tag it locally and record its repo digest. `None` if `image` is absent.
     pub fn registry_push_image(&mut self, image: &str, reference: &str) -> Option<String> {
         let local = self.images.resolve(image)?;
-        let content = Content { image_id: local.id.clone(), command: local.command.clone() };
+        let content = Content { image_id: local.id.clone(), config: local.config.clone() };
         let id = content.image_id.clone();
         let digest = self.registry.publish(reference, content);
         let (name, selector) = split_reference(reference);
@@ -164,7 +163,7 @@ impl SimRuntime {
             Selector::Digest(_) => reference_key(reference),
         };
         let mut progress = vec![format!("{shown}: Pulling from {path}")];
-        if self.images.add(&image_id, || content.command.clone()) {
+        if self.images.add(&image_id, || content.config.clone()) {
             let layer = sha256_of(&[b"layer", image_id.as_bytes()]);
             let layer = truncate_id(&layer).to_string();
             let size = format!("{SIM_LAYER_SIZE}/{SIM_LAYER_SIZE}");

@@ -10,9 +10,11 @@
 //!   shell), and a command it does not know exits 127 without stopping the script;
 //! - [`run`] plays the process in simulated time: the shell subset of `parse`, with `sleep` the
 //!   only thing that takes time. Files written and environment variables are not modelled;
-//!   `test -d` knows `/`, `/bin`, `/dev`, `/etc`, `/proc`, `/sys` and the container's
-//!   mount targets (with the directories above them).
-//!   What it prints is modelled for `echo` and `seq` (see `run`).
+//!   the file system ([`Fs`]) is `/`, `/bin`, `/dev`, `/etc`, `/proc`, `/sys`, the container's
+//!   mount targets, and the files its image's build and `docker cp` (an archive upload) put
+//!   there, with the directories above them: `test -d`/`-f`/`-e` know them, `cat` prints a file.
+//!   What it prints is modelled for `echo`, `seq` and `cat` (see `run`).
+//! - an image built `FROM scratch` has no busybox at all: nothing in it can be run.
 
 mod parse;
 mod run;
@@ -22,7 +24,7 @@ mod tests;
 pub(crate) use run::{KILLED, Outcome, Printed, Signals, run};
 pub use run::{OUTPUT_LIMIT, Stream};
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The files in the image's `/bin`: busybox and the applets linked to it.
 pub(crate) const IMAGE_EXECUTABLES: &[&str] =
@@ -115,7 +117,7 @@ pub(crate) struct ExecFailure {
 /// `exec: "nosuch": executable file not found in $PATH` (127) for a name, `exec: "/no/such":
 /// stat /no/such: no such file or directory` (127) for a path, `permission denied` (126) for a
 /// directory.
-pub(crate) fn check_exec(argv: &[String]) -> Result<(), ExecFailure> {
+pub(crate) fn check_exec(argv: &[String], fs: &Fs) -> Result<(), ExecFailure> {
     let failure = |detail: String, exit_code| ExecFailure {
         message: format!(
             "failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: {detail}: unknown"
@@ -126,34 +128,77 @@ pub(crate) fn check_exec(argv: &[String]) -> Result<(), ExecFailure> {
         return Err(failure("\"\": executable file not found in $PATH".into(), STATUS_NOT_FOUND));
     };
     if !command.contains('/') {
-        return match IMAGE_EXECUTABLES.contains(&command.as_str()) {
+        return match fs.busybox && IMAGE_EXECUTABLES.contains(&command.as_str()) {
             true => Ok(()),
             false => Err(failure(format!("{command:?}: executable file not found in $PATH"), STATUS_NOT_FOUND)),
         };
     }
     let path = clean_path(command);
-    if IMAGE_EXECUTABLES.iter().any(|e| path == format!("/bin/{e}")) {
+    if fs.busybox && IMAGE_EXECUTABLES.iter().any(|e| path == format!("/bin/{e}")) {
         Ok(())
-    } else if BASE_DIRECTORIES.contains(&path.as_str()) {
+    } else if fs.dirs.contains(&path) {
         Err(failure(format!("{command:?}: permission denied"), 126))
     } else {
         Err(failure(format!("{command:?}: stat {command}: no such file or directory"), STATUS_NOT_FOUND))
     }
 }
 
-/// The directories a container with these mount targets has.
-pub(crate) fn directories<'a>(mount_targets: impl IntoIterator<Item = &'a str>) -> BTreeSet<String> {
-    let mut dirs: BTreeSet<String> = BASE_DIRECTORIES.iter().map(|d| d.to_string()).collect();
-    for target in mount_targets {
-        let mut path = clean_path(target);
-        while path != "/" && dirs.insert(path.clone()) {
-            path = match path.rfind('/') {
-                Some(0) | None => "/".to_string(),
-                Some(i) => path[..i].to_string(),
-            };
+/// What a container's processes see of its file system.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Fs {
+    /// Directories, by cleaned absolute path.
+    pub dirs: BTreeSet<String>,
+    /// Regular files the model knows the contents of (besides busybox's), by cleaned path.
+    pub files: BTreeMap<String, String>,
+    /// Whether the image is the test image's busybox (not `FROM scratch`).
+    pub busybox: bool,
+}
+
+impl Fs {
+    /// A busybox container's file system with these mount targets and files (absolute paths).
+    pub(crate) fn new<'a>(
+        mount_targets: impl IntoIterator<Item = &'a str>,
+        files: &BTreeMap<String, String>,
+        busybox: bool,
+    ) -> Fs {
+        let base = BASE_DIRECTORIES.iter().filter(|d| busybox || **d != "/bin");
+        let mut fs = Fs { dirs: base.map(|d| d.to_string()).collect(), files: BTreeMap::new(), busybox };
+        for target in mount_targets {
+            fs.add_dir(&clean_path(target));
+        }
+        for (path, contents) in files {
+            let path = clean_path(path);
+            if let Some(parent) = parent_of(&path) {
+                fs.add_dir(&parent);
+            }
+            fs.files.insert(path, contents.clone());
+        }
+        fs
+    }
+
+    /// `path` and the directories above it.
+    fn add_dir(&mut self, path: &str) {
+        let mut path = path.to_string();
+        while path != "/" && self.dirs.insert(path.clone()) {
+            path = parent_of(&path).unwrap_or_else(|| "/".into());
         }
     }
-    dirs
+}
+
+/// The directory `path` (cleaned, absolute) is in; `None` for `/`.
+pub(crate) fn parent_of(path: &str) -> Option<String> {
+    match path.rfind('/') {
+        _ if path == "/" => None,
+        Some(0) => Some("/".into()),
+        Some(i) => Some(path[..i].to_string()),
+        None => None,
+    }
+}
+
+/// The file system of a busybox container with these mount targets and no other files.
+#[cfg(test)]
+pub(crate) fn directories<'a>(mount_targets: impl IntoIterator<Item = &'a str>) -> Fs {
+    Fs::new(mount_targets, &BTreeMap::new(), true)
 }
 
 /// Go's `filepath.Clean` for the paths Docker and the shell compare: one slash between

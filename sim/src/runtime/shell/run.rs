@@ -15,8 +15,8 @@
 //! and a periodic loop with no signal to come runs for ever.
 
 use super::parse::{AndOr, Command, Connector, List, Out, Part, Word, parse};
-use super::{APPLETS, IMAGE_EXECUTABLES, STATUS_NOT_FOUND, clean_path, executable_name};
-use std::collections::{BTreeMap, BTreeSet};
+use super::{APPLETS, Fs, IMAGE_EXECUTABLES, STATUS_NOT_FOUND, clean_path, executable_name};
+use std::collections::BTreeMap;
 
 /// When signals reach PID 1, in milliseconds after its start.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -62,8 +62,8 @@ const STEP_LIMIT: u64 = 100_000;
 
 /// Run `argv` as PID 1 (its executable was found: `super::check_exec`): how it ends, and what it
 /// prints until then, in order.
-pub(crate) fn run(argv: &[String], dirs: &BTreeSet<String>, signals: Signals) -> (Outcome, Vec<Printed>) {
-    let mut machine = Machine { clock: 0, kill_at: signals.kill_at, dirs, steps: 0, output: Vec::new() };
+pub(crate) fn run(argv: &[String], fs: &Fs, signals: Signals) -> (Outcome, Vec<Printed>) {
+    let mut machine = Machine { clock: 0, kill_at: signals.kill_at, fs, steps: 0, output: Vec::new() };
     let flow = machine.process(argv, signals.term_at, Out::Stdout);
     let outcome = match flow {
         Flow::Exit(code) => Outcome::Exits { after_ms: machine.clock, code },
@@ -141,7 +141,7 @@ impl Shell {
 struct Machine<'a> {
     clock: u64,
     kill_at: Option<u64>,
-    dirs: &'a BTreeSet<String>,
+    fs: &'a Fs,
     steps: u64,
     output: Vec<Printed>,
 }
@@ -158,6 +158,7 @@ impl Machine<'_> {
                 Flow::Exit(0)
             }
             "seq" => Flow::Exit(self.seq(args, out)),
+            "cat" => Flow::Exit(self.cat(args, out)),
             "busybox" => match args.split_first() {
                 Some((applet, _)) if APPLETS.contains(&executable_name(applet)) => self.process(args, term_at, out),
                 Some(_) => Flow::Exit(STATUS_NOT_FOUND),
@@ -355,6 +356,30 @@ impl Machine<'_> {
         0
     }
 
+    /// busybox `cat FILE...`: each file's lines (a last line without a newline too), in order.
+    /// A file the model does not know the contents of, or a directory, is an error on standard
+    /// error, and the status is 1; no file reads the (empty) standard input.
+    fn cat(&mut self, args: &[String], out: Out) -> i64 {
+        let mut status = 0;
+        for arg in args.iter().filter(|a| a.as_str() != "-") {
+            let path = clean_path(arg);
+            if let Some(contents) = self.fs.files.get(&path) {
+                for line in contents.strip_suffix('\n').unwrap_or(contents).split('\n') {
+                    if !contents.is_empty() {
+                        self.print(out, line.to_string());
+                    }
+                }
+            } else if self.fs.dirs.contains(&path) {
+                self.print(Out::Stderr, "cat: read error: Is a directory".into());
+                status = 1;
+            } else {
+                self.print(Out::Stderr, format!("cat: can't open '{arg}': No such file or directory"));
+                status = 1;
+            }
+        }
+        status
+    }
+
     fn simple(&mut self, shell: &mut Shell, words: &[Word], out: Out) -> Flow {
         self.steps += 1;
         if self.steps > STEP_LIMIT {
@@ -442,7 +467,7 @@ impl Machine<'_> {
             APPLETS.contains(&name.as_str())
         };
         if !known {
-            return Flow::Exit(if self.dirs.contains(&clean_path(name)) { 126 } else { STATUS_NOT_FOUND });
+            return Flow::Exit(if self.fs.dirs.contains(&clean_path(name)) { 126 } else { STATUS_NOT_FOUND });
         }
         self.process(argv, term_at, out)
     }
@@ -486,10 +511,11 @@ impl Machine<'_> {
 
     /// busybox `test`, for what the model knows: directories, a few files, strings.
     fn test(&self, args: &[String]) -> i64 {
-        let is_dir = |p: &str| self.dirs.contains(&clean_path(p));
+        let is_dir = |p: &str| self.fs.dirs.contains(&clean_path(p));
         let is_file = |p: &str| {
             let p = clean_path(p);
-            IMAGE_EXECUTABLES.iter().any(|e| p == format!("/bin/{e}"))
+            self.fs.files.contains_key(&p)
+                || IMAGE_EXECUTABLES.iter().any(|e| p == format!("/bin/{e}"))
                 || ["/etc/hosts", "/etc/hostname", "/etc/resolv.conf"].contains(&p.as_str())
         };
         let truth = match args {

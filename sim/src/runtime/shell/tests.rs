@@ -169,20 +169,23 @@ fn exec_replaces_the_shell() {
 #[test]
 fn only_image_executables_can_be_pid_1() {
     for ok in [&["sleep", "1"][..], &["/bin/sh", "-c", "x"], &["busybox", "true"], &["/bin/../bin/true"]] {
-        assert_eq!(check_exec(&argv(ok)), Ok(()), "{ok:?}");
+        assert_eq!(check_exec(&argv(ok), &directories([])), Ok(()), "{ok:?}");
     }
-    let failure = check_exec(&argv(&["nosuch"])).expect_err("not in the image");
+    let failure = check_exec(&argv(&["nosuch"]), &directories([])).expect_err("not in the image");
     assert_eq!(failure.exit_code, 127);
     assert_eq!(
         failure.message,
         "failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"nosuch\": executable file not found in $PATH: unknown"
     );
-    let failure = check_exec(&argv(&["/no/such"])).expect_err("no such file");
+    let failure = check_exec(&argv(&["/no/such"]), &directories([])).expect_err("no such file");
     assert!(failure.message.contains("exec: \"/no/such\": stat /no/such: no such file or directory"), "{failure:?}");
     for builtin in ["exit", "test", "trap"] {
-        assert!(check_exec(&argv(&[builtin, "0"])).is_err(), "{builtin} is a shell builtin, not a file");
+        assert!(
+            check_exec(&argv(&[builtin, "0"]), &directories([])).is_err(),
+            "{builtin} is a shell builtin, not a file"
+        );
     }
-    assert_eq!(check_exec(&argv(&["/bin"])).map_err(|f| f.exit_code), Err(126));
+    assert_eq!(check_exec(&argv(&["/bin"]), &directories([])).map_err(|f| f.exit_code), Err(126));
 }
 
 #[test]
