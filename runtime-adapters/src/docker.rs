@@ -8,11 +8,15 @@
 //! | --- | --- | --- |
 //! | 304 | success | start of a running container, stop of a stopped one: already so |
 //! | 400 | `Invalid` | Docker's invalid parameter: a create it refuses (name, env, image reference, duplicate mount point, volume name) or a start whose command runc cannot run (`executable file not found in $PATH`, exit 127): the same request can never succeed |
-//! | 404 | `NotFound` | no such container, image or volume |
-//! | 409 | `Conflict` | a name taken, a running container removed without force, a removal already in progress, a start of a container being removed, an image in use |
+//! | 403 | `Invalid` | Docker refuses it as asked: a built-in network created or removed |
+//! | 403 `has active endpoints`, `already exists in network` | `Conflict` | a network removed while a running container is attached; a running container connected twice |
+//! | 404 | `NotFound` | no such container, image, network or volume (also a start whose network is gone) |
+//! | 409 | `Conflict` | a name taken (a container's, a network's), a running container removed without force, a removal already in progress, a start of a container being removed, an image or volume in use |
 //! | 500 `unable to start container process: exec: ...` | `Invalid` | runc could not run the command; 20.10 answers 400 when the error names the command, but an engine that does not translate it (an older Docker, Podman's API) answers 500: a missing executable does not appear later |
 //! | 500 `invalid volume specification` | `Invalid` | a mount spec Docker cannot parse (relative target, target `/`, empty part): 20.10 answers 500, but it never succeeds |
 //! | 500 `Multiple IDs found with provided prefix` | `Invalid` | an ambiguous id prefix names no one container: only a longer id can (the engine sends full ids) |
+//! | 500 `invalid reference format` | `Invalid` | a build's tag outside the reference grammar |
+//! | 500 `is not connected to` | `NotFound` | a disconnect of a container that is not on the network: there is nothing to detach |
 //! | 500 `port is already allocated`, `address already in use` | `Transient` | a host port held by another container or a host process: it may be freed; the engine bounds how often it retries a start |
 //! | other 5xx | `Transient` | the daemon failed this time |
 //! | timeout, broken connection | `Uncertain` | the request may have been applied: the engine verifies |
@@ -25,8 +29,16 @@
 //! `container_info` reports a `created` (or `exited`) container whose start failed with its
 //! exit code and Docker's `State.Error`, and `removing` as `Removing`.
 //!
+//! Networks, volumes, builds and copied files are in `resources` (its doc has their answers). A
+//! create with networks makes the container on the first (Docker 20.10 refuses more than one
+//! endpoint at create: "Container cannot be connected to network endpoints") and connects the
+//! others before it answers; a connect that fails removes the container again and answers that
+//! failure.
+//!
 //! Works against anything that speaks Docker's API: the local socket, `DOCKER_HOST`, or Podman's
 //! Docker-compatible socket through `DOCKER_HOST=unix:///run/podman/podman.sock`.
+
+mod resources;
 
 use crate::runtime::{CaptureStream, CapturedLine, ProgressSink, Runtime, RuntimeNotice};
 use bollard::Docker;
@@ -34,7 +46,8 @@ use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::models::CreateImageInfo;
 use bollard::models::{
-    ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum, HostConfig, PortBinding,
+    ContainerCreateBody, ContainerInspectResponse, ContainerStateStatusEnum, EndpointSettings, HostConfig,
+    NetworkingConfig, PortBinding,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, CreateImageOptionsBuilder, EventsOptionsBuilder, ListContainersOptions,
@@ -111,11 +124,22 @@ impl DockerRuntime {
             .iter()
             .map(|m| format!("{}:{}{}", m.source, m.target, if m.read_only { ":ro" } else { "" }))
             .collect();
+        let (first, others) = match c.networks.split_first() {
+            Some((first, others)) => (Some(first.clone()), others.to_vec()),
+            None => (None, Vec::new()),
+        };
         let host_config = HostConfig {
             port_bindings: (!bindings.is_empty()).then_some(bindings),
             binds: (!binds.is_empty()).then_some(binds),
+            network_mode: first.as_ref().map(|n| n.name.clone()),
             ..Default::default()
         };
+        let networking_config = first.map(|n| NetworkingConfig {
+            endpoints_config: Some(HashMap::from([(
+                n.name,
+                EndpointSettings { aliases: (!n.aliases.is_empty()).then_some(n.aliases), ..Default::default() },
+            )])),
+        });
         let body = ContainerCreateBody {
             image: Some(c.image),
             cmd: (!c.command.is_empty()).then_some(c.command),
@@ -123,9 +147,17 @@ impl DockerRuntime {
             labels: Some(c.labels.into_iter().collect()),
             exposed_ports: (!c.ports.is_empty()).then(|| c.ports.iter().map(port_key).collect()),
             host_config: Some(host_config),
+            networking_config,
             ..Default::default()
         };
         let created = self.docker.create_container(Some(options), body).await.map_err(map_error)?;
+        for network in others {
+            if let Err(error) = self.connect_network(&network.name, &created.id, network.aliases).await {
+                let options = RemoveContainerOptionsBuilder::default().force(true).build();
+                let _ = self.docker.remove_container(&created.id, Some(options)).await;
+                return Err(error);
+            }
+        }
         Ok(RuntimeReply::Created { id: created.id })
     }
 
@@ -354,6 +386,7 @@ impl Runtime for DockerRuntime {
     async fn execute_reporting(&self, request: RuntimeRequest, progress: ProgressSink) -> RuntimeResult {
         match request {
             RuntimeRequest::PullImage { reference } => self.pull(&reference, Some(&progress)).await,
+            RuntimeRequest::BuildImage(build) => self.build(build, Some(&progress)).await,
             other => self.execute(other).await,
         }
     }
@@ -409,9 +442,25 @@ impl Runtime for DockerRuntime {
                 d.remove_image(&reference, Some(options), None).await.map_err(map_error)?;
                 Ok(RuntimeReply::Done)
             }
-            other => {
-                Err(RuntimeError::Invalid(format!("not supported by the Docker adapter yet: {}", other.describe())))
+            RuntimeRequest::CopyFiles { id, files } => self.copy_files(&id, files).await,
+            RuntimeRequest::BuildImage(build) => self.build(build, None).await,
+            RuntimeRequest::CreateNetwork(create) => self.create_network(create).await,
+            RuntimeRequest::InspectNetwork { id } => self.inspect_network(&id).await.map(RuntimeReply::Network),
+            RuntimeRequest::ListNetworks { labels } => self.list_networks(labels).await,
+            RuntimeRequest::RemoveNetwork { id } => {
+                d.remove_network(&id).await.map_err(map_error)?;
+                Ok(RuntimeReply::Done)
             }
+            RuntimeRequest::ConnectNetwork { network, container, aliases } => {
+                self.connect_network(&network, &container, aliases).await
+            }
+            RuntimeRequest::DisconnectNetwork { network, container } => {
+                self.disconnect_network(&network, &container).await
+            }
+            RuntimeRequest::CreateVolume(create) => self.create_volume(create).await,
+            RuntimeRequest::InspectVolume { name } => self.inspect_volume(&name).await,
+            RuntimeRequest::ListVolumes { labels } => self.list_volumes(labels).await,
+            RuntimeRequest::RemoveVolume { name } => self.remove_volume(&name).await,
         }
     }
 }
@@ -544,14 +593,26 @@ fn is_unreachable(message: &str) -> bool {
 pub fn map_error(error: BollardError) -> RuntimeError {
     match error {
         BollardError::DockerResponseServerError { status_code: 400, message } => RuntimeError::Invalid(message),
+        BollardError::DockerResponseServerError { status_code: 403, message }
+            if message.contains("has active endpoints") || message.contains("already exists in network") =>
+        {
+            RuntimeError::Conflict(message)
+        }
+        BollardError::DockerResponseServerError { status_code: 403, message } => RuntimeError::Invalid(message),
         BollardError::DockerResponseServerError { status_code: 404, message } => RuntimeError::NotFound(message),
         BollardError::DockerResponseServerError { status_code: 409, message } => RuntimeError::Conflict(message),
         BollardError::DockerResponseServerError { status_code: 500, message }
             if message.starts_with("invalid volume specification")
                 || message.starts_with("Multiple IDs found with provided prefix")
+                || message.starts_with("invalid reference format")
                 || message.contains("unable to start container process: exec:") =>
         {
             RuntimeError::Invalid(message)
+        }
+        BollardError::DockerResponseServerError { status_code: 500, message }
+            if message.contains("is not connected to") =>
+        {
+            RuntimeError::NotFound(message)
         }
         BollardError::DockerResponseServerError { status_code, message } => {
             RuntimeError::Transient(format!("{status_code}: {message}"))
