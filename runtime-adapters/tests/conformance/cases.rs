@@ -1273,3 +1273,364 @@ pub async fn owner_label_event_stream_leaves_out_unlabelled_containers<R: Runtim
     assert!(seen.iter().all(|e| e.labels.contains_key(LABEL_OWNER_UID)));
     assert_eq!(seen.iter().filter(|e| e.container_id == owned).count(), 2, "create and destroy: {seen:?}");
 }
+
+// Networks, volumes, builds and copied files.
+
+fn created_id(r: Result<RuntimeReply, RuntimeError>) -> String {
+    match r {
+        Ok(RuntimeReply::Created { id }) => id,
+        other => panic!("expected Created, got {other:?}"),
+    }
+}
+
+fn not_found_message<T: std::fmt::Debug>(r: Result<T, RuntimeError>) -> String {
+    match r {
+        Err(RuntimeError::NotFound(message)) => message,
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+}
+
+fn conflict_message<T: std::fmt::Debug>(r: Result<T, RuntimeError>) -> String {
+    match r {
+        Err(RuntimeError::Conflict(message)) => message,
+        other => panic!("expected Conflict, got {other:?}"),
+    }
+}
+
+async fn list_networks<R: Runtime>(fx: &Fx<R>, labels: &[(&str, &str)]) -> Vec<drydock_engine::runtime::NetworkInfo> {
+    let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    match fx.exec(RuntimeRequest::ListNetworks { labels }).await.unwrap() {
+        RuntimeReply::Networks(list) => list,
+        other => panic!("list-networks replied {other:?}"),
+    }
+}
+
+async fn list_volumes<R: Runtime>(fx: &Fx<R>, labels: &[(&str, &str)]) -> Vec<String> {
+    let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    match fx.exec(RuntimeRequest::ListVolumes { labels }).await.unwrap() {
+        RuntimeReply::Volumes(list) => list.into_iter().map(|v| v.name).collect(),
+        other => panic!("list-volumes replied {other:?}"),
+    }
+}
+
+fn attachment(name: &str, aliases: &[&str]) -> drydock_engine::api::container::NetworkAttachment {
+    drydock_engine::api::container::NetworkAttachment {
+        name: name.into(),
+        aliases: aliases.iter().map(|a| a.to_string()).collect(),
+    }
+}
+
+async fn remove_network<R: Runtime>(fx: &Fx<R>, id: &str) -> Result<RuntimeReply, RuntimeError> {
+    fx.exec(RuntimeRequest::RemoveNetwork { id: id.into() }).await
+}
+
+async fn connect<R: Runtime>(
+    fx: &Fx<R>,
+    network: &str,
+    container: &str,
+    aliases: &[&str],
+) -> Result<RuntimeReply, RuntimeError> {
+    let aliases = aliases.iter().map(|a| a.to_string()).collect();
+    fx.exec(RuntimeRequest::ConnectNetwork { network: network.into(), container: container.into(), aliases }).await
+}
+
+async fn disconnect<R: Runtime>(fx: &Fx<R>, network: &str, container: &str) -> Result<RuntimeReply, RuntimeError> {
+    fx.exec(RuntimeRequest::DisconnectNetwork { network: network.into(), container: container.into() }).await
+}
+
+/// Docker: a created network is found by name and by id with its labels, listed by label (lists
+/// are sorted by name here), removed with 204, and then missing: 404 `network ID not found`.
+pub async fn network_create_inspect_list_by_label_and_remove<R: Runtime>(fx: &Fx<R>) {
+    const WHICH: &str = "drydock.test/which";
+    let (one, two) = (fx.network("one"), fx.network("two"));
+    let id = created_id(fx.create_network(&one, &[(WHICH, "one")]).await);
+    created_id(fx.create_network(&two, &[(WHICH, "two")]).await);
+    let by_name = fx.inspect_network(&one).await.unwrap();
+    assert_eq!((by_name.id.as_str(), by_name.name.as_str()), (id.as_str(), one.as_str()));
+    assert_eq!(by_name.labels.get(WHICH).map(String::as_str), Some("one"));
+    assert_eq!(by_name.labels.get(RUN_LABEL), Some(&fx.case));
+    assert!(by_name.containers.is_empty());
+    assert_eq!(fx.inspect_network(&id).await.unwrap(), by_name, "by id");
+    let names = |list: Vec<drydock_engine::runtime::NetworkInfo>| list.into_iter().map(|n| n.name).collect::<Vec<_>>();
+    assert_eq!(names(list_networks(fx, &[(RUN_LABEL, &fx.case), (WHICH, "one")]).await), std::slice::from_ref(&one));
+    assert_eq!(names(list_networks(fx, &[(RUN_LABEL, &fx.case)]).await), [one.clone(), two.clone()]);
+    assert_eq!(remove_network(fx, &one).await, Ok(RuntimeReply::Done));
+    assert_eq!(not_found_message(fx.inspect_network(&id).await), format!("network {id} not found"));
+    assert_eq!(not_found_message(remove_network(fx, &one).await), format!("network {one} not found"));
+}
+
+/// Docker (with `CheckDuplicate`): a network name taken is 409 `network with name N already
+/// exists`.
+pub async fn network_create_with_a_taken_name_is_conflict<R: Runtime>(fx: &Fx<R>) {
+    let name = fx.network("n");
+    created_id(fx.create_network(&name, &[]).await);
+    let message = conflict_message(fx.create_network(&name, &[]).await);
+    assert_eq!(message, format!("network with name {name} already exists"));
+    assert_eq!(list_networks(fx, &[(RUN_LABEL, &fx.case)]).await.len(), 1);
+}
+
+/// Docker: `bridge`, `host` and `none` can be neither created (403 `operation is not permitted on
+/// predefined bridge network `) nor removed (403 `bridge is a pre-defined network and cannot be
+/// removed`): Invalid.
+pub async fn network_builtin_create_and_remove_are_invalid<R: Runtime>(fx: &Fx<R>) {
+    for name in drydock_engine::runtime::BUILTIN_NETWORKS {
+        let message = invalid(fx.create_network(name, &[]).await);
+        assert_eq!(message, format!("operation is not permitted on predefined {name} network "));
+        let message = invalid(remove_network(fx, name).await);
+        assert_eq!(message, format!("{name} is a pre-defined network and cannot be removed"));
+        assert_eq!(fx.inspect_network(name).await.unwrap().name, name, "still there");
+    }
+}
+
+/// Docker: a network a running container is attached to cannot be removed (403 `error while
+/// removing network: network N id ID has active endpoints`: Conflict); its inspect lists the
+/// running container; once it stops, the removal succeeds.
+pub async fn network_remove_with_a_running_container_is_conflict<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.new_network("n").await;
+    let name = fx.name("n");
+    let mut spec = fx.spec("a", &[]);
+    spec.networks = vec![attachment(&id, &["web"])];
+    let container = fx.create_with(spec).await;
+    assert!(fx.inspect_network(&id).await.unwrap().containers.is_empty(), "no endpoint before it runs");
+    fx.start(&container).await;
+    assert_eq!(fx.inspect_network(&id).await.unwrap().containers, std::slice::from_ref(&container));
+    let message = conflict_message(remove_network(fx, &id).await);
+    assert_eq!(message, format!("error while removing network: network {name} id {id} has active endpoints"));
+    fx.stop(&container).await.unwrap();
+    assert!(fx.inspect_network(&id).await.unwrap().containers.is_empty(), "only running containers");
+    assert_eq!(remove_network(fx, &id).await, Ok(RuntimeReply::Done));
+}
+
+/// Docker: a network only created or stopped containers are attached to is removed (204); their
+/// next start fails with 404 `network X not found` (NotFound) naming the network as the
+/// container knows it: by name if it never ran, by id if it did. The container keeps its state,
+/// with that error and exit code 128 (or its earlier one).
+pub async fn network_removed_under_created_and_stopped_containers_fails_their_start<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.new_network("n").await;
+    let name = fx.name("n");
+    let mut spec = fx.spec("created", &[]);
+    spec.networks = vec![attachment(&name, &[])];
+    let created = fx.create_with(spec).await;
+    let mut spec = fx.spec("stopped", &[]);
+    spec.networks = vec![attachment(&name, &[])];
+    let stopped = fx.create_with(spec).await;
+    fx.start(&stopped).await;
+    fx.stop(&stopped).await.unwrap();
+    assert_eq!(remove_network(fx, &id).await, Ok(RuntimeReply::Done));
+    let start = |id: String| fx.exec(RuntimeRequest::StartContainer { id });
+    assert_eq!(not_found_message(start(created.clone()).await), format!("network {name} not found"));
+    assert_eq!(not_found_message(start(stopped.clone()).await), format!("network {id} not found"));
+    let info = fx.inspect(&created).await.unwrap();
+    assert_eq!((info.state, info.exit_code), (ContainerState::Created, Some(128)));
+    assert_eq!(info.error, Some(format!("network {name} not found")));
+    let info = fx.inspect(&stopped).await.unwrap();
+    assert_eq!((info.state, info.exit_code), (ContainerState::Exited, Some(137)), "keeps its exit code");
+}
+
+/// Docker: a create naming a network that does not exist succeeds; the start fails with 404
+/// `network N not found` (NotFound), until a network of that name exists.
+pub async fn create_on_a_missing_network_succeeds_and_its_start_is_not_found<R: Runtime>(fx: &Fx<R>) {
+    let name = fx.network("later");
+    let mut spec = fx.spec("a", &[]);
+    spec.networks = vec![attachment(&name, &["web"])];
+    let container = fx.create_with(spec).await;
+    let start = || fx.exec(RuntimeRequest::StartContainer { id: container.clone() });
+    assert_eq!(not_found_message(start().await), format!("network {name} not found"));
+    assert_eq!(state(fx, &container).await, ContainerState::Created);
+    let id = created_id(fx.create_network(&name, &[]).await);
+    assert_eq!(start().await, Ok(RuntimeReply::Done));
+    assert_eq!(fx.inspect_network(&id).await.unwrap().containers, std::slice::from_ref(&container));
+}
+
+/// Docker: a container created with two networks is attached to both (Docker takes one at
+/// create: the adapter connects the other), with their aliases; once it runs, both list it.
+pub async fn create_with_two_networks_attaches_both<R: Runtime>(fx: &Fx<R>) {
+    let (one, two) = (fx.new_network("one").await, fx.new_network("two").await);
+    let mut spec = fx.spec("a", &[]);
+    spec.networks = vec![attachment(&one, &["first"]), attachment(&two, &["second", "other"])];
+    let container = fx.create_with(spec).await;
+    fx.start(&container).await;
+    for network in [&one, &two] {
+        assert_eq!(
+            fx.inspect_network(network).await.unwrap().containers,
+            std::slice::from_ref(&container),
+            "{network}"
+        );
+    }
+    fx.remove(&container, true).await.unwrap();
+    for network in [&one, &two] {
+        assert!(fx.inspect_network(network).await.unwrap().containers.is_empty());
+        assert_eq!(remove_network(fx, network).await, Ok(RuntimeReply::Done));
+    }
+}
+
+/// Docker: connecting a container that is not running only records it (200, again 200); once it
+/// runs, a second connect is 403 `endpoint with name C already exists in network N` (Conflict),
+/// a disconnect detaches it at once, and a second disconnect is 500 `container ID is not
+/// connected to network N` (NotFound: there is nothing to detach). A missing container is 404
+/// `No such container: X` whatever the network.
+pub async fn network_connect_and_disconnect_with_aliases<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.new_network("n").await;
+    let name = fx.name("n");
+    let container = fx.create("a").await;
+    let container_name = fx.name("a");
+    assert_eq!(connect(fx, &id, &container, &["alias-one"]).await, Ok(RuntimeReply::Done));
+    assert_eq!(connect(fx, &id, &container, &["alias-two"]).await, Ok(RuntimeReply::Done), "not running: again");
+    fx.start(&container).await;
+    assert_eq!(fx.inspect_network(&id).await.unwrap().containers, std::slice::from_ref(&container));
+    let message = conflict_message(connect(fx, &name, &container, &[]).await);
+    assert_eq!(message, format!("endpoint with name {container_name} already exists in network {name}"));
+    assert_eq!(disconnect(fx, &name, &container).await, Ok(RuntimeReply::Done));
+    assert!(fx.inspect_network(&id).await.unwrap().containers.is_empty());
+    let message = not_found_message(disconnect(fx, &name, &container).await);
+    assert_eq!(message, format!("container {container} is not connected to network {name}"));
+    assert_eq!(connect(fx, &id, &container, &["again"]).await, Ok(RuntimeReply::Done), "running: at once");
+    assert_eq!(fx.inspect_network(&id).await.unwrap().containers, std::slice::from_ref(&container));
+    let missing = fx.name("missing");
+    assert_eq!(not_found_message(connect(fx, &id, &missing, &[]).await), format!("No such container: {missing}"));
+    assert_eq!(not_found_message(disconnect(fx, &id, &missing).await), format!("No such container: {missing}"));
+    fx.remove(&container, true).await.unwrap();
+}
+
+/// Docker: a volume create is idempotent: a name taken answers the existing volume with its
+/// labels, not the create's; inspect agrees.
+pub async fn volume_create_is_idempotent_and_keeps_the_first_labels<R: Runtime>(fx: &Fx<R>) {
+    const WHICH: &str = "drydock.test/which";
+    let name = fx.volume("v");
+    let first = fx.create_volume(&name, &[(RUN_LABEL, &fx.case), (WHICH, "first")]).await.unwrap();
+    assert_eq!(first.name, name);
+    assert_eq!(first.labels.get(WHICH).map(String::as_str), Some("first"));
+    let again = fx.create_volume(&name, &[(RUN_LABEL, &fx.case), (WHICH, "second")]).await.unwrap();
+    assert_eq!(again, first, "the existing volume, its labels unchanged");
+    let inspected = fx.exec(RuntimeRequest::InspectVolume { name: name.clone() }).await.unwrap();
+    assert_eq!(inspected, RuntimeReply::Volume(first));
+}
+
+/// Docker: volumes are listed by label; a removed one is 404 `get NAME: no such volume` to
+/// inspect and to remove; a bad name is 400 (Invalid).
+pub async fn volume_list_by_label_and_missing_volumes<R: Runtime>(fx: &Fx<R>) {
+    const WHICH: &str = "drydock.test/which";
+    let (a, b) = (fx.volume("a"), fx.volume("b"));
+    fx.create_volume(&a, &[(RUN_LABEL, &fx.case), (WHICH, "a")]).await.unwrap();
+    fx.create_volume(&b, &[(RUN_LABEL, &fx.case), (WHICH, "b")]).await.unwrap();
+    assert_eq!(list_volumes(fx, &[(RUN_LABEL, &fx.case)]).await, [a.clone(), b.clone()]);
+    assert_eq!(list_volumes(fx, &[(RUN_LABEL, &fx.case), (WHICH, "b")]).await, std::slice::from_ref(&b));
+    assert_eq!(fx.exec(RuntimeRequest::RemoveVolume { name: a.clone() }).await, Ok(RuntimeReply::Done));
+    let missing = format!("get {a}: no such volume");
+    assert_eq!(not_found_message(fx.exec(RuntimeRequest::InspectVolume { name: a.clone() }).await), missing);
+    assert_eq!(not_found_message(fx.exec(RuntimeRequest::RemoveVolume { name: a.clone() }).await), missing);
+    assert_eq!(list_volumes(fx, &[(RUN_LABEL, &fx.case)]).await, std::slice::from_ref(&b));
+    assert_eq!(
+        invalid(fx.create_volume("bad name", &[]).await),
+        "create bad name: \"bad name\" includes invalid characters for a local volume name, only \"[a-zA-Z0-9][a-zA-Z0-9_.-]\" are allowed. If you intended to pass a host directory, use absolute path"
+    );
+}
+
+/// Docker: removing a volume a container (here a created one) mounts is 409 `remove NAME: volume
+/// is in use - [ID]` (Conflict); once the container is gone it is removed.
+pub async fn volume_remove_while_in_use_is_conflict<R: Runtime>(fx: &Fx<R>) {
+    let name = fx.volume("v");
+    fx.create_volume(&name, &[(RUN_LABEL, &fx.case)]).await.unwrap();
+    let mut spec = fx.spec("a", &[]);
+    spec.mounts = vec![mount(&name, "/data")];
+    let container = fx.create_with(spec).await;
+    let remove = || fx.exec(RuntimeRequest::RemoveVolume { name: name.clone() });
+    assert_eq!(conflict_message(remove().await), format!("remove {name}: volume is in use - [{container}]"));
+    fx.remove(&container, false).await.unwrap();
+    assert_eq!(remove().await, Ok(RuntimeReply::Done));
+}
+
+/// A Dockerfile of two stages, the second failing. The case's label makes its steps its own:
+/// Docker's build cache would share identical steps between cases running at once (and one
+/// case's cleanup would remove images another's build is using).
+fn build_dockerfile(case: &str) -> String {
+    format!(
+        "FROM drydock-test/busybox:latest AS base
+LABEL {RUN_LABEL}={case}
+ARG GREETING=hello
+COPY hello.txt /data/hello.txt
+RUN echo built $GREETING
+CMD [\"cat\", \"/data/hello.txt\"]
+
+FROM base AS broken
+RUN exit 3
+"
+    )
+}
+
+/// Docker's classic builder: a build from a context directory (the test image as base, a file
+/// copied in, a `RUN`, a `CMD`; `target` stopping before a failing stage) tags its image, which
+/// inspect finds under the id the progress names, and whose containers run its command on its
+/// files. The progress has each step and what `RUN` printed. The same inputs build the same id.
+pub async fn build_from_a_context_tags_an_image_that_runs_its_command<R: Runtime>(fx: &Fx<R>) {
+    let dockerfile = build_dockerfile(&fx.case);
+    let context = fx.context("ctx", &[("Dockerfile", &dockerfile), ("hello.txt", "hi there\n")]);
+    let tag = fx.tag("built");
+    let progress = fx.build(&context, &tag, Some("base")).await.unwrap();
+    assert!(progress[0].starts_with("Step 1/6 : FROM drydock-test/busybox:latest AS base"), "{progress:#?}");
+    assert!(progress.contains(&"built hello".to_string()), "RUN's output: {progress:#?}");
+    let image = fx.inspect_image(&tag).await.unwrap();
+    let short = &image.id["sha256:".len().."sha256:".len() + 12];
+    assert_eq!(progress[progress.len() - 2], format!("Successfully built {short}"), "{progress:#?}");
+    assert_eq!(progress[progress.len() - 1], format!("Successfully tagged {tag}"));
+    assert_eq!(image.tags, std::slice::from_ref(&tag));
+    let mut spec = fx.spec("a", &[]);
+    spec.image = tag.clone();
+    let container = fx.create_with(spec).await;
+    fx.start(&container).await;
+    let (out, err) = captured(fx, &container, true).await;
+    assert_eq!((out, err), (vec!["hi there".to_string()], vec![]));
+    assert_eq!(fx.inspect(&container).await.unwrap().exit_code, Some(0));
+    fx.remove(&container, false).await.unwrap();
+    fx.build(&context, &tag, Some("base")).await.unwrap();
+    assert_eq!(fx.inspect_image(&tag).await.unwrap().id, image.id, "the same inputs, the same id");
+}
+
+/// Docker's classic builder: a step that fails fails the build with its message (`The command
+/// '/bin/sh -c exit 3' returned a non-zero code: 3`), as does an unknown instruction, a missing
+/// Dockerfile or context, or a base image that is not there (no registry to pull it from): all
+/// Invalid, and nothing is tagged.
+pub async fn a_failing_build_is_invalid_and_tags_nothing<R: Runtime>(fx: &Fx<R>) {
+    let dockerfile = build_dockerfile(&fx.case);
+    let context = fx.context("ctx", &[("Dockerfile", &dockerfile), ("hello.txt", "hi there\n")]);
+    let tag = fx.tag("broken");
+    let message = invalid(fx.build(&context, &tag, None).await);
+    assert_eq!(message, "The command '/bin/sh -c exit 3' returned a non-zero code: 3");
+    assert!(is_not_found(&fx.inspect_image(&tag).await), "nothing tagged");
+    let unknown = fx.context("unknown", &[("Dockerfile", "FROM drydock-test/busybox:latest\nFOO bar\n")]);
+    let message = invalid(fx.build(&unknown, &tag, None).await);
+    assert_eq!(message, "dockerfile parse error line 2: unknown instruction: FOO");
+    let empty = fx.context("empty", &[("README", "no Dockerfile here")]);
+    assert_eq!(invalid(fx.build(&empty, &tag, None).await), "Cannot locate specified Dockerfile: Dockerfile");
+    let nowhere = format!("{context}-nowhere");
+    assert_eq!(
+        invalid(fx.build(&nowhere, &tag, None).await),
+        format!("unable to prepare context: path {nowhere:?} not found")
+    );
+    let base = fx.context("base", &[("Dockerfile", "FROM drydock-test/absent-base:1\nRUN true\n")]);
+    invalid(fx.build(&base, &tag, None).await);
+    assert!(is_not_found(&fx.inspect_image(&tag).await), "still nothing tagged");
+}
+
+/// Docker's archive upload: files copied into a created container (parent directories made)
+/// are there when it runs: `cat` prints one. A missing container is 404 `No such container: X`.
+pub async fn copied_files_are_read_by_the_container<R: Runtime>(fx: &Fx<R>) {
+    use drydock_engine::api::container::CopiedFile;
+    let container = fx.create_with(fx.spec("a", &["cat", "/etc/drydock/app/conf.txt"])).await;
+    let file = |contents: &str| CopiedFile {
+        destination: "/etc/drydock/app/conf.txt".into(),
+        contents: contents.into(),
+        mode: 0o640,
+        owner: 0,
+        group: 0,
+    };
+    let copy = |id: &str, files: Vec<CopiedFile>| fx.exec(RuntimeRequest::CopyFiles { id: id.into(), files });
+    assert_eq!(copy(&container, vec![file("first\n")]).await, Ok(RuntimeReply::Done));
+    assert_eq!(copy(&container, vec![file("line 1\nline 2\n")]).await, Ok(RuntimeReply::Done), "replaced");
+    fx.start(&container).await;
+    let (out, err) = captured(fx, &container, true).await;
+    assert_eq!((out, err), (vec!["line 1".to_string(), "line 2".to_string()], vec![]));
+    assert_eq!(fx.inspect(&container).await.unwrap().exit_code, Some(0));
+    let missing = fx.name("missing");
+    assert_eq!(not_found_message(copy(&missing, vec![file("x")]).await), format!("No such container: {missing}"));
+}

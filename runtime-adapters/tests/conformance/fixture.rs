@@ -1,5 +1,6 @@
-//! What every conformance case gets: a runtime, the host around it (a registry, ports, volumes),
-//! unique names, a label marking its containers, and cleanup afterwards.
+//! What every conformance case gets: a runtime, the host around it (a registry, ports, volumes,
+//! build contexts), unique names, a label marking its containers and networks, and cleanup
+//! afterwards: its containers, then its networks, volumes, built images and build contexts.
 
 use super::host::TestHost;
 use drydock_adapters::Runtime;
@@ -7,7 +8,8 @@ use drydock_adapters::clock::wall_now;
 use drydock_adapters::testing::{Published, TEST_REGISTRY};
 use drydock_engine::WallTime;
 use drydock_engine::runtime::{
-    ContainerCreate, ContainerInfo, ImageInfo, RuntimeError, RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult,
+    ContainerCreate, ContainerInfo, ImageBuild, ImageInfo, NetworkCreate, NetworkInfo, RuntimeError, RuntimeEvent,
+    RuntimeReply, RuntimeRequest, RuntimeResult, VolumeCreate, VolumeInfo,
 };
 use futures_util::FutureExt;
 use std::collections::BTreeMap;
@@ -28,6 +30,12 @@ pub struct Fixture<R: Runtime> {
     published: parking_lot::Mutex<Vec<String>>,
     /// Named volumes this case named, removed at cleanup.
     volumes: parking_lot::Mutex<Vec<String>>,
+    /// Networks this case named, removed at cleanup (as are those carrying its label).
+    networks: parking_lot::Mutex<Vec<String>>,
+    /// Tags this case built, removed at cleanup.
+    built: parking_lot::Mutex<Vec<String>>,
+    /// Build context directories this case made, removed at cleanup.
+    contexts: parking_lot::Mutex<Vec<String>>,
 }
 
 impl<R: Runtime> Fixture<R> {
@@ -38,6 +46,9 @@ impl<R: Runtime> Fixture<R> {
             host,
             published: parking_lot::Mutex::new(Vec::new()),
             volumes: parking_lot::Mutex::new(Vec::new()),
+            networks: parking_lot::Mutex::new(Vec::new()),
+            built: parking_lot::Mutex::new(Vec::new()),
+            contexts: parking_lot::Mutex::new(Vec::new()),
             case: format!(
                 "dct-{}-{nonce}-{}",
                 case.replace('_', "-").chars().take(40).collect::<String>(),
@@ -62,11 +73,36 @@ impl<R: Runtime> Fixture<R> {
     }
 
     async fn cleanup(&self) {
-        let labels = BTreeMap::from([(RUN_LABEL.to_string(), self.case.clone())]);
-        if let Ok(RuntimeReply::Containers(list)) = self.rt.execute(RuntimeRequest::ListContainers { labels }).await {
+        let labels = self.labels();
+        if let Ok(RuntimeReply::Containers(list)) =
+            self.rt.execute(RuntimeRequest::ListContainers { labels: labels.clone() }).await
+        {
             for c in list {
                 let _ = self.rt.execute(RuntimeRequest::RemoveContainer { id: c.id, force: true }).await;
             }
+        }
+        let mut networks = std::mem::take(&mut *self.networks.lock());
+        if let Ok(RuntimeReply::Networks(list)) =
+            self.rt.execute(RuntimeRequest::ListNetworks { labels: labels.clone() }).await
+        {
+            networks.extend(list.into_iter().map(|n| n.id));
+        }
+        for id in networks {
+            let _ = self.rt.execute(RuntimeRequest::RemoveNetwork { id }).await;
+        }
+        if let Ok(RuntimeReply::Volumes(list)) = self.rt.execute(RuntimeRequest::ListVolumes { labels }).await {
+            self.volumes.lock().extend(list.into_iter().map(|v| v.name));
+        }
+        let built = std::mem::take(&mut *self.built.lock());
+        for tag in built {
+            let _ = self.rt.execute(RuntimeRequest::RemoveImage { reference: tag, force: true }).await;
+        }
+        let contexts = std::mem::take(&mut *self.contexts.lock());
+        if !contexts.is_empty() {
+            self.host.prune_images(RUN_LABEL, &self.case);
+        }
+        for dir in contexts {
+            self.host.remove_build_context(&dir);
         }
         let published = std::mem::take(&mut *self.published.lock());
         for id in published {
@@ -83,6 +119,80 @@ impl<R: Runtime> Fixture<R> {
         let name = self.name(suffix);
         self.volumes.lock().push(name.clone());
         name
+    }
+
+    /// This case's label, which its containers, networks and volumes carry.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(RUN_LABEL.to_string(), self.case.clone())])
+    }
+
+    /// A network's name for this case, removed at cleanup if the case left it.
+    pub fn network(&self, suffix: &str) -> String {
+        let name = self.name(suffix);
+        self.networks.lock().push(name.clone());
+        name
+    }
+
+    /// Create network `name` with this case's label and `labels`.
+    pub async fn create_network(&self, name: &str, labels: &[(&str, &str)]) -> RuntimeResult {
+        let mut all = self.labels();
+        all.extend(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        self.exec(RuntimeRequest::CreateNetwork(NetworkCreate { name: name.into(), labels: all })).await
+    }
+
+    /// A network of this case (`network(suffix)`), created: its id.
+    pub async fn new_network(&self, suffix: &str) -> String {
+        let name = self.network(suffix);
+        match self.create_network(&name, &[]).await {
+            Ok(RuntimeReply::Created { id }) => id,
+            other => panic!("network create failed: {other:?}"),
+        }
+    }
+
+    pub async fn inspect_network(&self, id: &str) -> Result<NetworkInfo, RuntimeError> {
+        match self.exec(RuntimeRequest::InspectNetwork { id: id.into() }).await? {
+            RuntimeReply::Network(info) => Ok(info),
+            other => panic!("inspect-network replied {other:?}"),
+        }
+    }
+
+    /// Create volume `name` with `labels` (exactly those).
+    pub async fn create_volume(&self, name: &str, labels: &[(&str, &str)]) -> Result<VolumeInfo, RuntimeError> {
+        let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        match self.exec(RuntimeRequest::CreateVolume(VolumeCreate { name: name.into(), labels })).await? {
+            RuntimeReply::Volume(info) => Ok(info),
+            other => panic!("create-volume replied {other:?}"),
+        }
+    }
+
+    /// A build context directory of this case holding `files`, removed at cleanup.
+    pub fn context(&self, suffix: &str, files: &[(&str, &str)]) -> String {
+        let files = files.iter().map(|(p, c)| (p.to_string(), c.to_string())).collect();
+        let dir = self.host.build_context(&self.name(suffix), &files);
+        self.contexts.lock().push(dir.clone());
+        dir
+    }
+
+    /// A tag for an image this case builds (removed at cleanup).
+    pub fn tag(&self, suffix: &str) -> String {
+        let tag = format!("drydock-test/{}-{suffix}:1", self.case);
+        self.built.lock().push(tag.clone());
+        tag
+    }
+
+    /// Build `Dockerfile` in `context` as `tag`: the progress lines.
+    pub async fn build(&self, context: &str, tag: &str, target: Option<&str>) -> Result<Vec<String>, RuntimeError> {
+        let build = ImageBuild {
+            context: context.into(),
+            dockerfile: "Dockerfile".into(),
+            target: target.map(str::to_string),
+            tag: tag.into(),
+            ..Default::default()
+        };
+        match self.exec(RuntimeRequest::BuildImage(build)).await? {
+            RuntimeReply::Built { progress } => Ok(progress),
+            other => panic!("build replied {other:?}"),
+        }
     }
 
     /// A repository of this case's own in the test registry: `127.0.0.1:5487/drydock-test/<case>-<suffix>`.

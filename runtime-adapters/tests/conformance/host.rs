@@ -1,7 +1,8 @@
 //! The machine around the runtime under test: a registry to publish images in, host ports a
-//! process listens on, named volumes, and removals held open. For Docker, the real thing (the
-//! test registry on the loopback, the host's sockets, `docker volume`, `docker rm`); for the
-//! simulated runtime, its model of each.
+//! process listens on, named volumes, removals held open, and build contexts. For Docker, the
+//! real thing (the test registry on the loopback, the host's sockets, `docker volume`, `docker
+//! rm`, a temporary directory); for the simulated runtime, its model of each (a build context is
+//! registered with it: it reads no files).
 
 use drydock_adapters::clock::wall_now;
 use drydock_adapters::runtime::{CaptureStream, CapturedLine};
@@ -15,6 +16,7 @@ use drydock_sim::runtime::SimRuntime;
 use drydock_sim::runtime::Stream;
 use futures_util::StreamExt;
 use parking_lot::Mutex;
+use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -42,6 +44,14 @@ pub trait TestHost: Send + Sync {
     /// watched (longer at each further `attempt`); the returned removal completes when waited
     /// for.
     fn begin_slow_removal(&self, id: &str, attempt: u32) -> PendingRemoval;
+    /// A build context directory holding `files` (relative path -> contents), for the runtime
+    /// to build from: its absolute path. `remove_build_context` removes it.
+    fn build_context(&self, name: &str, files: &BTreeMap<String, String>) -> String;
+    /// Remove a directory `build_context` made.
+    fn remove_build_context(&self, path: &str);
+    /// Remove the untagged images labelled `key=value` that nothing uses (`docker image prune`):
+    /// what a failed build leaves of a Dockerfile that labels its steps.
+    fn prune_images(&self, key: &str, value: &str);
 }
 
 /// A port a host process listens on, while this lives.
@@ -210,6 +220,17 @@ impl TestHost for SimAdapter {
         self.runtime.lock().remove_volume(name)
     }
 
+    fn build_context(&self, name: &str, files: &BTreeMap<String, String>) -> String {
+        let path = format!("/drydock-sim-contexts/{name}");
+        self.runtime.lock().add_build_context(&path, files.clone());
+        path
+    }
+
+    fn remove_build_context(&self, _path: &str) {}
+
+    /// The simulated builder keeps no intermediate images.
+    fn prune_images(&self, _key: &str, _value: &str) {}
+
     fn begin_slow_removal(&self, id: &str, _attempt: u32) -> PendingRemoval {
         let begun = self.runtime.lock().begin_removal(id, false);
         let runtime = self.runtime.clone();
@@ -275,6 +296,27 @@ impl TestHost for DockerHost {
                 RuntimeError::Transient(message)
             }
         })
+    }
+
+    fn build_context(&self, name: &str, files: &BTreeMap<String, String>) -> String {
+        let dir = std::env::temp_dir().join(format!("drydock-context-{}-{name}", std::process::id()));
+        for (path, contents) in files {
+            let file = dir.join(path);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("create {}: {e}", parent.display()));
+            }
+            std::fs::write(&file, contents).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+        }
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+        dir.display().to_string()
+    }
+
+    fn remove_build_context(&self, path: &str) {
+        let _ = std::fs::remove_dir_all(path);
+    }
+
+    fn prune_images(&self, key: &str, value: &str) {
+        let _ = docker(&["image", "prune", "--force", "--filter", &format!("label={key}={value}")]);
     }
 
     fn begin_slow_removal(&self, id: &str, attempt: u32) -> PendingRemoval {

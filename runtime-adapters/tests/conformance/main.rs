@@ -163,6 +163,20 @@ conformance! {
     a_follow_ends_when_the_container_exits,
     a_follow_ends_when_the_container_is_removed,
     a_follow_of_a_created_container_ends_at_once_with_nothing,
+    network_create_inspect_list_by_label_and_remove,
+    network_create_with_a_taken_name_is_conflict,
+    network_builtin_create_and_remove_are_invalid,
+    network_remove_with_a_running_container_is_conflict,
+    network_removed_under_created_and_stopped_containers_fails_their_start,
+    create_on_a_missing_network_succeeds_and_its_start_is_not_found,
+    create_with_two_networks_attaches_both,
+    network_connect_and_disconnect_with_aliases,
+    volume_create_is_idempotent_and_keeps_the_first_labels,
+    volume_list_by_label_and_missing_volumes,
+    volume_remove_while_in_use_is_conflict,
+    build_from_a_context_tags_an_image_that_runs_its_command,
+    a_failing_build_is_invalid_and_tags_nothing,
+    copied_files_are_read_by_the_container,
 }
 
 #[test]
