@@ -48,8 +48,10 @@ pub struct ContainerCreate {
     #[serde(default)]
     pub mounts: Vec<Mount>,
     /// Networks to attach, by runtime network id or name, with their aliases. None: the
-    /// runtime's default network (`bridge`). Every one must exist (`NotFound` otherwise); Docker
-    /// takes only one at create, so its adapter connects the others before it answers.
+    /// runtime's default network (`bridge`). Docker takes only one at create, so its adapter
+    /// connects the others before it answers. Docker checks none of them at create (nor at a
+    /// connect while the container is not running): a network that does not exist fails the
+    /// container's start with `NotFound` ("network N not found"), as does one removed since.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<NetworkAttachment>,
 }
@@ -133,14 +135,18 @@ pub enum RuntimeRequest {
     RemoveNetwork {
         id: String,
     },
-    /// Attach container `container` to `network` with `aliases`.
+    /// Attach container `container` to `network` with `aliases`. A container that is not
+    /// running is only recorded as attached (the network is looked up at its start; a second
+    /// connect changes nothing); a running one needs the network (`NotFound`) and is `Conflict`
+    /// if already attached. `NotFound` for a missing container.
     ConnectNetwork {
         network: String,
         container: String,
         #[serde(default)]
         aliases: Vec<String>,
     },
-    /// Detach container `container` from `network` (never forced).
+    /// Detach container `container` from `network` (never forced). `NotFound` for a missing
+    /// container, and for one not attached to the network (Docker's 500 "is not connected").
     DisconnectNetwork {
         network: String,
         container: String,
