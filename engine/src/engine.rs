@@ -332,7 +332,9 @@ impl Engine {
                 let (controller, key) = &op.work;
                 match (&result, &op.what) {
                     (Err(error), Some(what)) => self.log(now, key, Channel::System, vec![format!("{what}: {error}")]),
-                    (Ok(RuntimeReply::Pulled { progress }), _) if !progress.is_empty() => {
+                    (Ok(RuntimeReply::Pulled { progress } | RuntimeReply::Built { progress }), _)
+                        if !progress.is_empty() =>
+                    {
                         self.log(now, key, Channel::Stdout, progress.clone())
                     }
                     _ => {}
@@ -562,7 +564,7 @@ impl Engine {
                 Issued::Runtime(id, request) => {
                     self.stats.runtime_requests += 1;
                     let timeout = match request {
-                        RuntimeRequest::PullImage { .. } => self.config.pull_timeout,
+                        RuntimeRequest::PullImage { .. } | RuntimeRequest::BuildImage(_) => self.config.pull_timeout,
                         _ => self.config.runtime_timeout,
                     };
                     let deadline = now.mono + timeout;

@@ -125,13 +125,13 @@ impl FaultKind {
     pub fn models(self) -> &'static str {
         match self {
             FaultKind::UncertainCreate => {
-                "a timeout or broken connection after the daemon created the container (Docker CLI returning an id and an error); retrying blindly leaks or duplicates containers"
+                "a timeout or broken connection after the daemon created the container, network or volume (Docker CLI returning an id and an error); retrying blindly leaks or duplicates them"
             }
             FaultKind::StaleCache => {
                 "informer lag: a controller acts on an outdated view (Sieve's stale-state bugs, kube-rs#712)"
             }
             FaultKind::UncertainRemove => {
-                "a remove whose reply was lost: the caller must treat NotFound on retry as done, not as an error to retry forever (RDD #188's NotFound churn)"
+                "a remove (of a container, network or volume) whose reply was lost: the caller must treat NotFound on retry as done, not as an error to retry forever (RDD #188's NotFound churn)"
             }
             FaultKind::TransientRuntimeError => {
                 "a daemon answering 500 (runtime unhealthy, a busy containerd): retries must back off and eventually succeed"

@@ -216,10 +216,10 @@ impl<R: Runtime> Driver<R> {
         self.run_until(tokio::time::sleep(timeout), done).await
     }
 
-    /// For a pull: a sink that writes its progress lines to the image's `stdout` as they come
+    /// For a pull or a build: a sink that writes its progress lines to the image's `stdout` as they come
     /// (and remembers them, see `Output::Log` in `pump`).
     fn pull_progress(&self, request: &RuntimeRequest, key: &ObjectKey) -> Option<ProgressSink> {
-        if !matches!(request, RuntimeRequest::PullImage { .. }) {
+        if !matches!(request, RuntimeRequest::PullImage { .. } | RuntimeRequest::BuildImage(_)) {
             return None;
         }
         let uid = self.store.read(|s| s.get(key).map(|o| o.metadata.uid.clone()))?;

@@ -24,6 +24,7 @@ mod logs;
 mod physical;
 mod pull_storm;
 mod rdd;
+mod resources;
 pub mod schedule;
 mod shapes;
 mod teardown;
@@ -145,6 +146,12 @@ pub fn all() -> &'static [Scenario] {
                 "logs",
                 "log sources under faults: containers printing bursts, ticks and both streams, pulls, failed starts; fast, slow, early, cancelled and stalled readers of every source; deletions with readers attached",
                 logs::generate,
+                logical::two_processes,
+            ),
+            builtin(
+                "resources",
+                "networks, volumes, built images and copied files beside containers: strangers holding names, replaceExisting, retain, the built-in bridge tracked, containers attached with aliases and mounting volumes (some before these exist), strangers' containers using them, deletes while in use, external removal, builds that succeed or fail, namespace deletes",
+                resources::generate,
                 logical::two_processes,
             ),
             rdd::scenario(true),

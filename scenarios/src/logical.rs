@@ -344,5 +344,9 @@ pub fn mixed(rng: &mut ChaCha8Rng) -> Workload {
         w.ops.extend(crate::logs::generate(rng).ops);
         w.ops.sort_by_key(|o| o.at);
     }
+    if chance(rng, 0.3) {
+        // Networks and volumes, and containers using them, in a namespace of their own.
+        crate::resources::add_resources(rng, &mut w);
+    }
     w
 }

@@ -121,6 +121,8 @@ pub fn generate(rng: &mut ChaCha8Rng) -> Workload {
             mounts: shapes::mounts(rng, flaw == Flaw::Mount),
             env: shapes::env(rng, flaw == Flaw::Env, j).into_iter().map(|e| (e.name, e.value)).collect(),
             container_name,
+            networks: Vec::new(),
+            files: Vec::new(),
         };
         ops.at(created, ClientOp::CreateContainer(container.clone()));
         if chance(rng, 0.2) {

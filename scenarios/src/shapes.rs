@@ -77,7 +77,7 @@ pub fn mounts(rng: &mut ChaCha8Rng, invalid: bool) -> Vec<Mount> {
             0 => vec![mount("/srv/data", "data")],
             1 => vec![mount("/srv/a", "/data"), mount("/srv/b", "/data")],
             2 => vec![mount("/srv/root", "/")],
-            _ => vec![mount("named-volume", "/data")],
+            _ => vec![mount("named_volume", "/data")],
         };
     }
     if chance(rng, 0.3) { vec![mount("/srv/data", "/data")] } else { Vec::new() }

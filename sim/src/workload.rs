@@ -263,6 +263,12 @@ pub struct ContainerOp {
     pub env: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_name: Option<String>,
+    /// `ContainerNetwork`s of the namespace to attach to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<drydock_engine::api::container::NetworkAttachment>,
+    /// Files copied in before the first start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<drydock_engine::api::container::CopiedFile>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -284,6 +290,30 @@ pub enum ExternalOp {
     /// A process that then dies takes the pull lease of `reference` for `seconds`: engines must
     /// wait for it to expire, then take it over.
     HoldLease { reference: String, seconds: u64 },
+    /// `docker network create NAME`: a stranger holding a network name.
+    CreateNetwork { name: String },
+    /// `docker network rm NAME`.
+    RemoveNetwork { name: String },
+    /// Someone writes a build context directory `dir` on the runtime's host: relative path ->
+    /// contents (a Dockerfile among them).
+    WriteContext { dir: String, files: BTreeMap<String, String> },
+    /// `docker rm -f NAME` of a stranger's own container (not a fault: its owner's business).
+    RemoveOwn { name: String },
+    /// `docker volume create NAME`: a stranger holding a volume name.
+    CreateVolume { name: String },
+    /// `docker volume rm NAME`.
+    RemoveVolume { name: String },
+    /// `docker run -d --name NAME [--network NETWORK] [-v VOLUME:/data] busybox sleep SECONDS`:
+    /// a stranger's container attached to a network or using a volume (drydock's or not), running
+    /// for a while.
+    RunUsing {
+        name: String,
+        seconds: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        network: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        volume: Option<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -216,6 +216,31 @@ pub(crate) fn validate_networks(path: &str, networks: &[NetworkAttachment]) -> V
     errors
 }
 
+/// Copied files: an absolute destination that names a file (not `/`, not ending in `/`), each
+/// once, a mode of permission bits only.
+pub(crate) fn validate_files(path: &str, files: &[CopiedFile]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let destination = &file.destination;
+        let cleaned = clean_path(destination);
+        if !destination.starts_with('/') || destination.ends_with('/') || cleaned == "/" {
+            errors.push(FieldError::new(
+                format!("{path}[{i}].destination"),
+                format!("{destination:?} must be the absolute path of a file"),
+            ));
+        } else if let Some(j) = files[..i].iter().position(|f| clean_path(&f.destination) == cleaned) {
+            errors.push(FieldError::new(
+                format!("{path}[{i}].destination"),
+                format!("{cleaned} is already copied by {path}[{j}]"),
+            ));
+        }
+        if file.mode > 0o7777 {
+            errors.push(FieldError::new(format!("{path}[{i}].mode"), format!("{:o} is not a file mode", file.mode)));
+        }
+    }
+    errors
+}
+
 /// Whether a mount's source names a `ContainerVolume` (rather than a host path).
 pub fn is_volume_source(source: &str) -> bool {
     !source.starts_with('/')

@@ -1,9 +1,11 @@
-//! `ContainerImage`: an image the runtime must have, pulled by policy and pinned by id.
+//! `ContainerImage`: an image the runtime must have, pulled by policy (or built from a context
+//! directory) and pinned by id.
 
 use super::object::Resource;
 use super::runtime_names::validate_image_reference;
 use super::validation::FieldError;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// An image the runtime must have: pulled per `pullPolicy`, its first verified id pinned for the
 /// resource's life. Deleting it never removes the runtime image.
@@ -25,10 +27,34 @@ fn default_pull_retry_limit() -> u32 {
     3
 }
 
+/// How to build an image instead of pulling it (`docker build`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImageBuildSpec {
+    /// Absolute path of the context directory on the runtime's host.
+    pub context: String,
+    /// The Dockerfile's path inside the context (`Dockerfile` by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dockerfile: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub build_args: BTreeMap<String, String>,
+    /// The stage to build; the last one if none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Labels the built image carries.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerImageSpec {
+    /// The reference to pull; with `build`, the tag the built image gets.
     pub image: String,
+    /// Build the image (once, to pin its id, whatever is present under the tag) instead of
+    /// pulling it. Its output is the image's `stdout`, as a pull's is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<ImageBuildSpec>,
     #[serde(default)]
     pub pull_policy: PullPolicy,
     /// Retries after the first failed pull: 0 means exactly one attempt.
@@ -40,6 +66,7 @@ impl Default for ContainerImageSpec {
     fn default() -> Self {
         ContainerImageSpec {
             image: String::new(),
+            build: None,
             pull_policy: PullPolicy::default(),
             pull_retry_limit: default_pull_retry_limit(),
         }
@@ -87,10 +114,33 @@ impl Resource for ContainerImage {
 }
 
 pub(crate) fn validate(spec: &ContainerImageSpec) -> Vec<FieldError> {
-    match validate_image_reference(&spec.image) {
-        Ok(()) => Vec::new(),
-        Err(message) => vec![FieldError::new("spec.image", message)],
+    let mut errors = Vec::new();
+    if let Err(message) = validate_image_reference(&spec.image) {
+        errors.push(FieldError::new("spec.image", message));
     }
+    if let Some(build) = &spec.build {
+        if spec.pull_policy == PullPolicy::Never {
+            errors.push(FieldError::new(
+                "spec.pullPolicy",
+                "pullPolicy never cannot be used with spec.build: a build is how the image is made",
+            ));
+        }
+        if !build.context.starts_with('/') {
+            errors.push(FieldError::new(
+                "spec.build.context",
+                format!("{:?} must be an absolute path on the runtime's host", build.context),
+            ));
+        }
+        if let Some(dockerfile) = &build.dockerfile
+            && (dockerfile.is_empty() || dockerfile.starts_with('/') || dockerfile.split('/').any(|p| p == ".."))
+        {
+            errors.push(FieldError::new(
+                "spec.build.dockerfile",
+                format!("{dockerfile:?} must be a path inside the context"),
+            ));
+        }
+    }
+    errors
 }
 
 /// The spec is immutable.

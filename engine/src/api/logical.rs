@@ -2,8 +2,8 @@
 //! containers and images.
 
 use super::container::{
-    CopiedFile, EnvVar, Mount, NetworkAttachment, PortMapping, check_env_name, container_name_claim, validate_mounts,
-    validate_networks, validate_ports,
+    CopiedFile, EnvVar, Mount, NetworkAttachment, PortMapping, check_env_name, container_name_claim, validate_files,
+    validate_mounts, validate_networks, validate_ports,
 };
 use super::meta::{Condition, Uid};
 use super::object::{Object, Resource};
@@ -183,5 +183,6 @@ pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<FieldError> {
     errors.extend(validate_ports("spec.ports", &spec.ports));
     errors.extend(validate_mounts("spec.mounts", &spec.mounts));
     errors.extend(validate_networks("spec.networks", &spec.networks));
+    errors.extend(validate_files("spec.files", &spec.files));
     errors
 }

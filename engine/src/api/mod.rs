@@ -37,7 +37,7 @@ pub mod runtime_resource;
 pub mod validation;
 pub mod volume;
 
-pub use image::{ContainerImage, ContainerImageSpec, ContainerImageStatus, ImagePhase, PullPolicy};
+pub use image::{ContainerImage, ContainerImageSpec, ContainerImageStatus, ImageBuildSpec, ImagePhase, PullPolicy};
 pub use lease::{Lease, LeaseSpec};
 pub use meta::{Condition, ConditionStatus, ObjectMeta, OwnerReference, Uid};
 pub use namespace::{Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus};

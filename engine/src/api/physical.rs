@@ -1,8 +1,8 @@
 //! `PhysicalContainer`: one runtime container, created from an image or tracked by id.
 
 use super::container::{
-    Mount, NetworkAttachment, PortMapping, check_env_name, container_name_claim, validate_mounts, validate_networks,
-    validate_ports,
+    CopiedFile, Mount, NetworkAttachment, PortMapping, check_env_name, container_name_claim, validate_files,
+    validate_mounts, validate_networks, validate_ports,
 };
 use super::object::{Object, Resource};
 use super::runtime_names::{RUNTIME_NAME_RULE, is_container_name, validate_image_reference};
@@ -44,6 +44,10 @@ pub struct PhysicalContainerSpec {
     /// created once they are Ready. None: the runtime's default network.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<NetworkAttachment>,
+    /// Files copied into the created container before its first start (DCP's `createFiles`);
+    /// a copy that fails for good fails the object (`FileCopyFailed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<CopiedFile>,
     /// Runtime container name; defaults to `<namespace>-<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_name: Option<String>,
@@ -143,6 +147,10 @@ pub(crate) fn validate(spec: &PhysicalContainerSpec) -> Vec<FieldError> {
     errors.extend(validate_ports("spec.ports", &spec.ports));
     errors.extend(validate_mounts("spec.mounts", &spec.mounts));
     errors.extend(validate_networks("spec.networks", &spec.networks));
+    errors.extend(validate_files("spec.files", &spec.files));
+    if spec.container_id.is_some() && !spec.files.is_empty() {
+        errors.push(FieldError::new("spec.files", "files are copied only into a container drydock creates"));
+    }
     errors
 }
 

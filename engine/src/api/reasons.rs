@@ -28,6 +28,11 @@ pub const PULL_FAILED: &str = "PullFailed";
 /// `ContainerImage` `Failed`: the runtime refused a pull or an inspection of the reference as
 /// invalid: no attempt can succeed.
 pub const REFERENCE_REFUSED: &str = "ReferenceRefused";
+/// `ContainerImage` `Failed`: the build failed (a step failed, a bad Dockerfile, a missing
+/// context): the same inputs fail the same way, so it is not retried.
+pub const BUILD_FAILED: &str = "BuildFailed";
+/// `PhysicalContainer` `Failed`: copying its files into the created container failed.
+pub const FILE_COPY_FAILED: &str = "FileCopyFailed";
 /// `ContainerImage` `Failed`: the image was pulled, but inspecting it kept answering NotFound.
 pub const NOT_VERIFIED: &str = "NotVerified";
 

@@ -16,6 +16,11 @@
 //! - A NotFound on the inspection right after a pull is retried within a bounded budget (reset
 //!   after a successful inspection) without pulling again.
 //! - Deleting the resource cancels an in-flight pull; the runtime image is never removed.
+//! - With `spec.build` the image is built instead of pulled, whatever the policy (a build is how
+//!   it is made; a tag already present may be stale), under the same lease, the same attempt
+//!   count and the same verification and pinning; a build the runtime fails as invalid (a step
+//!   that fails, a bad Dockerfile) is `Failed` (`BuildFailed`) at once, with the builder's
+//!   message. Its output is the image's `stdout`, as a pull's progress is.
 
 use crate::api::{
     ContainerImage, ContainerImageSpec, ContainerImageStatus, ImagePhase, Object, ObjectKey, PullPolicy, Resource, Uid,
@@ -23,7 +28,7 @@ use crate::api::{
 };
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::lease::{Acquire, LeaseClient, lease_name};
-use crate::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
+use crate::runtime::{ImageBuild, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use crate::store::StoreResult;
 use crate::time::{MonoTime, Now};
 use crate::toolkit::{self, Cleanup, Finalizer, OpTracker, Retry, RetryPolicy, write_status};
@@ -83,6 +88,8 @@ enum Step {
 #[derive(Debug)]
 struct Image {
     policy: PullPolicy,
+    /// Built, not pulled.
+    build: bool,
     step: Step,
     /// A verified id not yet written to status.
     verified: Option<String>,
@@ -100,9 +107,10 @@ struct Image {
 type Tracked = toolkit::Tracked<Op, Image>;
 
 impl Image {
-    fn new(policy: PullPolicy, status: &ContainerImageStatus) -> Self {
+    fn new(policy: PullPolicy, build: bool, status: &ContainerImageStatus) -> Self {
         Image {
             policy,
+            build,
             step: Step::Start,
             verified: None,
             pull_attempts: status.pull_attempts,
@@ -153,7 +161,7 @@ impl ContainerImageController {
         let status = obj.status::<ContainerImage>().map_err(|e| ReconcileError(e.to_string()))?;
         let now = ctx.now();
         let monitor = self.monitor_interval;
-        let t = &mut self.ops.entry_with(obj, || Image::new(spec.pull_policy, &status)).state;
+        let t = &mut self.ops.entry_with(obj, || Image::new(spec.pull_policy, spec.build.is_some(), &status)).state;
         // Pinned: only watch that it stays.
         if let Some(pinned) = status.image_id.clone().or_else(|| t.verified.clone()) {
             let stale = t.inspected_at.is_none_or(|at| now.mono.since(at) >= monitor);
@@ -184,6 +192,10 @@ impl ContainerImageController {
         let reference = spec.image.clone();
         match t.step.clone() {
             Step::Start => match spec.pull_policy {
+                _ if spec.build.is_some() => {
+                    t.step = Step::NeedPull;
+                    self.advance(ctx, obj)
+                }
                 PullPolicy::Always => {
                     t.step = Step::NeedPull;
                     self.advance(ctx, obj)
@@ -230,7 +242,7 @@ impl ContainerImageController {
                 let Some(t) = self.ops.get_mut(&uid).map(|t| &mut t.state) else { return Ok(Action::done()) };
                 match t.step.clone() {
                     // The image may have arrived while we waited for the lease.
-                    Step::NeedPull if spec.pull_policy == PullPolicy::Missing => {
+                    Step::NeedPull if spec.pull_policy == PullPolicy::Missing && spec.build.is_none() => {
                         t.step = Step::Recheck;
                         self.runtime(
                             ctx,
@@ -248,7 +260,7 @@ impl ContainerImageController {
                     // The attempt is durably counted (our write is in the cache): pull.
                     Step::Counting { attempt } if status.pull_attempts >= attempt => {
                         t.step = Step::PullNow;
-                        self.runtime(ctx, &uid, Op::Pull, RuntimeRequest::PullImage { reference: spec.image.clone() })?;
+                        self.runtime(ctx, &uid, Op::Pull, make_request(spec))?;
                         // Come back to renew the lease for as long as the pull takes.
                         Ok(Action::requeue(PULL_LEASE_DURATION / 4))
                     }
@@ -306,11 +318,15 @@ impl ContainerImageController {
                 Step::Recheck => t.step = Step::PullNow,
                 _ => t.step = Step::NeedPull,
             },
-            (Op::Pull, Ok(RuntimeReply::Pulled { progress })) => {
+            (Op::Pull, Ok(RuntimeReply::Pulled { progress } | RuntimeReply::Built { progress })) => {
                 let skip = progress.len().saturating_sub(PROGRESS_LINES);
                 t.progress = progress[skip..].to_vec();
                 t.step = Step::Verify { budget: VERIFY_BUDGET };
                 t.waiting = None;
+            }
+            // The builder failed on these inputs: they fail the same way every time.
+            (Op::Pull, Err(RuntimeError::Invalid(message))) if t.build => {
+                t.failure = Some((reasons::BUILD_FAILED, format!("the build failed: {message}")));
             }
             // The runtime says no pull of this reference can succeed: spend no more attempts.
             (Op::Pull, Err(RuntimeError::Invalid(message))) => {
@@ -319,7 +335,8 @@ impl ContainerImageController {
             }
             (Op::Pull, Err(error)) => {
                 t.step = Step::NeedPull;
-                let failed = format!("pull attempt {} failed: {error}", t.pull_attempts);
+                let what = if t.build { "build" } else { "pull" };
+                let failed = format!("{what} attempt {} failed: {error}", t.pull_attempts);
                 t.waiting = Some(failed.clone());
                 t.pull_error = Some(failed);
                 // Counted by attempts (kept in status), not by failures in a row.
@@ -423,6 +440,21 @@ impl ContainerImageController {
             }
         }
         result
+    }
+}
+
+/// The request that makes the image: a pull of the reference, or a build tagged with it.
+fn make_request(spec: &ContainerImageSpec) -> RuntimeRequest {
+    match &spec.build {
+        None => RuntimeRequest::PullImage { reference: spec.image.clone() },
+        Some(build) => RuntimeRequest::BuildImage(ImageBuild {
+            context: build.context.clone(),
+            dockerfile: build.dockerfile.clone().unwrap_or_else(|| "Dockerfile".into()),
+            build_args: build.build_args.clone(),
+            target: build.target.clone(),
+            labels: build.labels.clone(),
+            tag: spec.image.clone(),
+        }),
     }
 }
 

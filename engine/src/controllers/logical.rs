@@ -186,6 +186,7 @@ impl LogicalContainerController {
                 // Networks stay out of the lifecycle key, as aliases do: they are passed down,
                 // never a reason to replace a persistent container.
                 networks: spec.networks.clone(),
+                files: spec.files.clone(),
                 // A drydock container with another key is replaced; `replace` asks for it always.
                 replace_existing: spec.replace || matches!(other, Some(Found::Ours { .. })),
                 ..Default::default()

@@ -414,7 +414,12 @@ fn an_image_that_can_never_be_pulled_fails_its_containers_and_their_logical_cont
     let mut runtime = Runtime::new();
     runtime.pull_error = Some(RuntimeError::NotFound("pull access denied for ghost, repository does not exist".into()));
     let mut w = World::new(runtime);
-    let image = ContainerImageSpec { image: "ghost:1".into(), pull_policy: PullPolicy::Missing, pull_retry_limit: 1 };
+    let image = ContainerImageSpec {
+        image: "ghost:1".into(),
+        pull_policy: PullPolicy::Missing,
+        pull_retry_limit: 1,
+        build: None,
+    };
     let image_key = w.create::<ContainerImage>("ghost", &image);
     let pc = PhysicalContainerSpec { image_ref: Some("ghost".into()), ..Default::default() };
     let pc_key = w.create::<PhysicalContainer>("by-ref", &pc);
@@ -445,7 +450,12 @@ fn a_pull_the_runtime_refuses_fails_at_once() {
     let mut runtime = Runtime::new();
     runtime.pull_error = Some(RuntimeError::Invalid("invalid reference format".into()));
     let mut w = World::new(runtime);
-    let image = ContainerImageSpec { image: "ghost:1".into(), pull_policy: PullPolicy::Always, pull_retry_limit: 5 };
+    let image = ContainerImageSpec {
+        image: "ghost:1".into(),
+        pull_policy: PullPolicy::Always,
+        pull_retry_limit: 5,
+        build: None,
+    };
     let key = w.create::<ContainerImage>("ghost", &image);
     w.run_for(Duration::from_secs(10));
 

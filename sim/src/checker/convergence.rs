@@ -1,10 +1,11 @@
 //! Desired state equals actual state: the predicate the liveness phase waits for.
 
 use super::View;
+use drydock_engine::api::container::is_volume_source;
 use drydock_engine::api::logical::{LogicalContainer, LogicalMode, LogicalPhase};
 use drydock_engine::api::{
-    ContainerImage, ContainerPhase, ImagePhase, Lease, Namespace, NamespacePhase, Object, ObjectKey, PhysicalContainer,
-    PullPolicy, Resource, Uid, names,
+    ContainerImage, ContainerNetwork, ContainerPhase, ContainerVolume, ImagePhase, Lease, Namespace, NamespacePhase,
+    Object, ObjectKey, PhysicalContainer, PullPolicy, Resource, ResourcePhase, RuntimeResourceStatus, Uid, names,
 };
 use drydock_engine::runtime::ContainerState;
 
@@ -13,6 +14,7 @@ use drydock_engine::runtime::ContainerState;
 pub fn desired_equals_actual(view: &View<'_>) -> Result<(), String> {
     namespaces_settled(view)?;
     images_settled(view)?;
+    networks_and_volumes_settled(view)?;
     containers_settled(view)?;
     logicals_settled(view)?;
     leases_released(view)?;
@@ -129,14 +131,70 @@ fn leases_released(view: &View<'_>) -> Result<(), String> {
     Ok(())
 }
 
-/// A container waiting for an image that will never be Ready is settled.
+/// A container waiting for an image that will never be Ready, or for a network or volume object
+/// that does not exist or is being deleted, is settled.
 fn waits_for_unready_image(view: &View<'_>, pc: &Object, spec: &drydock_engine::api::PhysicalContainerSpec) -> bool {
-    let Some(name) = &spec.image_ref else { return false };
     let ns = pc.metadata.namespace.as_deref().unwrap_or_default();
+    // Absent, or on its way out (what it waits for will never be Ready).
+    let absent = |kind: &str, name: &str| {
+        view.store.get(&ObjectKey::namespaced(kind, ns, name)).is_none_or(|o| o.metadata.is_deleting())
+    };
+    if spec.networks.iter().any(|n| absent(ContainerNetwork::KIND, &n.name))
+        || spec.mounts.iter().any(|m| is_volume_source(&m.source) && absent(ContainerVolume::KIND, &m.source))
+    {
+        return true;
+    }
+    let Some(name) = &spec.image_ref else { return false };
     match view.store.get(&ObjectKey::namespaced(ContainerImage::KIND, ns, name)) {
         None => true,
         Some(image) => image_settled(view, image) == Some(false),
     }
+}
+
+/// Networks and volumes: Ready ones exist in the runtime, Missing ones do not, none is Pending.
+fn networks_and_volumes_settled(view: &View<'_>) -> Result<(), String> {
+    for kind in [ContainerNetwork::KIND, ContainerVolume::KIND] {
+        for object in view.store.list(Some(kind), None) {
+            let key = object.key();
+            let status: RuntimeResourceStatus =
+                serde_json::from_value(object.status.clone()).map_err(|e| format!("{key}: {e}"))?;
+            if object.metadata.is_deleting() {
+                // A volume a container still mounts is waited for (never forced), like a
+                // Kubernetes claim in use.
+                let in_use = kind == ContainerVolume::KIND
+                    && status.runtime_id.as_deref().is_some_and(|name| {
+                        view.runtime.containers().any(|c| view.runtime.mounts_of(&c.id).any(|m| m == name))
+                    });
+                if in_use {
+                    continue;
+                }
+                return Err(format!("{key} is still being deleted"));
+            }
+            // Its own: created for it (its uid label), or the one it tracks. A volume is known by
+            // its name, which another may hold once the object's was removed.
+            let tracked = ["networkId", "volumeId"].iter().any(|f| object.spec.get(*f).is_some_and(|v| !v.is_null()));
+            let ours = |labels: &std::collections::BTreeMap<String, String>| {
+                tracked || labels.get(names::LABEL_OWNER_UID) == Some(&object.metadata.uid.0)
+            };
+            let exists = status.runtime_id.as_deref().is_some_and(|id| {
+                if kind == ContainerNetwork::KIND {
+                    view.runtime.networks().any(|n| n.id == id && ours(&n.labels))
+                } else {
+                    view.runtime.volume_infos().any(|v| v.name == id && ours(&v.labels))
+                }
+            });
+            let ok = match status.phase {
+                ResourcePhase::Pending => false,
+                ResourcePhase::Ready => exists,
+                ResourcePhase::Missing => !exists,
+                ResourcePhase::Failed => true,
+            };
+            if !ok {
+                return Err(format!("{key}: phase {:?} but its runtime object exists: {exists}", status.phase));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn containers_settled(view: &View<'_>) -> Result<(), String> {

@@ -28,6 +28,16 @@ impl SimRuntime {
         self.volumes.keys().map(String::as_str)
     }
 
+    /// The named volumes with their labels, in name order (for checkers).
+    pub fn volume_infos(&self) -> impl Iterator<Item = VolumeInfo> + '_ {
+        self.volumes.iter().map(|(name, v)| VolumeInfo { name: name.clone(), labels: v.labels.clone() })
+    }
+
+    /// The sources of container `id`'s mounts: host paths and volume names (for checkers).
+    pub fn mounts_of(&self, id: &str) -> impl Iterator<Item = &str> {
+        self.containers.get(id).into_iter().flat_map(|c| c.mounts.iter().map(|m| m.source.as_str()))
+    }
+
     /// `docker volume rm NAME`: `Conflict` while a container (in any state) mounts it,
     /// `NotFound` if there is no such volume.
     pub fn remove_volume(&mut self, name: &str) -> Result<(), RuntimeError> {

@@ -10,13 +10,16 @@ use crate::facts::process_identity;
 use crate::probes::Probe;
 use crate::workload::{ClientOp, ContainerOp, ExternalOp, Owner, Target, merge_patch};
 use drydock_engine::MonoTime;
+use drydock_engine::api::container::{Mount, NetworkAttachment};
 use drydock_engine::api::logical::LogicalContainer;
 use drydock_engine::api::{
     ContainerImage, ContainerImageSpec, Lease, LeaseSpec, Namespace, NamespaceSpec, Object, ObjectKey, ObjectMeta,
     PhysicalContainer, PhysicalContainerSpec, Resource, names,
 };
 use drydock_engine::controllers::image::pull_lease_name;
-use drydock_engine::runtime::{ContainerCreate, RuntimeRequest};
+use drydock_engine::runtime::{
+    ContainerCreate, NetworkCreate, RuntimeReply, RuntimeRequest, RuntimeResult, VolumeCreate,
+};
 use drydock_engine::store::{DeleteOptions, Propagation, StoreError, StoreReply};
 use drydock_faults::FaultKind;
 use std::sync::Arc;
@@ -57,6 +60,7 @@ impl World<'_> {
                     image: image.clone(),
                     pull_policy: *pull_policy,
                     pull_retry_limit: *pull_retry_limit,
+                    build: None,
                 };
                 self.store
                     .create(wall, Object::from_spec::<ContainerImage>(ObjectMeta::named(Some(namespace), name), &spec))
@@ -133,7 +137,17 @@ impl World<'_> {
                         Some(FaultKind::ExternalRemoval)
                     }
                     ExternalOp::HoldLease { .. } => Some(FaultKind::ForeignLease),
-                    ExternalOp::CreateContainer { .. } | ExternalOp::Push { .. } | ExternalOp::Leftover { .. } => None,
+                    ExternalOp::RemoveNetwork { .. } | ExternalOp::RemoveVolume { .. } => {
+                        Some(FaultKind::ExternalRemoval)
+                    }
+                    ExternalOp::CreateContainer { .. }
+                    | ExternalOp::Push { .. }
+                    | ExternalOp::Leftover { .. }
+                    | ExternalOp::CreateNetwork { .. }
+                    | ExternalOp::CreateVolume { .. }
+                    | ExternalOp::RemoveOwn { .. }
+                    | ExternalOp::WriteContext { .. }
+                    | ExternalOp::RunUsing { .. } => None,
                 };
                 if let Some(kind) = fault
                     && !self.env.fires(kind)
@@ -224,6 +238,8 @@ impl World<'_> {
             mounts: c.mounts.clone(),
             env: c.env.clone(),
             container_name: c.container_name.clone(),
+            networks: c.networks.clone(),
+            files: c.files.clone(),
             ..Default::default()
         };
         Object::from_spec::<PhysicalContainer>(meta, &spec)
@@ -326,6 +342,33 @@ impl World<'_> {
             ExternalOp::Leftover { namespace, name, image, creator, retained } => {
                 self.leftover(namespace, name, image, *creator, *retained)
             }
+            ExternalOp::CreateNetwork { name } => {
+                let create = NetworkCreate { name: name.clone(), labels: Default::default() };
+                let result = self.runtime.execute(&RuntimeRequest::CreateNetwork(create));
+                self.env.note(format_args!("external docker network create {name} -> {}", outcome(&result)));
+            }
+            ExternalOp::RemoveNetwork { name } => {
+                let result = self.runtime.execute(&RuntimeRequest::RemoveNetwork { id: name.clone() });
+                self.env.note(format_args!("external docker network rm {name} -> {}", outcome(&result)));
+            }
+            ExternalOp::CreateVolume { name } => {
+                let create = VolumeCreate { name: name.clone(), labels: Default::default() };
+                let result = self.runtime.execute(&RuntimeRequest::CreateVolume(create));
+                self.env.note(format_args!("external docker volume create {name} -> {}", outcome(&result)));
+            }
+            ExternalOp::RemoveVolume { name } => {
+                let result = self.runtime.execute(&RuntimeRequest::RemoveVolume { name: name.clone() });
+                self.env.note(format_args!("external docker volume rm {name} -> {}", outcome(&result)));
+            }
+            ExternalOp::WriteContext { dir, files } => {
+                self.runtime.add_build_context(dir, files.clone());
+                self.env.note(format_args!("external: build context {dir} written ({} files)", files.len()));
+            }
+            ExternalOp::RemoveOwn { name } => {
+                let result = self.runtime.execute(&RuntimeRequest::RemoveContainer { id: name.clone(), force: true });
+                self.env.note(format_args!("external docker rm -f {name} (its own) -> {}", outcome(&result)));
+            }
+            ExternalOp::RunUsing { name, seconds, network, volume } => self.run_using(name, *seconds, network, volume),
             ExternalOp::Push { reference } => {
                 let digest = self.runtime.registry_push(reference);
                 self.env.note(format_args!(
@@ -334,6 +377,31 @@ impl World<'_> {
                 ));
             }
         }
+    }
+
+    /// A stranger's running container, attached to `network` and mounting `volume` at `/data`.
+    fn run_using(&mut self, name: &str, seconds: u64, network: &Option<String>, volume: &Option<String>) {
+        let create = ContainerCreate {
+            name: name.to_string(),
+            image: "busybox:latest".into(),
+            command: vec!["sleep".into(), seconds.to_string()],
+            mounts: volume
+                .iter()
+                .map(|v| Mount { source: v.clone(), target: "/data".into(), read_only: false })
+                .collect(),
+            networks: network.iter().map(|n| NetworkAttachment { name: n.clone(), aliases: Vec::new() }).collect(),
+            ..Default::default()
+        };
+        let result = self.runtime.execute(&RuntimeRequest::CreateContainer(create)).and_then(|reply| match reply {
+            RuntimeReply::Created { id } => self.runtime.execute(&RuntimeRequest::StartContainer { id }),
+            other => Ok(other),
+        });
+        self.env.note(format_args!(
+            "external docker run --name {name} network={} volume={} -> {}",
+            network.as_deref().unwrap_or("-"),
+            volume.as_deref().unwrap_or("-"),
+            outcome(&result)
+        ));
     }
 
     /// Plant a container an earlier life of engine `creator` made for an object the store lost.
@@ -364,5 +432,13 @@ impl World<'_> {
             if retained { " (retained)" } else { "" },
             if result.is_ok() { "created" } else { "failed" }
         ));
+    }
+}
+
+/// How an external command ended, for the trace's notes.
+fn outcome(result: &RuntimeResult) -> String {
+    match result {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("refused ({})", e.code()),
     }
 }

@@ -63,6 +63,10 @@ impl World<'_> {
                             | RuntimeRequest::ListContainers { .. }
                             | RuntimeRequest::InspectImage { .. }
                             | RuntimeRequest::ContainerEvents { .. }
+                            | RuntimeRequest::InspectNetwork { .. }
+                            | RuntimeRequest::ListNetworks { .. }
+                            | RuntimeRequest::InspectVolume { .. }
+                            | RuntimeRequest::ListVolumes { .. }
                     );
                     self.liveness.sent(now, &origin.key, true, changes, || request.describe());
                     self.send_runtime(now, process, id, request, &origin.key);

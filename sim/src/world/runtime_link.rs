@@ -111,7 +111,7 @@ impl RuntimeLink {
 
     /// `process` sent `request`: it reaches the daemon after its latency.
     pub fn send(&self, env: &mut Env, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
-        let pull = matches!(request, RuntimeRequest::PullImage { .. });
+        let pull = matches!(request, RuntimeRequest::PullImage { .. } | RuntimeRequest::BuildImage(_));
         let mut latency = env.draw(if pull { self.knobs.pull_latency } else { self.knobs.latency });
         if env.fires(FaultKind::SlowRuntime) {
             let factor = if pull { self.knobs.slow_pull_factor } else { self.knobs.slow_factor };
@@ -166,7 +166,8 @@ impl RuntimeLink {
     ) -> Option<Met> {
         let daemon_down = self.down_until.is_some_and(|until| now < until);
         let mut busy_until = None;
-        let hangs = !matches!(request, RuntimeRequest::PullImage { .. }) && env.fires(FaultKind::HungRuntime);
+        let hangs = !matches!(request, RuntimeRequest::PullImage { .. } | RuntimeRequest::BuildImage(_))
+            && env.fires(FaultKind::HungRuntime);
         let mut hidden = None;
         let result = if daemon_down {
             env.note(format_args!(" [daemon restarting: not applied]"));
@@ -292,8 +293,21 @@ impl RuntimeLink {
                 lost = true;
             }
         }
-        if let RuntimeRequest::RemoveContainer { .. } = request
+        if matches!(request, RuntimeRequest::CreateNetwork(_) | RuntimeRequest::CreateVolume(_))
             && told.is_ok()
+            && env.fires(FaultKind::UncertainCreate)
+        {
+            env.stats.uncertain_creates += 1;
+            env.note(format_args!(" [fault uncertain-create: reply lost]"));
+            told = Err(RuntimeError::Uncertain("connection reset by peer after the request was sent".into()));
+            lost = true;
+        }
+        if matches!(
+            request,
+            RuntimeRequest::RemoveContainer { .. }
+                | RuntimeRequest::RemoveNetwork { .. }
+                | RuntimeRequest::RemoveVolume { .. }
+        ) && told.is_ok()
             && env.fires(FaultKind::UncertainRemove)
         {
             env.note(format_args!(" [fault uncertain-remove: reply lost]"));

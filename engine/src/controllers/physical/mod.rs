@@ -306,6 +306,13 @@ impl PhysicalContainerController {
                 let stop = RuntimeRequest::StopContainer { id: runtime_id, timeout_secs: 10 };
                 return self.start_op(ctx, uid, Op::Stop, stop);
             }
+            // Its files go in before its first start (a container seen created has never run).
+            Some((ContainerState::Created, _))
+                if !spec.stop && !spec.files.is_empty() && spec.container_id.is_none() && !t.files_copied =>
+            {
+                let copy = RuntimeRequest::CopyFiles { id: runtime_id, files: spec.files.clone() };
+                return self.start_op(ctx, uid, Op::CopyFiles, copy);
+            }
             Some((ContainerState::Created, _)) if !spec.stop => {
                 return self.start_op(ctx, uid, Op::Start, RuntimeRequest::StartContainer { id: runtime_id });
             }

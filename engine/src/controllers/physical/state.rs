@@ -52,6 +52,8 @@ pub(super) enum Op {
     RemoveStranger,
     /// List by uid label after an uncertain create.
     Verify,
+    /// Copy `spec.files` into the created container, before its first start.
+    CopyFiles,
     Start,
     Stop,
     Inspect,
@@ -153,6 +155,8 @@ pub(super) struct Container {
     pub(super) retrying: Option<String>,
     pub(super) replace_existing: bool,
     pub(super) started_tracked: bool,
+    /// `spec.files` are in the created container.
+    pub(super) files_copied: bool,
     /// When the current run of NotFound answers began.
     notfound_since: Option<MonoTime>,
     /// NotFound answers in a row.
@@ -340,12 +344,27 @@ pub(super) fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
             (None, Some(Verify::AfterConflict)) => t.verify = Some(Verify::Holder),
             (None, _) => t.verify = None,
         },
+        (Op::CopyFiles, Ok(_)) => t.files_copied = true,
+        // Gone: what follows (the start, an inspection) finds out.
+        (Op::CopyFiles, Err(E::NotFound(_))) => t.inspected_at = None,
+        (Op::CopyFiles, Err(E::Invalid(message) | E::Conflict(message))) => {
+            let message = format!("copying the files into the container failed: {message}");
+            t.failure = Some(Failure::new(reasons::FILE_COPY_FAILED, message));
+        }
+        (Op::CopyFiles, Err(e)) => {
+            t.retrying = Some(format!("copying the files into the container failed, retrying: {e}"));
+            let _: Retry = retry.fail(Op::CopyFiles, now.mono, &RETRY);
+            return;
+        }
         (Op::Start, Ok(_)) => {
             t.observed = Some(Observed::State(ContainerState::Running, None));
             t.failed_start = None;
             t.retrying = None;
         }
-        (Op::Start, Err(e)) if !matches!(e, E::NotFound(_)) => t.start_failed(now, retry, e),
+        // A NotFound from a start is judged by the inspection that follows, as any failed start:
+        // a container that is gone is not found again; one that is there and records why (a
+        // network it is attached to was removed) failed to start, within the start budget.
+        (Op::Start, Err(e)) => t.start_failed(now, retry, e),
         // Stopped: inspect to learn the exit code.
         (Op::Stop, Ok(_)) => t.inspected_at = None,
         (Op::Inspect, Ok(R::Container(info))) => {
@@ -400,7 +419,7 @@ pub(super) fn handle_result(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
                 t.inspect_message = Some(format!("cannot inspect the runtime container ({attempts} attempts): {e}"));
             }
         }
-        (Op::Start | Op::Stop | Op::Inspect, Err(E::NotFound(_))) => t.not_found(now, retry),
+        (Op::Stop | Op::Inspect, Err(E::NotFound(_))) => t.not_found(now, retry),
         (Op::Remove, Ok(_) | Err(E::NotFound(_))) => {
             t.removed = true;
             t.cleanup_verified = false;

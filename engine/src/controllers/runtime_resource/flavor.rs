@@ -2,8 +2,8 @@
 //! reply names the object (an id for a network, the name for a volume).
 
 use crate::api::{
-    ContainerNetwork, ContainerNetworkSpec, ContainerVolume, ContainerVolumeSpec, Object, PhysicalContainer, Resource,
-    RuntimeResourceStatus,
+    ContainerNetwork, ContainerNetworkSpec, ContainerPhase, ContainerVolume, ContainerVolumeSpec, Object,
+    PhysicalContainer, Resource, RuntimeResourceStatus,
 };
 use crate::cache::Cache;
 use crate::runtime::{NetworkCreate, RuntimeReply, RuntimeRequest, VolumeCreate};
@@ -168,6 +168,22 @@ impl Flavor for Volume {
             _ => Vec::new(),
         }
     }
+}
+
+/// The physical containers of volume object `volume`'s namespace that mount it and have a
+/// runtime container: drydock's users of it, which its removal waits for without asking the
+/// runtime (their deletion wakes it).
+pub(crate) fn mounted_by_drydock(cache: &Cache, volume: &Object) -> Vec<String> {
+    cache
+        .list(PhysicalContainer::KIND, volume.metadata.namespace.as_deref())
+        .filter(|pc| {
+            let mounts =
+                pc.spec::<PhysicalContainer>().is_ok_and(|s| s.mounts.iter().any(|m| m.source == volume.metadata.name));
+            let status = pc.status::<PhysicalContainer>().unwrap_or_default();
+            mounts && status.runtime_id.is_some() && status.phase != ContainerPhase::Missing
+        })
+        .map(|pc| pc.metadata.name.clone())
+        .collect()
 }
 
 /// The runtime ids of the containers drydock attached to network object `network`: those of the

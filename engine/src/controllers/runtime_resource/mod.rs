@@ -34,7 +34,7 @@ use crate::runtime::{RuntimeError, RuntimeRequest, RuntimeResult};
 use crate::store::{StoreReply, StoreRequest, StoreResult};
 use crate::time::{MonoTime, Now};
 use crate::toolkit::{self, Cleanup, Finalizer, OpTracker, Retry, RetryPolicy, write_status};
-use flavor::{Flavor, Found, Network, Shape, Volume, attached_by_drydock};
+use flavor::{Flavor, Found, Network, Shape, Volume, attached_by_drydock, mounted_by_drydock};
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -87,6 +87,9 @@ struct State {
     runtime_id: Option<String>,
     /// The last inspection found it gone.
     missing: bool,
+    /// Whether what the last inspection found carries our uid label: a volume is known by its
+    /// name, which someone else may take once ours is removed behind our back.
+    found_ours: Option<bool>,
     inspected_at: Option<MonoTime>,
     /// Running containers attached, as an inspection since the last change found them
     /// (networks); `None`: look again.
@@ -104,7 +107,9 @@ struct State {
     seen_unstarted: bool,
     /// `Some(live)` once an uncached read of the object answered.
     confirmed: Option<bool>,
-    /// When removing it first found it in use.
+    /// Its namespace is being deleted (as of the last removal sent).
+    namespace_deleting: bool,
+    /// When a removal during its namespace's deletion first found it in use.
     in_use_since: Option<MonoTime>,
     /// Left in the runtime, in use, after [`IN_USE_GRACE`] of a namespace deletion.
     abandoned: bool,
@@ -195,6 +200,10 @@ impl<F: Flavor> RuntimeResourceController<F> {
         let now = ctx.now().mono;
         let monitor = self.monitor_interval;
         let t = &mut self.ops.entry(obj).state;
+        if shape.tracked.is_none() && t.found_ours == Some(false) {
+            // Ours was removed and the name taken by another: ours is gone.
+            t.missing = true;
+        }
         let stale = t.inspected_at.is_none_or(|at| now.since(at) >= monitor);
         if stale && !t.missing {
             return self.start_op(ctx, &obj.metadata.uid, Op::Inspect, F::inspect(id));
@@ -237,7 +246,7 @@ impl<F: Flavor> RuntimeResourceController<F> {
         uid: &Uid,
     ) -> ReconcileResult {
         let t = &mut self.ops.entry(obj).state;
-        if !(t.seen_unstarted || ctx.saw_created(uid)) && !t.label_checked {
+        if !(t.seen_unstarted || ctx.saw_created(uid) || t.label_checked) {
             if let Some(settled) = ctx.earlier_lives_pending() {
                 return Ok(Action::retry_after(settled - ctx.now().mono));
             }
@@ -282,38 +291,46 @@ impl<F: Flavor> RuntimeResourceController<F> {
             .is_none_or(|ns| ns.metadata.is_deleting());
         let now = ctx.now().mono;
         let drydock_attached = attached_by_drydock(ctx.cache(), obj);
+        let drydock_mounts = if F::WHAT == "volume" { mounted_by_drydock(ctx.cache(), obj) } else { Vec::new() };
         let t = &mut self.ops.entry(obj).state;
         if t.abandoned {
+            let message = format!(
+                "abandoned in the runtime: still in use {}s after its namespace began deleting",
+                IN_USE_GRACE.as_secs()
+            );
+            let next = RuntimeResourceStatus { message: Some(message), ..status.clone() };
+            write_status::<F::Kind>(ctx, obj, &status, next);
             return Ok(Cleanup::Done);
         }
         if !t.removed
             && let Some(id) = t.runtime_id.clone().or(status.runtime_id.clone())
         {
+            // Look at it first: is it still ours, and (a network) who is attached?
+            let Some(attached) = &t.attached else {
+                return self.start_op(ctx, &uid, Op::Inspect, F::inspect(id)).map(Cleanup::Waiting);
+            };
+            if t.found_ours == Some(false) {
+                // Ours is gone, its name taken by another since: nothing of ours to remove.
+                t.removed = true;
+                return self.cleanup(ctx, obj);
+            }
             if F::WHAT == "network" {
-                // Look at who is attached first, then disconnect ours one by one.
-                let Some(attached) = &t.attached else {
-                    return self.start_op(ctx, &uid, Op::Inspect, F::inspect(id)).map(Cleanup::Waiting);
-                };
+                // Disconnect ours one by one.
                 if let Some(ours) = attached.iter().find(|c| drydock_attached.contains(c)).cloned() {
                     let disconnect = RuntimeRequest::DisconnectNetwork { network: id, container: ours };
                     return self.start_op(ctx, &uid, Op::Disconnect, disconnect).map(Cleanup::Waiting);
                 }
             }
-            let t = &mut self.ops.entry(obj).state;
-            if let Some(since) = t.in_use_since
-                && namespace_deleting
-                && now >= since + IN_USE_GRACE
-                && F::WHAT == "volume"
-            {
-                t.abandoned = true;
-                let message = format!(
-                    "abandoned in the runtime: still in use {}s after its namespace began deleting",
-                    IN_USE_GRACE.as_secs()
-                );
+            if !drydock_mounts.is_empty() {
+                // Drydock's own users go first (their deletion wakes us): no runtime request
+                // meanwhile.
+                let message = format!("waiting for the containers that mount it: {}", drydock_mounts.join(", "));
                 let next = RuntimeResourceStatus { message: Some(message), ..status.clone() };
                 write_status::<F::Kind>(ctx, obj, &status, next);
-                return Ok(Cleanup::Done);
+                return Ok(Cleanup::Waiting(Action::done()));
             }
+            let t = &mut self.ops.entry(obj).state;
+            t.namespace_deleting = namespace_deleting;
             if let Some(waiting) = t.waiting.clone() {
                 let next = RuntimeResourceStatus { message: Some(waiting), ..status.clone() };
                 write_status::<F::Kind>(ctx, obj, &status, next);
@@ -394,6 +411,7 @@ fn handle_result<F: Flavor>(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
         }
         (Op::Inspect, Ok(reply)) => {
             if let Some(found) = F::found(reply) {
+                t.found_ours = Some(ours(&found));
                 t.runtime_id = Some(found.id);
                 t.attached = Some(found.attached);
             }
@@ -411,7 +429,16 @@ fn handle_result<F: Flavor>(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
             t.waiting = None;
         }
         (Op::Remove, Err(E::Conflict(message))) => {
-            t.in_use_since.get_or_insert(now.mono);
+            // Judged on the answer: in use now, for the whole grace of its namespace's deletion
+            // (a volume; a network's users are waited for).
+            if t.namespace_deleting {
+                let since = *t.in_use_since.get_or_insert(now.mono);
+                if F::WHAT == "volume" && now.mono >= since + IN_USE_GRACE {
+                    t.abandoned = true;
+                    retry.succeed(op);
+                    return;
+                }
+            }
             // Look again at who is attached before the next try.
             t.attached = None;
             t.waiting = Some(format!("waiting for the {} to be unused: {message}", F::WHAT));
@@ -453,20 +480,23 @@ impl<F: Flavor> Controller for RuntimeResourceController<F> {
     }
 
     fn watches(&self) -> Vec<Watch> {
-        let mut watches = vec![Watch::own(F::Kind::KIND), Watch::namespace_children(F::Kind::KIND)];
-        if F::WHAT == "network" {
-            // A container of ours leaving the network unblocks its removal.
-            watches.push(Watch::custom(PhysicalContainer::KIND, |pc, cache| {
-                let Ok(spec) = pc.spec::<PhysicalContainer>() else { return Vec::new() };
-                let ns = pc.metadata.namespace.as_deref().unwrap_or_default();
-                spec.networks
-                    .iter()
-                    .map(|n| ObjectKey::namespaced(F::Kind::KIND, ns, &n.name))
-                    .filter(|key| cache.get(key).is_some_and(|o| o.metadata.is_deleting()))
-                    .collect()
-            }));
-        }
-        watches
+        // A container of ours changing (leaving, going) may unblock the removal of a network it
+        // is attached to or a volume it mounts.
+        let uses = Watch::custom(PhysicalContainer::KIND, |pc, cache| {
+            let Ok(spec) = pc.spec::<PhysicalContainer>() else { return Vec::new() };
+            let ns = pc.metadata.namespace.as_deref().unwrap_or_default();
+            let names: Vec<&str> = if F::WHAT == "network" {
+                spec.networks.iter().map(|n| n.name.as_str()).collect()
+            } else {
+                spec.mounts.iter().map(|m| m.source.as_str()).filter(|s| !s.starts_with('/')).collect()
+            };
+            names
+                .into_iter()
+                .map(|name| ObjectKey::namespaced(F::Kind::KIND, ns, name))
+                .filter(|key| cache.get(key).is_some_and(|o| o.metadata.is_deleting()))
+                .collect()
+        });
+        vec![Watch::own(F::Kind::KIND), Watch::namespace_children(F::Kind::KIND), uses]
     }
 
     fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {

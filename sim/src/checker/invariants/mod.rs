@@ -13,6 +13,7 @@ mod images;
 mod logical;
 mod logs;
 mod reconciles;
+mod resources;
 
 use super::Invariant;
 use crate::catalog::catalog;
@@ -83,6 +84,10 @@ invariants! {
     LogFollowersEnd = ("log-followers-end", "a log follower never waits once its source is complete (the container's output drained, the pull settled) or its object is deleted: it ends at its reader's next read", logs::LogFollowersEnd),
     LogLinesInOrderOnce = ("log-lines-in-order-once", "a log reader sees each line in order, once, as the container printed it; one that keeps up reads all of a backing's lines before moving to the next, and never comes back", logs::LogLinesInOrderOnce),
     SystemRecordsTerminalFailures = ("system-records-terminal-failures", "every terminal failure (a status turning Failed) is in its object's system stream, with its message, before the status is stored", logs::SystemRecordsTerminalFailures),
+    UniqueResourceOwner = ("unique-resource-owner", "no two runtime networks, and no two runtime volumes, carry the same owner uid label", resources::UniqueResourceOwner),
+    NoResourceLeakAfterNamespaceDelete = ("no-resource-leak-after-namespace-delete", "when a namespace is gone, no network or volume created for it remains, unless retained or (a volume) still used by a container of another namespace or none", resources::NoResourceLeakAfterNamespaceDelete),
+    BuiltinNetworksUntouched = ("builtin-networks-untouched", "drydock never creates, removes or disconnects from a built-in network (bridge, host, none), and they stay", resources::BuiltinNetworksUntouched),
+    RemovesOnlyItsOwn = ("removes-only-its-own", "an object removes only the network or volume created for it, or with replaceExisting the stranger holding its runtime name; never a tracked one", resources::RemovesOnlyItsOwn),
     ReconcilesNeverOverlap = ("reconciles-never-overlap", "in one process, no reconcile of a controller and key sends a request while an earlier reconcile of them still waits for store replies", reconciles::ReconcilesNeverOverlap),
 }
 

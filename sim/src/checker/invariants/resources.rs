@@ -1,0 +1,191 @@
+//! Invariants about runtime networks and volumes: one per object, none left of a deleted
+//! namespace, built-in networks untouched, and nothing removed that drydock did not create for
+//! the object removing it.
+//!
+//! A volume is never force-removed by construction: the runtime contract's `RemoveVolume` has no
+//! force to ask for (on Podman a forced removal takes the containers using it with it).
+
+use super::named;
+use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
+use drydock_engine::api::{ContainerNetwork, ContainerVolume, Namespace, Object, Resource, names};
+use drydock_engine::runtime::{BUILTIN_NETWORKS, RuntimeRequest, is_builtin_network};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A runtime network or volume as the checks see it.
+struct Held {
+    what: &'static str,
+    id: String,
+    name: String,
+    labels: BTreeMap<String, String>,
+}
+
+fn held(view: &View<'_>) -> Vec<Held> {
+    let networks = view.runtime.networks().map(|n| Held { what: "network", id: n.id, name: n.name, labels: n.labels });
+    let volumes = view.runtime.volume_infos().map(|v| Held {
+        what: "volume",
+        id: v.name.clone(),
+        name: v.name,
+        labels: v.labels,
+    });
+    networks.chain(volumes).collect()
+}
+
+fn retained(labels: &BTreeMap<String, String>) -> bool {
+    labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true")
+}
+
+/// No two runtime networks, and no two runtime volumes, carry the same owner uid label.
+#[derive(Default)]
+pub(super) struct UniqueResourceOwner;
+
+impl Invariant for UniqueResourceOwner {
+    named!(UniqueResourceOwner);
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        let held = held(view);
+        let mut seen: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+        for h in &held {
+            if let Some(uid) = h.labels.get(names::LABEL_OWNER_UID)
+                && let Some(other) = seen.insert((h.what, uid), &h.id)
+            {
+                return Err(format!("runtime {}s {other} and {} both carry owner uid {uid}", h.what, h.id));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// When a namespace is gone, no network or volume created for it remains, unless retained, or
+/// (a volume) abandoned because a container that is not the namespace's still uses it.
+#[derive(Default)]
+pub(super) struct NoResourceLeakAfterNamespaceDelete;
+
+impl Invariant for NoResourceLeakAfterNamespaceDelete {
+    named!(NoResourceLeakAfterNamespaceDelete);
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        let namespaces: BTreeSet<String> =
+            view.store.list(Some(Namespace::KIND), None).iter().map(|ns| ns.metadata.uid.0.clone()).collect();
+        for h in held(view) {
+            let Some(ns_uid) = h.labels.get(names::LABEL_NAMESPACE_UID) else { continue };
+            if retained(&h.labels) || namespaces.contains(ns_uid) {
+                continue;
+            }
+            let used_by_stranger = h.what == "volume"
+                && view.runtime.containers().any(|c| {
+                    c.labels.get(names::LABEL_NAMESPACE_UID) != Some(ns_uid)
+                        && view.runtime.mounts_of(&c.id).any(|source| source == h.name.as_str())
+                });
+            if !used_by_stranger {
+                let ns = h.labels.get(names::LABEL_NAMESPACE).map_or("?", String::as_str);
+                return Err(format!("namespace {ns} (uid {ns_uid}) is gone but runtime {} {} remains", h.what, h.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The built-in networks are never created, removed or replaced by drydock, and stay.
+#[derive(Default)]
+pub(super) struct BuiltinNetworksUntouched {
+    seen: Seen,
+}
+
+impl Invariant for BuiltinNetworksUntouched {
+    named!(BuiltinNetworksUntouched);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeSent]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Happening::RuntimeSent { process, request, issuer, .. } = happening else { return };
+        let touched = match request {
+            RuntimeRequest::CreateNetwork(create) => is_builtin_network(&create.name).then(|| create.name.clone()),
+            RuntimeRequest::RemoveNetwork { id } | RuntimeRequest::DisconnectNetwork { network: id, .. } => view
+                .runtime
+                .networks()
+                .find(|n| (n.id == *id || n.name == *id) && is_builtin_network(&n.name))
+                .map(|n| n.name.clone()),
+            _ => None,
+        };
+        if let Some(name) = touched {
+            self.seen
+                .flag(format!("p{process} sent {} for {issuer}: {name} is a built-in network", request.describe()));
+        }
+    }
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        self.seen.check()?;
+        for builtin in BUILTIN_NETWORKS {
+            if !view.runtime.networks().any(|n| n.name == builtin) {
+                return Err(format!("the built-in network {builtin} is gone"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An object removes only a network or volume created for it, or, with `replaceExisting`, the
+/// stranger holding its runtime name; never a tracked one, never another object's.
+#[derive(Default)]
+pub(super) struct RemovesOnlyItsOwn {
+    seen: Seen,
+}
+
+impl Invariant for RemovesOnlyItsOwn {
+    named!(RemovesOnlyItsOwn);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeSent]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Happening::RuntimeSent { process, request, issuer, .. } = happening else { return };
+        let (what, target) = match request {
+            RuntimeRequest::RemoveNetwork { id } => ("network", id),
+            RuntimeRequest::RemoveVolume { name } => ("volume", name),
+            _ => return,
+        };
+        let Some(h) = held(view).into_iter().find(|h| h.what == what && (h.id == *target || h.name == *target)) else {
+            return; // gone already: the runtime answers NotFound
+        };
+        let Some(object) = view.store.get(issuer) else { return };
+        if h.labels.get(names::LABEL_OWNER_UID) == Some(&object.metadata.uid.0) {
+            return;
+        }
+        let (replace, runtime_name) = replace_and_name(object);
+        if !(replace && runtime_name.as_deref() == Some(h.name.as_str())) {
+            self.seen.flag(format!(
+                "p{process} removed {what} {} for {issuer}, which it did not create (replaceExisting {replace}, runtime name {})",
+                h.name,
+                runtime_name.as_deref().unwrap_or("-")
+            ));
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
+/// `spec.replaceExisting` and the runtime name an object creates under (the checker's own
+/// reading of the spec: `<namespace>-<name>` unless named; none when tracking).
+fn replace_and_name(object: &Object) -> (bool, Option<String>) {
+    let spec = &object.spec;
+    let (name_field, id_field) = match object.kind.as_str() {
+        k if k == ContainerNetwork::KIND => ("networkName", "networkId"),
+        k if k == ContainerVolume::KIND => ("volumeName", "volumeId"),
+        _ => return (false, None),
+    };
+    let replace = spec.get("replaceExisting").and_then(|v| v.as_bool()).unwrap_or(false);
+    if spec.get(id_field).is_some_and(|v| !v.is_null()) {
+        return (replace, None);
+    }
+    let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+    let name = spec
+        .get(name_field)
+        .and_then(|v| v.as_str())
+        .map_or_else(|| format!("{namespace}-{}", object.metadata.name), str::to_string);
+    (replace, Some(name))
+}
