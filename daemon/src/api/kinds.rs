@@ -76,6 +76,8 @@ fn describe(kind: &str, group_version: &str, namespaced: bool) -> KindDesc {
         "PhysicalContainer" => ("physicalcontainers".into(), &["pc", "pcs"]),
         "ContainerImage" => ("containerimages".into(), &["img", "imgs"]),
         "LogicalContainer" => ("logicalcontainers".into(), &["lc", "lcs"]),
+        "ContainerNetwork" => ("containernetworks".into(), &["net", "nets"]),
+        "ContainerVolume" => ("containervolumes".into(), &["vol", "vols"]),
         "Lease" => ("leases".into(), &["dlease"]),
         _ => (format!("{singular}s"), &[]),
     };
