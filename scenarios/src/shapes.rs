@@ -2,9 +2,9 @@
 //! that every path the engine can meet on Docker runs under every fault: commands that end, fail,
 //! are missing from the image, trap TERM or ignore it; host ports fixed, shared with another
 //! container (one of them cannot start) or left to the runtime; and, now and then, a spec Docker
-//! would refuse (a relative or duplicate mount target, a mount on `/`, a source that would make a
-//! named volume, an env entry without a name, a one-character container name), which admission
-//! must refuse before anything reaches the runtime.
+//! would refuse (a relative or duplicate mount target, a mount on `/`, a source that is neither a
+//! host path nor a ContainerVolume's name, an env entry without a name, a one-character container
+//! name), which admission must refuse before anything reaches the runtime.
 
 use crate::draw::{chance, pick};
 use drydock_engine::api::container::{EnvVar, Mount, PortMapping, Protocol};

@@ -279,7 +279,7 @@ mod tests {
         let ok = [mount("/srv/data", "/data"), mount("/", "/host"), mount("/a/b", "/data/sub")];
         assert_eq!(validate_mounts("spec.mounts", &ok), []);
         let bad = [
-            mount("data", "/a"),     // a named volume
+            mount("Data_1", "/a"),   // neither a path nor an object name
             mount("./data", "/b"),   // relative
             mount("", "/c"),         // no source
             mount("/x:y", "/d"),     // ':' in the source
@@ -304,7 +304,11 @@ mod tests {
                 "spec.mounts[8].target",
             ]
         );
-        assert!(errors[0].message.contains("named volumes are not supported yet"), "{}", errors[0]);
+        assert!(
+            errors[0].message.contains("neither an absolute host path nor the name of a ContainerVolume"),
+            "{}",
+            errors[0]
+        );
         assert!(errors[7].message.contains("spec.mounts[0]"), "{}", errors[7]);
     }
 

@@ -15,6 +15,30 @@ pub mod runtime_resource;
 use crate::controller::Controller;
 use std::time::Duration;
 
+/// The labels of what a controller creates in the runtime for `obj` (of namespace `ns`): the
+/// caller's, then the system labels (owner uid, namespace and its uid, creator, retain), last, so
+/// a caller can never override them.
+pub(crate) fn system_labels(
+    ctx: &crate::controller::Context<'_>,
+    obj: &crate::api::Object,
+    ns: &crate::api::Object,
+    caller: &std::collections::BTreeMap<String, String>,
+    retain: bool,
+) -> std::collections::BTreeMap<String, String> {
+    use crate::api::names;
+    let mut labels = caller.clone();
+    labels.insert(names::LABEL_OWNER_UID.into(), obj.metadata.uid.0.clone());
+    labels.insert(names::LABEL_NAMESPACE.into(), obj.metadata.namespace.clone().unwrap_or_default());
+    labels.insert(names::LABEL_NAMESPACE_UID.into(), ns.metadata.uid.0.clone());
+    labels.insert(names::LABEL_CREATOR.into(), ctx.identity().to_string());
+    if retain {
+        labels.insert(names::LABEL_RETAIN.into(), "true".into());
+    } else {
+        labels.remove(names::LABEL_RETAIN);
+    }
+    labels
+}
+
 /// Tunables of the built-in controllers.
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {

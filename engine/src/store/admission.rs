@@ -192,7 +192,7 @@ mod tests {
             container_name: Some("a".into()),
             env: BTreeMap::from([(String::new(), "v".into()), ("A=B".into(), "v".into())]),
             ports: vec![port(0, None), port(80, Some(8080)), port(81, Some(8080))],
-            mounts: vec![mount("cache", "/cache"), mount("/srv", "data"), mount("/srv", "/"), mount("/x", "/cache/")],
+            mounts: vec![mount("Cache!", "/cache"), mount("/srv", "data"), mount("/srv", "/"), mount("/x", "/cache/")],
             ..Default::default()
         };
         let errors = refused::<PhysicalContainer>(&spec);
@@ -213,7 +213,11 @@ mod tests {
             "{errors:#?}"
         );
         assert!(errors[1].1.contains("at least two characters"), "{}", errors[1].1);
-        assert!(errors[6].1.contains("named volumes are not supported yet"), "{}", errors[6].1);
+        assert!(
+            errors[6].1.contains("neither an absolute host path nor the name of a ContainerVolume"),
+            "{}",
+            errors[6].1
+        );
 
         let tag = PhysicalContainerSpec { image: Some("app:-x".into()), ..Default::default() };
         assert_eq!(paths(&refused::<PhysicalContainer>(&tag)), ["spec.image"]);

@@ -84,17 +84,7 @@ impl PhysicalContainerController {
         inputs: Inputs,
     ) -> RuntimeRequest {
         let namespace = obj.metadata.namespace.clone().unwrap_or_default();
-        let mut labels = spec.labels.clone();
-        // System labels last, so a caller can never override them.
-        labels.insert(names::LABEL_OWNER_UID.into(), obj.metadata.uid.0.clone());
-        labels.insert(names::LABEL_NAMESPACE.into(), namespace.clone());
-        labels.insert(names::LABEL_NAMESPACE_UID.into(), ns.metadata.uid.0.clone());
-        labels.insert(names::LABEL_CREATOR.into(), ctx.identity().to_string());
-        if spec.retain {
-            labels.insert(names::LABEL_RETAIN.into(), "true".into());
-        } else {
-            labels.remove(names::LABEL_RETAIN);
-        }
+        let labels = super::system_labels(ctx, obj, ns, &spec.labels, spec.retain);
         RuntimeRequest::CreateContainer(ContainerCreate {
             name: spec.runtime_name(&namespace, &obj.metadata.name),
             image: inputs.image,

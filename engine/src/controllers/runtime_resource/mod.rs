@@ -139,21 +139,6 @@ impl<F: Flavor> RuntimeResourceController<F> {
         BTreeMap::from([(names::LABEL_OWNER_UID.to_string(), uid.0.clone())])
     }
 
-    fn labels(ctx: &Context<'_>, obj: &Object, ns: &Object, shape: &Shape) -> BTreeMap<String, String> {
-        let mut labels = shape.labels.clone();
-        // System labels last, so a caller can never override them.
-        labels.insert(names::LABEL_OWNER_UID.into(), obj.metadata.uid.0.clone());
-        labels.insert(names::LABEL_NAMESPACE.into(), obj.metadata.namespace.clone().unwrap_or_default());
-        labels.insert(names::LABEL_NAMESPACE_UID.into(), ns.metadata.uid.0.clone());
-        labels.insert(names::LABEL_CREATOR.into(), ctx.identity().to_string());
-        if shape.retain {
-            labels.insert(names::LABEL_RETAIN.into(), "true".into());
-        } else {
-            labels.remove(names::LABEL_RETAIN);
-        }
-        labels
-    }
-
     fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
         let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
         let Some(ns) = ctx.get(&ObjectKey::cluster(Namespace::KIND, namespace)) else {
@@ -268,7 +253,8 @@ impl<F: Flavor> RuntimeResourceController<F> {
                 Ok(Action::done())
             }
             (None, None) => {
-                let request = F::create(shape.name.clone(), Self::labels(ctx, obj, ns, shape));
+                let request =
+                    F::create(shape.name.clone(), super::system_labels(ctx, obj, ns, &shape.labels, shape.retain));
                 self.start_op(ctx, uid, Op::Create, request)
             }
         }
