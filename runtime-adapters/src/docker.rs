@@ -16,6 +16,7 @@
 //! | 500 `invalid volume specification` | `Invalid` | a mount spec Docker cannot parse (relative target, target `/`, empty part): 20.10 answers 500, but it never succeeds |
 //! | 500 `Multiple IDs found with provided prefix` | `Invalid` | an ambiguous id prefix names no one container: only a longer id can (the engine sends full ids) |
 //! | 500 `invalid reference format` | `Invalid` | a build's tag outside the reference grammar |
+//! | 500 `Error processing tar file` | `Invalid` | a copy into a container whose file system refuses one of its files (under a read-only mount, below a file, a full disk): the files before it were written, the same copy fails again |
 //! | 500 `is not connected to` | `NotFound` | a disconnect of a container that is not on the network: there is nothing to detach |
 //! | 500 `port is already allocated`, `address already in use` | `Transient` | a host port held by another container or a host process: it may be freed; the engine bounds how often it retries a start |
 //! | other 5xx | `Transient` | the daemon failed this time |
@@ -605,6 +606,7 @@ pub fn map_error(error: BollardError) -> RuntimeError {
             if message.starts_with("invalid volume specification")
                 || message.starts_with("Multiple IDs found with provided prefix")
                 || message.starts_with("invalid reference format")
+                || message.starts_with("Error processing tar file")
                 || message.contains("unable to start container process: exec:") =>
         {
             RuntimeError::Invalid(message)

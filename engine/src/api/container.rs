@@ -217,21 +217,37 @@ pub(crate) fn validate_networks(path: &str, networks: &[NetworkAttachment]) -> V
 }
 
 /// Copied files: an absolute destination that names a file (not `/`, not ending in `/`), each
-/// once, a mode of permission bits only.
-pub(crate) fn validate_files(path: &str, files: &[CopiedFile]) -> Vec<FieldError> {
+/// once, a mode of permission bits only; and none Docker's archive upload is bound to refuse:
+/// below another copied file (`not a directory`) or under one of the container's read-only
+/// mounts (`read-only file system`).
+pub(crate) fn validate_files(path: &str, files: &[CopiedFile], mounts: &[Mount]) -> Vec<FieldError> {
+    let names_a_file = |d: &str| d.starts_with('/') && !d.ends_with('/') && clean_path(d) != "/";
     let mut errors = Vec::new();
     for (i, file) in files.iter().enumerate() {
         let destination = &file.destination;
         let cleaned = clean_path(destination);
-        if !destination.starts_with('/') || destination.ends_with('/') || cleaned == "/" {
-            errors.push(FieldError::new(
-                format!("{path}[{i}].destination"),
-                format!("{destination:?} must be the absolute path of a file"),
-            ));
+        let field = || format!("{path}[{i}].destination");
+        if !names_a_file(destination) {
+            errors.push(FieldError::new(field(), format!("{destination:?} must be the absolute path of a file")));
         } else if let Some(j) = files[..i].iter().position(|f| clean_path(&f.destination) == cleaned) {
+            errors.push(FieldError::new(field(), format!("{cleaned} is already copied by {path}[{j}]")));
+        } else if let Some(j) =
+            files.iter().position(|f| names_a_file(&f.destination) && is_below(&cleaned, &clean_path(&f.destination)))
+        {
+            let parent = clean_path(&files[j].destination);
             errors.push(FieldError::new(
-                format!("{path}[{i}].destination"),
-                format!("{cleaned} is already copied by {path}[{j}]"),
+                field(),
+                format!("{cleaned} is below {parent}, a file {path}[{j}] copies: it cannot also be a directory"),
+            ));
+        } else if let Some(k) =
+            mounts.iter().position(|m| m.read_only && is_below_or_at(&cleaned, &clean_path(&m.target)))
+        {
+            errors.push(FieldError::new(
+                field(),
+                format!(
+                    "{cleaned} is under the read-only mount {}: nothing can be copied there",
+                    clean_path(&mounts[k].target)
+                ),
             ));
         }
         if file.mode > 0o7777 {
@@ -239,6 +255,15 @@ pub(crate) fn validate_files(path: &str, files: &[CopiedFile]) -> Vec<FieldError
         }
     }
     errors
+}
+
+/// Whether cleaned absolute path `path` is strictly inside directory `dir`.
+fn is_below(path: &str, dir: &str) -> bool {
+    path.len() > dir.len() && path.starts_with(dir) && (dir == "/" || path.as_bytes()[dir.len()] == b'/')
+}
+
+fn is_below_or_at(path: &str, dir: &str) -> bool {
+    path == dir || is_below(path, dir)
 }
 
 /// Whether a mount's source names a `ContainerVolume` (rather than a host path).
@@ -272,6 +297,31 @@ mod tests {
 
     fn paths(errors: &[FieldError]) -> Vec<&str> {
         errors.iter().map(|e| e.path.as_str()).collect()
+    }
+
+    #[test]
+    fn files_docker_would_refuse_to_write() {
+        let file = |destination: &str| CopiedFile {
+            destination: destination.into(),
+            contents: String::new(),
+            mode: 0o644,
+            owner: 0,
+            group: 0,
+        };
+        let read_only = Mount { source: "vol".into(), target: "/data/".into(), read_only: true };
+        let mounts = [read_only, mount("/srv", "/srv")];
+        let ok = [file("/etc/app.conf"), file("/etc/app.d/x"), file("/srv/x"), file("/database")];
+        assert_eq!(validate_files("spec.files", &ok, &mounts), []);
+        let bad = [file("/etc/app"), file("/etc/app/x"), file("/data/f"), file("/data/sub/g")];
+        let errors = validate_files("spec.files", &bad, &mounts);
+        let expected = ["spec.files[1].destination", "spec.files[2].destination", "spec.files[3].destination"];
+        assert_eq!(paths(&errors), expected);
+        assert_eq!(
+            errors[0].message,
+            "/etc/app/x is below /etc/app, a file spec.files[0] copies: it cannot also be a directory"
+        );
+        assert_eq!(errors[2].message, "/data/sub/g is under the read-only mount /data: nothing can be copied there");
+        assert_eq!(errors[1].message, "/data/f is under the read-only mount /data: nothing can be copied there");
     }
 
     #[test]

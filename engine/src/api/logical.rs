@@ -183,6 +183,6 @@ pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<FieldError> {
     errors.extend(validate_ports("spec.ports", &spec.ports));
     errors.extend(validate_mounts("spec.mounts", &spec.mounts));
     errors.extend(validate_networks("spec.networks", &spec.networks));
-    errors.extend(validate_files("spec.files", &spec.files));
+    errors.extend(validate_files("spec.files", &spec.files, &spec.mounts));
     errors
 }

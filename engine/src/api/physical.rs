@@ -147,7 +147,7 @@ pub(crate) fn validate(spec: &PhysicalContainerSpec) -> Vec<FieldError> {
     errors.extend(validate_ports("spec.ports", &spec.ports));
     errors.extend(validate_mounts("spec.mounts", &spec.mounts));
     errors.extend(validate_networks("spec.networks", &spec.networks));
-    errors.extend(validate_files("spec.files", &spec.files));
+    errors.extend(validate_files("spec.files", &spec.files, &spec.mounts));
     if spec.container_id.is_some() && !spec.files.is_empty() {
         errors.push(FieldError::new("spec.files", "files are copied only into a container drydock creates"));
     }

@@ -108,7 +108,9 @@ pub enum RuntimeRequest {
         since: WallTime,
     },
     /// Copy files into a container (created or running): Docker's archive upload, parent
-    /// directories made as needed. `NotFound` for a missing container.
+    /// directories made as needed. `NotFound` for a missing container; `Invalid` for a file the
+    /// container's file system refuses (under a read-only mount, below a file, a full disk),
+    /// the files before it written, those after it not.
     CopyFiles {
         id: String,
         files: Vec<CopiedFile>,

@@ -13,6 +13,7 @@
 //! | volume create | 201 with the existing volume, its labels unchanged, for a name taken | `Volume` |
 //! | build | 200 with an error in its stream (a step failed, a base image that cannot be pulled), 400 (a Dockerfile that does not parse, an unknown target), 500 "Cannot locate specified Dockerfile", 500 "invalid reference format" | `Invalid` |
 //! | archive upload | 404 no such container | `NotFound` |
+//! | archive upload | 500 "Error processing tar file(exit status 1): open PATH: read-only file system" (under a read-only mount), "...: not a directory" (below a file); the files before it written | `Invalid` |
 //!
 //! A network list carries no containers in Docker's answer: each listed network is inspected
 //! for them (a label-filtered list is short). Lists are sorted by name (then id), as the

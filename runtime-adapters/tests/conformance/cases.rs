@@ -1634,3 +1634,35 @@ pub async fn copied_files_are_read_by_the_container<R: Runtime>(fx: &Fx<R>) {
     let missing = fx.name("missing");
     assert_eq!(not_found_message(copy(&missing, vec![file("x")]).await), format!("No such container: {missing}"));
 }
+
+/// Docker's archive upload extracts in order and stops at the first file it cannot write,
+/// answering 500 `Error processing tar file(exit status 1): open PATH: WHY` (the adapter says
+/// `Invalid`: the same copy fails the same way): a destination under a read-only mount (`read-only
+/// file system`) or below a file (`not a directory`). The files before it are written, those
+/// after it are not.
+pub async fn a_copy_stops_at_a_file_it_cannot_write<R: Runtime>(fx: &Fx<R>) {
+    use drydock_engine::api::container::CopiedFile;
+    let volume = fx.volume("ro");
+    let mut spec = fx.spec("a", &["cat", "/etc/drydock/first", "/etc/drydock/after"]);
+    spec.mounts =
+        vec![drydock_engine::api::container::Mount { source: volume.clone(), target: "/data".into(), read_only: true }];
+    let container = fx.create_with(spec).await;
+    let file = |destination: &str| CopiedFile {
+        destination: destination.into(),
+        contents: format!("{destination}\n"),
+        mode: 0o644,
+        owner: 0,
+        group: 0,
+    };
+    let copy = |files: Vec<CopiedFile>| fx.exec(RuntimeRequest::CopyFiles { id: container.clone(), files });
+    let refused = copy(vec![file("/etc/drydock/first"), file("/data/f"), file("/etc/drydock/after")]).await;
+    assert_eq!(invalid(refused), "Error processing tar file(exit status 1): open /data/f: read-only file system");
+    let below = copy(vec![file("/etc/drydock/first/x")]).await;
+    assert_eq!(invalid(below), "Error processing tar file(exit status 1): open /etc/drydock/first/x: not a directory");
+    fx.start(&container).await;
+    let (out, err) = captured(fx, &container, true).await;
+    assert_eq!(out, ["/etc/drydock/first"], "the file before the refused one was written");
+    assert_eq!(err, ["cat: can't open '/etc/drydock/after': No such file or directory"], "the one after was not");
+    fx.remove(&container, false).await.unwrap();
+    fx.host.remove_volume(&volume).unwrap();
+}

@@ -177,6 +177,7 @@ conformance! {
     build_from_a_context_tags_an_image_that_runs_its_command,
     a_failing_build_is_invalid_and_tags_nothing,
     copied_files_are_read_by_the_container,
+    a_copy_stops_at_a_file_it_cannot_write,
 }
 
 #[test]

@@ -5,16 +5,22 @@
 //!   container: ID";
 //! - each file lands at its absolute destination, replacing a file there, its missing parent
 //!   directories made;
+//! - the archive is extracted in order and stops at the first file that cannot be written, whose
+//!   error is the answer (500 `Error processing tar file(exit status 1): open PATH: ...`, which
+//!   the adapter reports `Invalid`: the same copy fails the same way): a destination under a
+//!   read-only mount (`read-only file system`) or below a file (`not a directory`); the files
+//!   before it stay written;
 //! - a container's files start as its image's (what its build copied in) and outlive its runs.
 //!
 //! Only contents are modelled (mode and owner are accepted, not enforced), and only for reading:
 //! `cat` and `test` in the shell model (see `shell`).
 
 use super::SimRuntime;
+use super::containers::SimContainer;
 use super::containers::not_found;
 use super::shell::{Fs, clean_path};
 use drydock_engine::api::container::CopiedFile;
-use drydock_engine::runtime::{RuntimeReply, RuntimeResult};
+use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult};
 
 impl SimRuntime {
     pub(super) fn copy_files(&mut self, id_or_name: &str, files: &[CopiedFile]) -> RuntimeResult {
@@ -22,6 +28,11 @@ impl SimRuntime {
         let container = self.containers.get_mut(&id).ok_or_else(|| not_found(&id))?;
         for file in files {
             let path = clean_path(&format!("/{}", file.destination));
+            if let Some(why) = unwritable(container, &path) {
+                return Err(RuntimeError::Invalid(format!(
+                    "Error processing tar file(exit status 1): open {path}: {why}"
+                )));
+            }
             container.files.insert(path, file.contents.clone());
         }
         Ok(RuntimeReply::Done)
@@ -42,12 +53,29 @@ impl SimRuntime {
     }
 }
 
+/// Why the archive's extraction cannot write a file at `path`, if it cannot.
+fn unwritable(container: &SimContainer, path: &str) -> Option<&'static str> {
+    let below = |dir: &str| path == dir || path.starts_with(&format!("{}/", dir.trim_end_matches('/')));
+    if container.mounts.iter().any(|m| m.read_only && below(&clean_path(&m.target))) {
+        return Some("read-only file system");
+    }
+    let mut parent = path;
+    while let Some((up, _)) = parent.rsplit_once('/') {
+        if container.files.contains_key(up) {
+            return Some("not a directory");
+        }
+        parent = up;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::{create, id_of};
     use super::*;
     use drydock_engine::WallTime;
-    use drydock_engine::runtime::{ContainerCreate, RuntimeError, RuntimeRequest};
+    use drydock_engine::api::container::Mount;
+    use drydock_engine::runtime::{ContainerCreate, RuntimeRequest};
 
     fn file(destination: &str, contents: &str) -> CopiedFile {
         CopiedFile { destination: destination.into(), contents: contents.into(), mode: 0o644, owner: 0, group: 0 }
@@ -74,5 +102,24 @@ mod tests {
             rt.output(&id).expect("output").printed_by(WallTime(u64::MAX)).iter().map(|l| l.text.clone()).collect();
         assert_eq!(printed, ["line 1", "line 2", "yes", "cat: can't open '/nope': No such file or directory"]);
         assert_eq!(rt.container(&id).and_then(|c| c.exit_code), Some(1), "cat's status");
+    }
+
+    #[test]
+    fn a_copy_stops_at_a_file_under_a_read_only_mount_or_below_a_file() {
+        let mut rt = SimRuntime::new(1);
+        rt.add_image("busybox");
+        let RuntimeRequest::CreateContainer(c) = create("c1", "busybox") else { unreachable!() };
+        let mounts = vec![Mount { source: "vol".into(), target: "/data".into(), read_only: true }];
+        let id = id_of(rt.execute(&RuntimeRequest::CreateContainer(ContainerCreate { mounts, ..c })));
+        let copy = |rt: &mut SimRuntime, files| rt.execute(&RuntimeRequest::CopyFiles { id: id.clone(), files });
+        let refused = copy(&mut rt, vec![file("/etc/first", "1"), file("/data/f", "2"), file("/etc/after", "3")]);
+        let expected = "Error processing tar file(exit status 1): open /data/f: read-only file system";
+        assert_eq!(refused, Err(RuntimeError::Invalid(expected.into())));
+        assert_eq!(rt.container_file(&id, "/etc/first"), Some("1"), "written before the refused one");
+        assert_eq!(rt.container_file(&id, "/etc/after"), None, "not after it");
+        let below = copy(&mut rt, vec![file("/etc/first/x", "4")]);
+        let expected = "Error processing tar file(exit status 1): open /etc/first/x: not a directory";
+        assert_eq!(below, Err(RuntimeError::Invalid(expected.into())));
+        assert_eq!(copy(&mut rt, vec![file("/database", "5")]), Ok(RuntimeReply::Done), "/data is not /database");
     }
 }
