@@ -59,22 +59,39 @@ pub enum FaultKind {
     /// A log reader stops reading for a while (a client stuck behind a slow terminal or a
     /// stalled connection). Drawn only for workloads that read logs.
     ReaderStall,
+    /// An image build breaks off halfway (the daemon restarted, the connection dropped, the
+    /// builder died): some steps ran, nothing was tagged, and the caller cannot tell how far it
+    /// got. Drawn only for workloads that build images.
+    BuildInterrupted,
+    /// A copy of files into a container fails partway (the disk filled up): the files before
+    /// the one that failed are written, the rest are not. Drawn only for workloads that copy
+    /// files.
+    CopyRefused,
 }
 
 impl FaultKind {
     /// Every kind: the swarm kinds, then those only some workloads draw.
-    pub const ALL: [FaultKind; 19] = {
-        let mut all = [FaultKind::ReaderStall; 19];
+    pub const ALL: [FaultKind; 21] = {
+        let mut all = [FaultKind::ReaderStall; 21];
         let mut i = 0;
         while i < FaultKind::SWARM.len() {
             all[i] = FaultKind::SWARM[i];
             i += 1;
         }
+        let mut j = 0;
+        while j < FaultKind::WORKLOAD_DEPENDENT.len() {
+            all[i + j] = FaultKind::WORKLOAD_DEPENDENT[j];
+            j += 1;
+        }
         all
     };
 
+    /// The kinds only some workloads draw (see [`FaultKind::SWARM`]).
+    pub const WORKLOAD_DEPENDENT: [FaultKind; 3] =
+        [FaultKind::ReaderStall, FaultKind::BuildInterrupted, FaultKind::CopyRefused];
+
     /// The kinds every swarm plan draws for. The others concern only some workloads (log
-    /// readers): a scenario draws them with [`FaultPlan::swarm_also`] when its workload has
+    /// readers, builds, copied files): a scenario draws them with [`FaultPlan::swarm_also`] when its workload has
     /// what they act on, so adding one changes no other scenario's runs.
     pub const SWARM: [FaultKind; 18] = [
         FaultKind::UncertainCreate,
@@ -118,6 +135,8 @@ impl FaultKind {
             FaultKind::ClockSkew => "clock-skew",
             FaultKind::DisruptWhileUncertain => "disrupt-while-uncertain",
             FaultKind::ReaderStall => "reader-stall",
+            FaultKind::BuildInterrupted => "build-interrupted",
+            FaultKind::CopyRefused => "copy-refused",
         }
     }
 
@@ -181,6 +200,12 @@ impl FaultKind {
             FaultKind::ReaderStall => {
                 "a log client that stops reading (DCP's resource logging could deadlock on a blocked sink): the engine, deletion and every other reader must go on, and the stalled reader's stream must end once it reads again"
             }
+            FaultKind::BuildInterrupted => {
+                "a build whose stream broke off halfway (dockerd restarted mid-build, a dropped connection): nothing is tagged, so the image must be neither pinned nor failed for good on the builder's word, and the retry must count as an attempt"
+            }
+            FaultKind::CopyRefused => {
+                "an archive upload the container's file system refused partway (`no space left on device`): the container must never be started without its files; the failure is terminal and visible, with Docker's message"
+            }
         }
     }
 
@@ -208,6 +233,8 @@ impl FaultKind {
             FaultKind::ClockSkew => (0.3, 1.0),
             FaultKind::DisruptWhileUncertain => (0.3, 1.0),
             FaultKind::ReaderStall => (0.05, 0.3),
+            FaultKind::BuildInterrupted => (0.1, 0.5),
+            FaultKind::CopyRefused => (0.05, 0.3),
         }
     }
 

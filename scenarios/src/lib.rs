@@ -207,9 +207,18 @@ impl Scenario {
         let mut s = streams(seed);
         let workload = (self.generate)(&mut s.workload);
         let mut plan = faults.plan(self.faults, &mut s.faults);
-        if self.faults && *faults == FaultSelection::Default && logs::reads_logs(&workload) {
-            // Drawn after the others, and only where there are readers: no other run changes.
-            plan = plan.swarm_also(FaultKind::ReaderStall, &mut s.faults);
+        if self.faults && *faults == FaultSelection::Default {
+            // Drawn after the others, and only where the workload has what they act on: no
+            // other run changes.
+            if logs::reads_logs(&workload) {
+                plan = plan.swarm_also(FaultKind::ReaderStall, &mut s.faults);
+            }
+            if resources::builds_images(&workload) {
+                plan = plan.swarm_also(FaultKind::BuildInterrupted, &mut s.faults);
+            }
+            if resources::copies_files(&workload) {
+                plan = plan.swarm_also(FaultKind::CopyRefused, &mut s.faults);
+            }
         }
         (workload, plan)
     }

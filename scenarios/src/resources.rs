@@ -148,7 +148,20 @@ fn user(rng: &mut ChaCha8Rng, made: &Made, name: String) -> ContainerOp {
     }
     // From the built image now and then (its command prints what it copied in).
     let (image, image_ref, command) = match &made.built {
-        Some(built) if chance(rng, 0.4) => (None, Some(built.clone()), Vec::new()),
+        Some(built) if chance(rng, 0.4) => {
+            if chance(rng, 0.2) {
+                // Below a file the image holds: Docker's copy fails ("not a directory"), for good.
+                let contents = "cannot land\n".to_string();
+                files.push(CopiedFile {
+                    destination: "/etc/motd/extra".into(),
+                    contents,
+                    mode: 0o644,
+                    owner: 0,
+                    group: 0,
+                });
+            }
+            (None, Some(built.clone()), Vec::new())
+        }
         _ if !files.is_empty() && chance(rng, 0.5) => {
             let script = "cat /etc/app/config; sleep 15".to_string();
             (Some("busybox:latest".into()), None, vec!["sh".into(), "-c".into(), script])
@@ -255,4 +268,22 @@ pub fn add_resources(rng: &mut ChaCha8Rng, workload: &mut Workload) {
     if !workload.images.iter().any(|i| i == "busybox:latest") {
         workload.images.push("busybox:latest".into());
     }
+}
+
+/// Whether `workload` builds an image (then the `build-interrupted` fault is drawn for it).
+pub fn builds_images(workload: &Workload) -> bool {
+    workload.ops.iter().any(|o| {
+        matches!(&o.op, ClientOp::Create { target, spec, .. }
+            if target.kind == ContainerImage::KIND && spec.get("build").is_some())
+    })
+}
+
+/// Whether `workload` copies files into containers (then the `copy-refused` fault is drawn for it).
+pub fn copies_files(workload: &Workload) -> bool {
+    workload.ops.iter().any(|o| match &o.op {
+        ClientOp::CreateContainer(container) => !container.files.is_empty(),
+        ClientOp::CreateLogical { spec, .. } => !spec.files.is_empty(),
+        ClientOp::Create { spec, .. } => spec.get("files").and_then(Value::as_array).is_some_and(|f| !f.is_empty()),
+        _ => false,
+    })
 }

@@ -25,6 +25,8 @@ catalog! {
         HungRequestTimedOut = ("hung-request-timed-out", "a runtime request that never answered was cancelled at its deadline"),
         AdmissionRefused = ("admission-refused", "a client's object that Docker would refuse was refused by admission, with a field path"),
         StartFailedForGood = ("start-failed-for-good", "a container whose start can never succeed (missing command, port taken) ended Failed"),
+        FileCopyFailedForGood = ("file-copy-failed-for-good", "a container whose files could not be copied in ended Failed, never started"),
+        BuildFailedForGood = ("build-failed-for-good", "an image whose build failed on its inputs ended Failed"),
         ProcessEndedByItself = ("process-ended-by-itself", "a container's main process ended by itself after running for a while"),
         RemovalSeenInProgress = ("removal-seen-in-progress", "an inspection or list saw a container being removed"),
         FollowerWaitedForItsSource = ("follower-waited-for-its-source", "a log follower opened before its source had anything (no container yet, no image yet) waited for it"),
@@ -37,7 +39,10 @@ catalog! {
 use crate::checker::{Happening, View};
 use crate::facts::process_identity;
 use drydock_engine::api::logical::{LogicalContainer, LogicalMode, LogicalPhase};
-use drydock_engine::api::{ContainerPhase, Lease, Namespace, Object, PhysicalContainer, Resource, Uid, names, reasons};
+use drydock_engine::api::{
+    ContainerImage, ContainerPhase, ImagePhase, Lease, Namespace, Object, PhysicalContainer, Resource, Uid, names,
+    reasons,
+};
 use drydock_engine::controllers::image::pull_lease_name;
 use drydock_engine::runtime::{ContainerState, RuntimeReply, RuntimeRequest};
 use drydock_engine::store::{StoreReply, StoreRequest};
@@ -190,7 +195,14 @@ impl Probes {
                 match (status.phase, status.reason.as_deref()) {
                     (ContainerPhase::Missing, _) => self.hit(Probe::MissingAfterExternalRemoval),
                     (ContainerPhase::Failed, Some(reasons::START_FAILED)) => self.hit(Probe::StartFailedForGood),
+                    (ContainerPhase::Failed, Some(reasons::FILE_COPY_FAILED)) => self.hit(Probe::FileCopyFailedForGood),
                     _ => {}
+                }
+            }
+            (StoreRequest::UpdateStatus { .. }, ContainerImage::KIND) => {
+                let status = object.status::<ContainerImage>().unwrap_or_default();
+                if status.phase == ImagePhase::Failed && status.reason.as_deref() == Some(reasons::BUILD_FAILED) {
+                    self.hit(Probe::BuildFailedForGood);
                 }
             }
             (StoreRequest::UpdateStatus { .. }, LogicalContainer::KIND) => {

@@ -4,8 +4,9 @@
 //! applied), `notfound-after-create` (a fresh container not yet visible to inspection; with a lost
 //! create reply, not yet listed either while its name is already held, as Docker does while a
 //! create completes), a daemon
-//! restarting (`runtime-restart`: refused while it is down). After it applied: `uncertain-create`
-//! and `uncertain-remove` (the reply is lost).
+//! restarting (`runtime-restart`: refused while it is down), a build broken off halfway
+//! (`build-interrupted`), a copy refused partway (`copy-refused`). After it applied:
+//! `uncertain-create` and `uncertain-remove` (the reply is lost).
 //!
 //! *Guarantees*: a request cancelled before it applies never applies; a hung request is never
 //! answered (its process's deadline cancels it, or its process dies).
@@ -16,6 +17,7 @@
 use super::env::{Disruption, Env, Event};
 use super::latency::{Factor, Latency};
 use crate::runtime::SimRuntime;
+use drydock_engine::api::container::CopiedFile;
 use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use drydock_engine::{MonoTime, OpId};
 use drydock_faults::{FaultKind, unit};
@@ -189,6 +191,14 @@ impl RuntimeLink {
             env.stats.other_faults += 1;
             hidden = Some(container);
             Err(RuntimeError::NotFound(format!("No such container: {asked}")))
+        } else if let RuntimeRequest::BuildImage(_) = request
+            && env.fires(FaultKind::BuildInterrupted)
+        {
+            Self::interrupted_build(env, runtime, request)
+        } else if let RuntimeRequest::CopyFiles { id, files } = request
+            && env.fires(FaultKind::CopyRefused)
+        {
+            Self::refused_copy(env, runtime, id, files)
         } else if let RuntimeRequest::RemoveContainer { id, force } = request {
             // The request answers once the container is gone.
             self.begin_removal(env, runtime, now, id, *force).map(|done| {
@@ -199,6 +209,35 @@ impl RuntimeLink {
             self.unlisted_while_completing(now, runtime.execute(request))
         };
         Some(Met { result, hangs, hidden, busy_until })
+    }
+
+    /// `build-interrupted`: the build's stream breaks off. Mostly the builder stopped halfway
+    /// and tagged nothing; sometimes it had just finished (tagged) when the connection broke.
+    /// Either way the caller cannot tell.
+    fn interrupted_build(env: &mut Env, runtime: &mut SimRuntime, request: &RuntimeRequest) -> RuntimeResult {
+        if env.rng.next_u32().is_multiple_of(4) {
+            let applied = runtime.execute(request);
+            env.note(format_args!(" [fault build-interrupted: applied ({}), stream broken]", applied.is_ok()));
+        } else {
+            env.note(format_args!(" [fault build-interrupted: broken off halfway, nothing tagged]"));
+        }
+        env.stats.other_faults += 1;
+        Err(RuntimeError::Uncertain("error reading the build's output: unexpected EOF".into()))
+    }
+
+    /// `copy-refused`: the disk fills up partway through the archive: the files before the one
+    /// that failed are written, as Docker's extraction leaves them.
+    fn refused_copy(env: &mut Env, runtime: &mut SimRuntime, id: &str, files: &[CopiedFile]) -> RuntimeResult {
+        let written = (env.rng.next_u64() % files.len().max(1) as u64) as usize;
+        let before = RuntimeRequest::CopyFiles { id: id.to_string(), files: files[..written].to_vec() };
+        runtime.execute(&before)?;
+        env.stats.other_faults += 1;
+        let Some(failed) = files.get(written) else { return Ok(RuntimeReply::Done) };
+        env.note(format_args!(" [fault copy-refused: {written} of {} file(s) written]", files.len()));
+        let path = failed.destination.clone();
+        Err(RuntimeError::Invalid(format!(
+            "Error processing tar file(exit status 1): write {path}: no space left on device"
+        )))
     }
 
     /// Docker removes a container in two steps: `removing` at once (a running one is killed

@@ -88,6 +88,7 @@ invariants! {
     NoResourceLeakAfterNamespaceDelete = ("no-resource-leak-after-namespace-delete", "when a namespace is gone, no network or volume created for it remains, unless retained or (a volume) still used by a container of another namespace or none", resources::NoResourceLeakAfterNamespaceDelete),
     BuiltinNetworksUntouched = ("builtin-networks-untouched", "drydock never creates, removes or disconnects from a built-in network (bridge, host, none), and they stay", resources::BuiltinNetworksUntouched),
     RemovesOnlyItsOwn = ("removes-only-its-own", "an object removes only the network or volume created for it, or with replaceExisting the stranger holding its runtime name; never a tracked one", resources::RemovesOnlyItsOwn),
+    FilesBeforeStart = ("files-before-start", "a container drydock created for an object with copied files is started only while it holds every one of them, as the spec says", resources::FilesBeforeStart),
     ReconcilesNeverOverlap = ("reconciles-never-overlap", "in one process, no reconcile of a controller and key sends a request while an earlier reconcile of them still waits for store replies", reconciles::ReconcilesNeverOverlap),
 }
 

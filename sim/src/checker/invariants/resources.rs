@@ -1,13 +1,15 @@
 //! Invariants about runtime networks and volumes: one per object, none left of a deleted
 //! namespace, built-in networks untouched, and nothing removed that drydock did not create for
-//! the object removing it.
+//! the object removing it; and about copied files: no container starts without them.
 //!
 //! A volume is never force-removed by construction: the runtime contract's `RemoveVolume` has no
 //! force to ask for (on Podman a forced removal takes the containers using it with it).
 
 use super::named;
 use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
-use drydock_engine::api::{ContainerNetwork, ContainerVolume, Namespace, Object, Resource, names};
+use drydock_engine::api::{
+    ContainerNetwork, ContainerVolume, Namespace, Object, PhysicalContainer, Resource, Uid, names,
+};
 use drydock_engine::runtime::{BUILTIN_NETWORKS, RuntimeRequest, is_builtin_network};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -188,4 +190,50 @@ fn replace_and_name(object: &Object) -> (bool, Option<String>) {
         .and_then(|v| v.as_str())
         .map_or_else(|| format!("{namespace}-{}", object.metadata.name), str::to_string);
     (replace, Some(name))
+}
+
+/// A runtime container drydock created for an object with `spec.files` is started only while it
+/// holds every one of them, as the spec says (the runtime's model of its file system, read by
+/// the checker: a copy refused partway leaves some, and must stop the start).
+#[derive(Default)]
+pub(super) struct FilesBeforeStart {
+    seen: Seen,
+}
+
+impl Invariant for FilesBeforeStart {
+    named!(FilesBeforeStart);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeApplied]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Happening::RuntimeApplied {
+            process, request: RuntimeRequest::StartContainer { id }, result: Ok(_), ..
+        } = happening
+        else {
+            return;
+        };
+        let Some(container) = view.runtime.container(id) else { return };
+        let Some(uid) = container.labels.get(names::LABEL_OWNER_UID) else { return };
+        let owner = view.store.get_by_uid(&Uid(uid.clone())).filter(|o| o.kind == PhysicalContainer::KIND);
+        let Some(owner) = owner else { return };
+        let files = owner.spec.get("files").and_then(|f| f.as_array()).cloned().unwrap_or_default();
+        for file in &files {
+            let destination = file.get("destination").and_then(|d| d.as_str()).unwrap_or_default();
+            let contents = file.get("contents").and_then(|c| c.as_str()).unwrap_or_default();
+            if view.runtime.container_file(&container.id, destination) != Some(contents) {
+                self.seen.flag(format!(
+                    "p{process} started {} for {} without its file {destination}",
+                    &container.id[..12.min(container.id.len())],
+                    owner.key()
+                ));
+                return;
+            }
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
 }
