@@ -398,8 +398,8 @@ impl Invariant for OwnershipStable {
     }
 }
 
-/// A terminating namespace deletes its children kind by kind in cleanup order: no image while
-/// containers remain.
+/// A terminating namespace deletes its children kind by kind in cleanup order (the kinds'
+/// `cleanup_rank`): no network, volume or image while containers remain.
 #[derive(Default)]
 pub(super) struct NamespaceCleanupOrder {
     seen: Seen,
