@@ -53,6 +53,9 @@ pub struct RunArgs {
     /// Scenario name (see `drydock sim list`).
     #[arg(long, default_value = "mixed")]
     scenario: String,
+    /// The size of the world, for a scenario with a size knob (`scale`: its number of containers).
+    #[arg(long)]
+    size: Option<usize>,
     /// How many seeds to run [default: 100, or no limit with --duration].
     #[arg(long)]
     seeds: Option<u64>,
@@ -99,6 +102,9 @@ pub struct ShrinkArgs {
     /// Scenario name (see `drydock sim list`).
     #[arg(long, default_value = "mixed")]
     scenario: String,
+    /// The size of the world, for a scenario with a size knob (as for the sweep that found the seed).
+    #[arg(long)]
+    size: Option<usize>,
     /// The failing seed.
     #[arg(long)]
     seed: u64,
@@ -118,6 +124,9 @@ pub struct ReproArgs {
     /// Scenario name (see `drydock sim list`).
     #[arg(long, default_value = "mixed")]
     scenario: String,
+    /// The size of the world, for a scenario with a size knob (as for the sweep that found the seed).
+    #[arg(long)]
+    size: Option<usize>,
     /// The seed to run.
     #[arg(long)]
     seed: u64,
@@ -147,6 +156,17 @@ impl Catalog<'_> {
         self.scenarios.iter().find(|s| s.name == name).with_context(|| {
             let known: Vec<&str> = self.scenarios.iter().map(|s| s.name.as_str()).collect();
             format!("unknown scenario {name:?}; known scenarios: {}", known.join(", "))
+        })
+    }
+
+    /// Scenario `name`, in a world of `size` if given (it must have a size knob).
+    fn sized(&self, name: &str, size: Option<usize>) -> Result<std::borrow::Cow<'_, Scenario>> {
+        let scenario = self.scenario(name)?;
+        Ok(match size {
+            None => std::borrow::Cow::Borrowed(scenario),
+            Some(size) => {
+                std::borrow::Cow::Owned(scenario.with_size(size).map_err(|e| anyhow::anyhow!("--size: {e}"))?)
+            }
         })
     }
 
@@ -249,8 +269,17 @@ fn stop_signal(duration: Option<std::time::Duration>) -> (Arc<AtomicBool>, Arc<A
     (stop, cause)
 }
 
+/// How a command names `scenario`: its name, and its size if it has a size knob and was given one.
+fn scenario_arg(scenario: &Scenario, size: Option<usize>) -> String {
+    match size {
+        Some(size) => format!("{} --size {size}", scenario.name),
+        None => scenario.name.clone(),
+    }
+}
+
 fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
-    let scenario = catalog.scenario(&args.scenario)?;
+    let scenario = &*catalog.sized(&args.scenario, args.size)?;
+    let named = scenario_arg(scenario, args.size);
     let faults = &parse_faults(&args.faults)?;
     let seeds = match (args.seeds, args.duration) {
         (Some(0), _) => bail!("--seeds must be at least 1"),
@@ -318,7 +347,7 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
             failure.seed,
             v.invariant,
             v.message,
-            catalog.repro_command(&scenario.name, failure.seed, &args.faults)
+            catalog.repro_command(&named, failure.seed, &args.faults)
         )?;
     }
     for seed in &report.nondeterministic {
@@ -326,7 +355,7 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
             out,
             "NONDETERMINISTIC seed {seed}: two runs gave different digests — check: {} sim repro --scenario {} --seed {seed} --check-determinism{}",
             catalog.program,
-            scenario.name,
+            named,
             if args.faults == "default" { String::new() } else { format!(" --faults {}", args.faults) }
         )?;
     }
@@ -389,7 +418,7 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
         acceleration
     )?;
     if args.json {
-        let repro = |seed| catalog.repro_command(&scenario.name, seed, &args.faults);
+        let repro = |seed| catalog.repro_command(&named, seed, &args.faults);
         let mut summary = report.summary(&scenario.name, wall, repro);
         summary["stopped"] = json!(stopped);
         summary["fault_selection"] = json!(args.faults);
@@ -408,7 +437,7 @@ fn jobs(asked: Option<usize>) -> usize {
 }
 
 fn repro(args: &ReproArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
-    let scenario = catalog.scenario(&args.scenario)?;
+    let scenario = &*catalog.sized(&args.scenario, args.size)?;
     let started = Instant::now();
     let faults = parse_faults(&args.faults)?;
     let mut report = scenario.run_with(args.seed, args.trace, &faults);
@@ -549,7 +578,7 @@ fn replay(args: &ReplayArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Res
 }
 
 fn shrink(args: &ShrinkArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
-    let scenario = catalog.scenario(&args.scenario)?;
+    let scenario = &*catalog.sized(&args.scenario, args.size)?;
     let faults = parse_faults(&args.faults)?;
     let schedule = scenario.schedule(args.seed, &faults);
     let config = (scenario.world)();

@@ -160,6 +160,9 @@ impl ScenarioBuilder {
             world: Arc::new(make_world),
             faults,
             expect_failures,
+            excluded_faults: Vec::new(),
+            sized: None,
+            size: None,
         }
     }
 }

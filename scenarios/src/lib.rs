@@ -25,6 +25,7 @@ mod physical;
 mod pull_storm;
 mod rdd;
 mod resources;
+mod scale;
 pub mod schedule;
 mod shapes;
 mod teardown;
@@ -48,6 +49,8 @@ pub use {drydock_engine as engine, drydock_faults as faults, drydock_sim as sim}
 pub type Generate = Arc<dyn Fn(&mut ChaCha8Rng) -> Workload + Send + Sync>;
 /// Makes the world a scenario runs in (called once per run: it is cheap).
 pub type MakeWorld = Arc<dyn Fn() -> WorldConfig + Send + Sync>;
+/// Makes the workload generator of a world of the given size (a scenario's `--size` knob).
+pub type GenerateSized = Arc<dyn Fn(usize) -> Generate + Send + Sync>;
 
 /// A named scenario: a workload generator and a world shape. The built-in ones are [`all`]; a
 /// user's are made with [`Scenario::builder`].
@@ -61,6 +64,12 @@ pub struct Scenario {
     pub faults: bool,
     /// A scenario built around a known bug: its seeds are expected to fail.
     pub expect_failures: bool,
+    /// Fault kinds its default (swarm) plans leave out.
+    pub excluded_faults: Vec<FaultKind>,
+    /// Its size knob, if it has one: the generator for a world of a given size.
+    pub sized: Option<GenerateSized>,
+    /// The size `generate` makes, for a scenario with a size knob.
+    pub size: Option<usize>,
 }
 
 impl std::fmt::Debug for Scenario {
@@ -69,6 +78,7 @@ impl std::fmt::Debug for Scenario {
             .field("name", &self.name)
             .field("faults", &self.faults)
             .field("expect_failures", &self.expect_failures)
+            .field("size", &self.size)
             .finish_non_exhaustive()
     }
 }
@@ -87,6 +97,9 @@ fn builtin(
         world: Arc::new(world),
         faults: true,
         expect_failures: false,
+        excluded_faults: Vec::new(),
+        sized: None,
+        size: None,
     }
 }
 
@@ -154,6 +167,17 @@ pub fn all() -> &'static [Scenario] {
                 resources::generate,
                 logical::two_processes,
             ),
+            Scenario {
+                excluded_faults: scale::WORLD_SIZED_FAULTS.to_vec(),
+                sized: Some(Arc::new(|size| Arc::new(move |rng: &mut ChaCha8Rng| scale::generate(size, rng)))),
+                size: Some(scale::DEFAULT_SIZE),
+                ..builtin(
+                    "scale",
+                    "a world of --size N containers (default 10) in namespaces of 100, physical and session logical, with images and a network each, then churn in proportion: for measuring cost per event against world size (sim bench); faults that relist the whole world are left out",
+                    |rng| scale::generate(scale::DEFAULT_SIZE, rng),
+                    logical::two_processes,
+                )
+            },
             rdd::scenario(true),
             rdd::scenario(false),
             Scenario {
@@ -168,6 +192,20 @@ pub fn all() -> &'static [Scenario] {
         ]
     });
     &ALL
+}
+
+impl Scenario {
+    /// The same scenario in a world of `size`, if it has a size knob (`--size N`).
+    pub fn with_size(&self, size: usize) -> Result<Scenario, String> {
+        let Some(sized) = &self.sized else {
+            let knobbed: Vec<&str> = all().iter().filter(|s| s.sized.is_some()).map(|s| s.name.as_str()).collect();
+            return Err(format!("scenario {} has no size knob; scenarios with one: {}", self.name, knobbed.join(", ")));
+        };
+        if size == 0 {
+            return Err("a world of size 0 has nothing in it: give a size of 1 or more".into());
+        }
+        Ok(Scenario { generate: sized(size), size: Some(size), ..self.clone() })
+    }
 }
 
 /// The built-in scenario called `name`.
@@ -208,6 +246,9 @@ impl Scenario {
         let workload = (self.generate)(&mut s.workload);
         let mut plan = faults.plan(self.faults, &mut s.faults);
         if self.faults && *faults == FaultSelection::Default {
+            for kind in &self.excluded_faults {
+                plan = plan.without(*kind);
+            }
             // Drawn after the others, and only where the workload has what they act on: no
             // other run changes.
             if logs::reads_logs(&workload) {

@@ -4,6 +4,7 @@
 
 mod builder;
 mod golden;
+mod incremental;
 mod regressions;
 mod sqlite;
 mod sweep;

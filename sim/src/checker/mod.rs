@@ -11,18 +11,20 @@
 //! Checkers are oracles: they decide what is right from the workload, the store, the runtime and
 //! what happened, never by asking the engine.
 
+mod changes;
 mod convergence;
 pub mod efficiency;
 mod happening;
 mod invariants;
 
+pub use changes::{Changes, Recorded};
 pub use convergence::desired_equals_actual;
 pub use happening::{Happening, HappeningKind};
 pub use invariants::{InvariantId, builtin};
 
 use crate::facts::{self, Facts};
 use crate::logs::Logs;
-use crate::runtime::SimRuntime;
+use crate::runtime::{Journal, SimRuntime};
 use drydock_engine::WallTime;
 use drydock_engine::store::Store;
 
@@ -72,6 +74,16 @@ pub trait Invariant {
 
     /// `Err` with a message saying what is wrong, in words.
     fn check(&self, view: &View<'_>) -> Result<(), String>;
+
+    /// The same judgement after `changes`, knowing that it held before them: the world calls
+    /// this after every event, `check` only where no history is known (a state on its own). The
+    /// default judges the whole state; an invariant whose `check` reads every object overrides
+    /// it to look at what changed and what that touches, and must then find every violation
+    /// `check` would (`WorldConfig::cross_check` runs both and fails a run where they disagree).
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        let _ = changes;
+        self.check(view)
+    }
 }
 
 /// A violation seen as it happened (the state afterwards may not show it): the first one is kept.
@@ -92,6 +104,9 @@ impl Seen {
 pub struct Checker {
     invariants: Vec<Box<dyn Invariant>>,
     observers: Vec<Vec<usize>>,
+    /// The store's resource version at the last [`Checker::check_changes`].
+    checked: Option<u64>,
+    recorded: Recorded,
 }
 
 impl Checker {
@@ -107,7 +122,7 @@ impl Checker {
                 observers[*kind as usize].push(index);
             }
         }
-        Checker { invariants, observers }
+        Checker { invariants, observers, checked: None, recorded: Recorded::default() }
     }
 
     /// Add an invariant after the others.
@@ -125,9 +140,35 @@ impl Checker {
         }
     }
 
-    /// The first invariant `view` violates, with its message.
+    /// The first invariant `view` violates, with its message, judging the whole state.
     pub fn check(&self, view: &View<'_>) -> Option<(&str, String)> {
         self.invariants.iter().find_map(|inv| inv.check(view).err().map(|message| (inv.name(), message)))
+    }
+
+    /// The first invariant `view` violates, with its message, judging what changed since the
+    /// last call (the store's events since then, and `runtime`: what the runtime journalled):
+    /// the first call judges everything.
+    pub fn check_changes(&mut self, view: &View<'_>, runtime: &Journal) -> Option<(&str, String)> {
+        let since = self.checked.map(|rv| view.store.events_since(rv));
+        let (everything, objects) = match since {
+            Some(Ok(events)) => (false, events.collect::<Vec<_>>()),
+            _ => (true, Vec::new()),
+        };
+        if everything {
+            self.recorded.rebuild(view.store);
+        } else {
+            for event in &objects {
+                self.recorded.follow(event);
+            }
+        }
+        self.checked = Some(view.store.resource_version());
+        let changes = Changes { everything, objects, runtime, recorded: &self.recorded };
+        for invariant in &mut self.invariants {
+            if let Err(message) = invariant.check_changes(view, &changes) {
+                return Some((invariant.name(), message));
+            }
+        }
+        None
     }
 
     pub fn invariants(&self) -> impl Iterator<Item = &dyn Invariant> {

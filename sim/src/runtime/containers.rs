@@ -48,6 +48,11 @@ impl SimRuntime {
         self.containers.values().map(|c| &c.info)
     }
 
+    /// Container `id` (a full id only: no name or prefix resolution).
+    pub fn container_by_id(&self, id: &str) -> Option<&ContainerInfo> {
+        self.containers.get(id).map(|c| &c.info)
+    }
+
     pub fn container(&self, id_or_name: &str) -> Option<&ContainerInfo> {
         self.resolve(id_or_name).ok().and_then(|id| self.containers.get(&id)).map(|c| &c.info)
     }
@@ -61,7 +66,12 @@ impl SimRuntime {
         let files = image.map(|image| image.config.files.clone()).unwrap_or_default();
         let scratch = image.is_some_and(|image| image.config.scratch);
         self.names.insert(info.name.clone(), info.id.clone());
+        self.touched(&info.id);
         let started_at = (info.state == ContainerState::Running).then_some(self.now);
+        if let Some(old) = self.containers.get(&info.id).map(|c| c.info.labels.clone()) {
+            self.index_labels(&info.id, &old, false);
+        }
+        self.index_labels(&info.id, &info.labels, true);
         match self.containers.get_mut(&info.id) {
             Some(existing) => {
                 if existing.info.name != info.name && self.names.get(&existing.info.name) == Some(&info.id) {
@@ -168,6 +178,7 @@ impl SimRuntime {
             exit_due: None,
         };
         self.names.insert(name, id.clone());
+        self.index_labels(&id, &record.info.labels, true);
         self.containers.insert(id.clone(), record);
         self.event(&id, EventAction::Create);
         self.created_output(&id);
@@ -180,9 +191,13 @@ impl SimRuntime {
     }
 
     pub(super) fn list_containers(&self, labels: &BTreeMap<String, String>) -> RuntimeReply {
-        RuntimeReply::Containers(
-            self.containers().filter(|c| labels.iter().all(|(k, v)| c.labels.get(k) == Some(v))).cloned().collect(),
-        )
+        let matches = |c: &&ContainerInfo| labels.iter().all(|(k, v)| c.labels.get(k) == Some(v));
+        // Both in id order: through the index of the first label, or all of them.
+        let found = match labels.iter().next() {
+            Some((label, value)) => self.containers_labelled(label, value).filter(matches).cloned().collect(),
+            None => self.containers().cloned().collect(),
+        };
+        RuntimeReply::Containers(found)
     }
 
     pub(super) fn container_events(&self, id_or_name: &str, since: WallTime) -> RuntimeReply {
@@ -210,6 +225,7 @@ impl SimRuntime {
 
     /// Record an event of container `id` at `time`.
     pub(super) fn event_at(&mut self, id: &str, action: EventAction, time: WallTime) {
+        self.touched(id);
         let labels = self.containers.get(id).map(|c| c.info.labels.clone()).unwrap_or_default();
         self.events.push(RuntimeEvent { container_id: id.to_string(), action, time, labels });
     }

@@ -100,6 +100,7 @@ impl SimRuntime {
         if let Some(container) = self.containers.get_mut(&id) {
             container.info.state = ContainerState::Removing;
         }
+        self.touched(&id);
         Ok(id)
     }
 
@@ -113,6 +114,7 @@ impl SimRuntime {
         self.removed_output(id);
         if let Some(removed) = self.containers.remove(id) {
             self.names.remove(&removed.info.name);
+            self.index_labels(id, &removed.info.labels, false);
         }
         true
     }
@@ -219,6 +221,7 @@ impl SimRuntime {
     /// A start failed: the container keeps its state, with Docker's error and an exit code
     /// (`exit_code`, else 128 unless it has a non-zero one already).
     fn fail_start(&mut self, id: &str, message: &str, exit_code: Option<i64>) {
+        self.touched(id);
         if let Some(container) = self.containers.get_mut(id) {
             container.info.error = Some(message.to_string());
             container.info.exit_code = match (exit_code, container.info.exit_code) {

@@ -97,12 +97,77 @@ pub struct SimRuntime {
     pub creates: u64,
     /// Pulls that succeeded, for reports.
     pub pulls: u64,
+    /// What changed since the journal was last taken.
+    journal: Journal,
+    /// (label, value) -> the ids of the containers carrying it.
+    labelled: BTreeMap<(String, String), BTreeSet<String>>,
+}
+
+/// What changed in a runtime since its journal was last taken: the ids of containers and
+/// networks and the names of volumes created, changed or removed. Checkers that look only at
+/// what changed read it (see [`SimRuntime::take_journal`]).
+///
+/// *Guarantees*: every change of a container (created, started, ended, being removed, removed,
+/// its start failing, its networks, its files, inserted from outside), of a network (created,
+/// inserted, removed) and of a volume (created, also by a mount, removed) is in it. A network's
+/// endpoints follow from its containers: a change of them is journalled as the container's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Journal {
+    pub containers: BTreeSet<String>,
+    pub networks: BTreeSet<String>,
+    pub volumes: BTreeSet<String>,
+}
+
+impl Journal {
+    pub fn is_empty(&self) -> bool {
+        self.containers.is_empty() && self.networks.is_empty() && self.volumes.is_empty()
+    }
 }
 
 impl SimRuntime {
     /// A runtime whose container ids and registry content are derived from `seed`.
     pub fn new(seed: u64) -> Self {
         SimRuntime { seed, builtin_networks: networks::builtin_networks(seed), ..SimRuntime::default() }
+    }
+
+    /// What changed since the last call (everything there is, for the first).
+    pub fn take_journal(&mut self) -> Journal {
+        std::mem::take(&mut self.journal)
+    }
+
+    /// The containers carrying `label` with `value`, in id order (an index: no scan).
+    pub fn containers_labelled<'a>(
+        &'a self,
+        label: &str,
+        value: &str,
+    ) -> impl Iterator<Item = &'a drydock_engine::runtime::ContainerInfo> + 'a {
+        self.labelled
+            .get(&(label.to_string(), value.to_string()))
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.containers.get(id).map(|c| &c.info))
+    }
+
+    /// Index the labels of container `id` (`add`), or forget them.
+    pub(super) fn index_labels(&mut self, id: &str, labels: &BTreeMap<String, String>, add: bool) {
+        for (label, value) in labels {
+            let key = (label.clone(), value.clone());
+            if add {
+                self.labelled.entry(key).or_default().insert(id.to_string());
+            } else if let Some(ids) = self.labelled.get_mut(&key) {
+                ids.remove(id);
+                if ids.is_empty() {
+                    self.labelled.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Container `id` changed.
+    pub(super) fn touched(&mut self, id: &str) {
+        if !self.journal.containers.contains(id) {
+            self.journal.containers.insert(id.to_string());
+        }
     }
 
     /// Set the wall clock that stamps events and starts main processes. Exits due by then

@@ -42,7 +42,10 @@ impl SimRuntime {
             }
             if kind == "volume" {
                 check_volume_name(&mount.source)?;
-                self.volumes.entry(mount.source.clone()).or_default();
+                if !self.volumes.contains_key(&mount.source) {
+                    self.journal.volumes.insert(mount.source.clone());
+                    self.volumes.entry(mount.source.clone()).or_default();
+                }
             }
         }
         Ok(())

@@ -60,11 +60,23 @@ impl SimRuntime {
         self.all_networks().map(|n| self.network_info(n))
     }
 
+    /// Every network's id, name and labels, in id order (built-in ones first), without the
+    /// endpoints `networks` works out (for checkers: no scan of the containers).
+    pub fn network_labels(&self) -> impl Iterator<Item = (&str, &str, &BTreeMap<String, String>)> {
+        self.all_networks().map(|n| (n.id.as_str(), n.name.as_str(), &n.labels))
+    }
+
+    /// Whether a network of this name exists.
+    pub fn has_network_named(&self, name: &str) -> bool {
+        self.all_networks().any(|n| n.name == name)
+    }
+
     /// Add a network as someone else would, without Docker's duplicate check: two networks of
     /// one name make lookups by that name ambiguous. Returns its id.
     pub fn insert_network(&mut self, name: &str, labels: BTreeMap<String, String>) -> String {
         self.network_ids += 1;
         let id = network_id(self.seed, &self.network_ids.to_le_bytes());
+        self.journal.networks.insert(id.clone());
         self.networks.insert(id.clone(), SimNetwork { id: id.clone(), name: name.to_string(), labels });
         id
     }
@@ -112,6 +124,7 @@ impl SimRuntime {
             )));
         }
         let id = network.id.clone();
+        self.journal.networks.insert(id.clone());
         self.networks.remove(&id);
         Ok(RuntimeReply::Done)
     }
@@ -120,6 +133,7 @@ impl SimRuntime {
     /// network (404) and that it is not attached yet.
     pub(super) fn connect_network(&mut self, network: &str, container: &str, aliases: &[String]) -> RuntimeResult {
         let id = self.resolve(container)?;
+        self.touched(&id);
         if self.is_running(&id) {
             let found = self.find_network(network).map_err(|e| e.error(network, Lookup::Inspect))?;
             let (net_id, net_name) = (found.id.clone(), found.name.clone());
@@ -143,6 +157,7 @@ impl SimRuntime {
 
     pub(super) fn disconnect_network(&mut self, network: &str, container: &str) -> RuntimeResult {
         let id = self.resolve(container)?;
+        self.touched(&id);
         let running = self.is_running(&id);
         let found = self.find_network(network).ok().map(|n| (n.id.clone(), n.name.clone()));
         let Some(record) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };

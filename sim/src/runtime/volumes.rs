@@ -33,6 +33,16 @@ impl SimRuntime {
         self.volumes.iter().map(|(name, v)| VolumeInfo { name: name.clone(), labels: v.labels.clone() })
     }
 
+    /// Every volume's name and labels, in name order.
+    pub fn volume_labels(&self) -> impl Iterator<Item = (&str, &BTreeMap<String, String>)> {
+        self.volumes.iter().map(|(name, v)| (name.as_str(), &v.labels))
+    }
+
+    /// The labels of volume `name`, if there is one.
+    pub fn volume_labels_of(&self, name: &str) -> Option<&BTreeMap<String, String>> {
+        self.volumes.get(name).map(|v| &v.labels)
+    }
+
     /// The sources of container `id`'s mounts: host paths and volume names (for checkers).
     pub fn mounts_of(&self, id: &str) -> impl Iterator<Item = &str> {
         self.containers.get(id).into_iter().flat_map(|c| c.mounts.iter().map(|m| m.source.as_str()))
@@ -54,6 +64,7 @@ impl SimRuntime {
             return Err(RuntimeError::Conflict(format!("remove {name}: volume is in use - [{}]", users.join(", "))));
         }
         self.volumes.remove(name);
+        self.journal.volumes.insert(name.to_string());
         Ok(())
     }
 
@@ -72,6 +83,7 @@ impl SimRuntime {
                 name.to_string()
             }
         };
+        self.journal.volumes.insert(name.clone());
         let volume = self.volumes.entry(name.clone()).or_insert_with(|| SimVolume { labels: create.labels.clone() });
         Ok(RuntimeReply::Volume(VolumeInfo { name, labels: volume.labels.clone() }))
     }

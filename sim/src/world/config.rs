@@ -32,6 +32,10 @@ pub struct WorldConfig {
     pub store_backend: Option<fn() -> Box<dyn Backend>>,
     /// A user's controllers, invariants and convergence conditions, beside the built-in ones.
     pub extensions: Extensions,
+    /// Judge the whole state after every event too, beside what changed, and fail the run
+    /// (`incremental-check`) where the two disagree: the test of the invariants' incremental
+    /// checks. Slow; it changes nothing else of a run.
+    pub cross_check: bool,
 }
 
 impl Default for WorldConfig {
@@ -49,6 +53,7 @@ impl Default for WorldConfig {
             store: StoreConfig::default(),
             store_backend: None,
             extensions: Extensions::default(),
+            cross_check: false,
         }
     }
 }

@@ -297,10 +297,16 @@ impl<'w> World<'w> {
         // re-evaluating them after an event that changed none of those could not find anything new.
         if std::mem::take(&mut self.dirty) {
             self.facts.leases.prune(wall);
+            let journal = self.runtime.take_journal();
             let view =
                 View { store: &self.store, runtime: &self.runtime, facts: &self.facts, logs: &self.logs, now: wall };
-            if let Some((invariant, message)) = self.checker.check(&view) {
-                let invariant = invariant.to_string();
+            let found = self.checker.check_changes(&view, &journal).map(|(name, message)| (name.to_string(), message));
+            if self.config.cross_check
+                && let Some(disagreement) = disagreement(found.as_ref(), self.checker.check(&view))
+            {
+                return self.fail(now, "incremental-check".into(), disagreement);
+            }
+            if let Some((invariant, message)) = found {
                 return self.fail(now, invariant, message);
             }
         }
@@ -349,6 +355,20 @@ impl<'w> World<'w> {
             trace: self.trace.take_lines(),
             probes: self.probes.into_hits(),
         }
+    }
+}
+
+/// Where judging what changed (`incremental`) and judging the whole state (`full`) disagree, in
+/// words.
+fn disagreement(incremental: Option<&(String, String)>, full: Option<(&str, String)>) -> Option<String> {
+    match (incremental, full) {
+        (None, None) => None,
+        (Some((a, _)), Some((b, _))) if a == b => None,
+        (Some((a, m)), Some((b, n))) => {
+            Some(format!("judging changes found [{a}] {m}; judging the whole state [{b}] {n}"))
+        }
+        (Some((a, m)), None) => Some(format!("judging changes found [{a}] {m}; the whole state holds")),
+        (None, Some((b, n))) => Some(format!("judging the whole state found [{b}] {n}; judging changes missed it")),
     }
 }
 

@@ -1,12 +1,13 @@
 //! Invariants about runtime containers, ownership and cleanup.
 
 use super::named;
-use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
+use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
 use crate::facts::is_process_identity;
 use drydock_engine::api::{Namespace, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
 use drydock_engine::runtime::{ContainerInfo, ContainerState, RuntimeError, RuntimeRequest};
 use drydock_engine::store::StoreRequest;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// No two runtime containers carry the same owner uid label.
 #[derive(Default)]
@@ -25,6 +26,24 @@ impl Invariant for UniqueOwnerUid {
                     "runtime containers {} and {} both carry owner uid {uid}",
                     short(other),
                     short(&c.id)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        for c in changes.containers(view.runtime) {
+            let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) else { continue };
+            let mut same = view.runtime.containers_labelled(names::LABEL_OWNER_UID, uid);
+            if let (Some(a), Some(b)) = (same.next(), same.next()) {
+                return Err(format!(
+                    "runtime containers {} and {} both carry owner uid {uid}",
+                    short(&a.id),
+                    short(&b.id)
                 ));
             }
         }
@@ -66,6 +85,32 @@ impl Invariant for NoOwnerCycles {
         }
         Ok(())
     }
+
+    /// A new cycle goes through an object whose references changed: walk up from those.
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        for object in changes.live_any().filter(|o| !o.metadata.owner_references.is_empty()) {
+            let start = &object.metadata.uid;
+            if object.metadata.owner_references.iter().any(|r| r.uid == *start) {
+                return Err(format!("{} has an ownerReference to itself", object.key()));
+            }
+            let mut stack: Vec<&Uid> = object.metadata.owner_references.iter().map(|r| &r.uid).collect();
+            let mut visited: BTreeSet<&Uid> = BTreeSet::new();
+            while let Some(uid) = stack.pop() {
+                if uid == start {
+                    return Err(format!("{} is its own owner through a cycle of ownerReferences", object.key()));
+                }
+                if visited.insert(uid)
+                    && let Some(owner) = view.store.get_by_uid(uid)
+                {
+                    stack.extend(owner.metadata.owner_references.iter().map(|r| &r.uid));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// When a namespace is gone, nothing created for it remains in the runtime (unless retained).
@@ -83,16 +128,42 @@ impl Invariant for NoLeakAfterNamespaceDelete {
                 && !retained(c)
                 && !namespaces.contains(ns_uid)
             {
-                let ns = c.labels.get(names::LABEL_NAMESPACE).map_or("?", String::as_str);
-                return Err(format!(
-                    "namespace {ns} (uid {ns_uid}) is gone but runtime container {} ({}) remains",
-                    c.name,
-                    short(&c.id)
-                ));
+                return Err(leaked(c, ns_uid));
             }
         }
         Ok(())
     }
+
+    /// A leak starts when a namespace goes (its containers remain) or when a container of a
+    /// namespace already gone appears.
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        let is_namespace =
+            |uid: &str| view.store.get_by_uid(&Uid(uid.to_string())).is_some_and(|o| o.kind == Namespace::KIND);
+        for c in changes.containers(view.runtime).filter(|c| !retained(c)) {
+            if let Some(ns_uid) = c.labels.get(names::LABEL_NAMESPACE_UID)
+                && !is_namespace(ns_uid)
+            {
+                return Err(leaked(c, ns_uid));
+            }
+        }
+        for ns in changes.deleted(Namespace::KIND) {
+            let ns_uid = &ns.metadata.uid.0;
+            if let Some(c) = view.runtime.containers_labelled(names::LABEL_NAMESPACE_UID, ns_uid).find(|c| !retained(c))
+                && !is_namespace(ns_uid)
+            {
+                return Err(leaked(c, ns_uid));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn leaked(c: &ContainerInfo, ns_uid: &str) -> String {
+    let ns = c.labels.get(names::LABEL_NAMESPACE).map_or("?", String::as_str);
+    format!("namespace {ns} (uid {ns_uid}) is gone but runtime container {} ({}) remains", c.name, short(&c.id))
 }
 
 /// A physical container leaves the store only once no runtime operation on its container is in
@@ -132,20 +203,46 @@ impl Invariant for FinalizerAfterRuntimeCleanup {
         self.seen.check()?;
         for c in view.runtime.containers().filter(|c| !retained(c)) {
             let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) else { continue };
-            if view.facts.lost_owners.contains(uid) {
-                continue;
+            outlived(view, c, uid)?;
+        }
+        Ok(())
+    }
+
+    /// A container outlives its object when the object goes, or when it appears after.
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        self.seen.check()?;
+        for c in changes.containers(view.runtime).filter(|c| !retained(c)) {
+            if let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) {
+                outlived(view, c, uid)?;
             }
-            let owner = view.store.get_by_uid(&Uid(uid.clone()));
-            if owner.is_none_or(|o| o.kind != PhysicalContainer::KIND) {
-                return Err(format!(
-                    "runtime container {} ({}) outlived the PhysicalContainer it was created for (uid {uid})",
-                    c.name,
-                    short(&c.id)
-                ));
+        }
+        for pc in changes.deleted(PhysicalContainer::KIND) {
+            let uid = &pc.metadata.uid.0;
+            for c in view.runtime.containers_labelled(names::LABEL_OWNER_UID, uid).filter(|c| !retained(c)) {
+                outlived(view, c, uid)?;
             }
         }
         Ok(())
     }
+}
+
+/// `Err` if runtime container `c`, created for object `uid`, has outlived it.
+fn outlived(view: &View<'_>, c: &ContainerInfo, uid: &str) -> Result<(), String> {
+    if view.facts.lost_owners.contains(uid) {
+        return Ok(());
+    }
+    let owner = view.store.get_by_uid(&Uid(uid.to_string()));
+    if owner.is_none_or(|o| o.kind != PhysicalContainer::KIND) {
+        return Err(format!(
+            "runtime container {} ({}) outlived the PhysicalContainer it was created for (uid {uid})",
+            c.name,
+            short(&c.id)
+        ));
+    }
+    Ok(())
 }
 
 /// A physical container reported `Failed` has no live runtime container carrying its uid, other
@@ -173,22 +270,51 @@ impl Invariant for FailedHasNoStrayContainer {
         }
         for c in view.runtime.containers().filter(|c| c.state != ContainerState::Removing) {
             let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) else { continue };
-            if let Some((key, recorded)) = failed.get(uid)
-                && recorded.as_deref() != Some(c.id.as_str())
-            {
-                return Err(format!(
-                    "{key} is Failed, but runtime container {} ({}) carrying its uid lives on{}",
-                    c.name,
-                    short(&c.id),
-                    match recorded {
-                        Some(id) => format!(" (it records {})", short(id)),
-                        None => " (it records none)".to_string(),
-                    }
-                ));
+            if let Some((key, recorded)) = failed.get(uid) {
+                stray(key, recorded.as_deref(), c)?;
             }
         }
         Ok(())
     }
+
+    /// A stray appears when an object turns Failed, or when a container of a Failed one appears.
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        let failed = |pc: &Object| pc.status.get("phase").and_then(serde_json::Value::as_str) == Some("Failed");
+        for pc in changes.live(PhysicalContainer::KIND).filter(|pc| failed(pc)) {
+            let live = view.runtime.containers_labelled(names::LABEL_OWNER_UID, &pc.metadata.uid.0);
+            for c in live.filter(|c| c.state != ContainerState::Removing) {
+                stray(&pc.key(), recorded_runtime_id(pc), c)?;
+            }
+        }
+        for c in changes.containers(view.runtime).filter(|c| c.state != ContainerState::Removing) {
+            let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) else { continue };
+            if let Some(pc) = view.store.get_by_uid(&Uid(uid.clone())).filter(|o| o.kind == PhysicalContainer::KIND)
+                && failed(pc)
+            {
+                stray(&pc.key(), recorded_runtime_id(pc), c)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `Err` if `c`, carrying the uid of Failed object `key` that records `recorded`, is a stray.
+fn stray(key: &ObjectKey, recorded: Option<&str>, c: &ContainerInfo) -> Result<(), String> {
+    if recorded == Some(c.id.as_str()) {
+        return Ok(());
+    }
+    Err(format!(
+        "{key} is Failed, but runtime container {} ({}) carrying its uid lives on{}",
+        c.name,
+        short(&c.id),
+        match recorded {
+            Some(id) => format!(" (it records {})", short(id)),
+            None => " (it records none)".to_string(),
+        }
+    ))
 }
 
 /// The harvester removes only leftovers: a container its own engine created, not retained, whose
@@ -255,22 +381,53 @@ impl Invariant for NoForeignAdoption {
 
     fn check(&self, view: &View<'_>) -> Result<(), String> {
         for pc in view.store.list(Some(PhysicalContainer::KIND), None) {
-            if tracked_by_id(&pc) {
-                continue; // tracked by id on purpose
-            }
-            let Some(id) = recorded_runtime_id(&pc) else { continue };
-            let Some(c) = view.runtime.container(id) else { continue };
-            if c.labels.get(names::LABEL_OWNER_UID) != Some(&pc.metadata.uid.0) {
-                return Err(format!(
-                    "{} adopted runtime container {} ({}), which was not created for it",
-                    pc.key(),
-                    c.name,
-                    short(&c.id)
-                ));
-            }
+            adopted(view, &pc)?;
         }
         Ok(())
     }
+
+    /// An adoption shows when an object records a container, or when the container it records
+    /// appears.
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        for pc in changes.live(PhysicalContainer::KIND) {
+            adopted(view, pc)?;
+        }
+        for pc in recording_changed(view, changes) {
+            adopted(view, pc)?;
+        }
+        Ok(())
+    }
+}
+
+/// `Err` if `pc` records a runtime container that was not created for it.
+fn adopted(view: &View<'_>, pc: &Object) -> Result<(), String> {
+    if tracked_by_id(pc) {
+        return Ok(()); // tracked by id on purpose
+    }
+    let Some(id) = recorded_runtime_id(pc) else { return Ok(()) };
+    let Some(c) = view.runtime.container(id) else { return Ok(()) };
+    if c.labels.get(names::LABEL_OWNER_UID) != Some(&pc.metadata.uid.0) {
+        return Err(format!(
+            "{} adopted runtime container {} ({}), which was not created for it",
+            pc.key(),
+            c.name,
+            short(&c.id)
+        ));
+    }
+    Ok(())
+}
+
+/// The physical containers that record or track a runtime container that changed.
+fn recording_changed<'v>(view: &'v View<'_>, changes: &'v Changes<'_>) -> impl Iterator<Item = &'v Arc<Object>> + 'v {
+    changes
+        .runtime
+        .containers
+        .iter()
+        .flat_map(|id| changes.recorded.objects_recording(id))
+        .filter_map(|key| view.store.get(key))
 }
 
 /// System labels on a container say what drydock set, whatever the caller's labels said.
@@ -282,30 +439,48 @@ impl Invariant for SystemLabelsWin {
 
     fn check(&self, view: &View<'_>) -> Result<(), String> {
         for pc in view.store.list(Some(PhysicalContainer::KIND), None) {
-            let Some(id) = recorded_runtime_id(&pc) else { continue };
-            let Some(c) = view.runtime.container(id) else { continue };
-            if tracked_by_id(&pc) || c.labels.get(names::LABEL_OWNER_UID) != Some(&pc.metadata.uid.0) {
-                continue; // not ours to label (see no-foreign-adoption)
-            }
-            let namespace = pc.metadata.namespace.clone().unwrap_or_default();
-            let ns_uid =
-                view.store.get(&ObjectKey::cluster(Namespace::KIND, &namespace)).map(|ns| ns.metadata.uid.0.clone());
-            let wrong = |label: &str, want: Option<&str>| c.labels.get(label).map(String::as_str) != want;
-            if wrong(names::LABEL_NAMESPACE, Some(&namespace))
-                || (ns_uid.is_some() && wrong(names::LABEL_NAMESPACE_UID, ns_uid.as_deref()))
-                || !c.labels.get(names::LABEL_CREATOR).is_some_and(|v| is_process_identity(v))
-                || wrong(names::LABEL_RETAIN, spec_retains(&pc).then_some("true"))
-            {
-                return Err(format!(
-                    "runtime container {} of {} carries wrong system labels: {:?}",
-                    c.name,
-                    pc.key(),
-                    c.labels
-                ));
-            }
+            labelled_right(view, &pc)?;
         }
         Ok(())
     }
+
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        for pc in changes.live(PhysicalContainer::KIND) {
+            labelled_right(view, pc)?;
+        }
+        for pc in recording_changed(view, changes) {
+            labelled_right(view, pc)?;
+        }
+        Ok(())
+    }
+}
+
+/// `Err` if the runtime container `pc` records, made for it, carries wrong system labels.
+fn labelled_right(view: &View<'_>, pc: &Object) -> Result<(), String> {
+    let Some(id) = recorded_runtime_id(pc) else { return Ok(()) };
+    let Some(c) = view.runtime.container(id) else { return Ok(()) };
+    if tracked_by_id(pc) || c.labels.get(names::LABEL_OWNER_UID) != Some(&pc.metadata.uid.0) {
+        return Ok(()); // not ours to label (see no-foreign-adoption)
+    }
+    let namespace = pc.metadata.namespace.clone().unwrap_or_default();
+    let ns_uid = view.store.get(&ObjectKey::cluster(Namespace::KIND, &namespace)).map(|ns| ns.metadata.uid.0.clone());
+    let wrong = |label: &str, want: Option<&str>| c.labels.get(label).map(String::as_str) != want;
+    if wrong(names::LABEL_NAMESPACE, Some(&namespace))
+        || (ns_uid.is_some() && wrong(names::LABEL_NAMESPACE_UID, ns_uid.as_deref()))
+        || !c.labels.get(names::LABEL_CREATOR).is_some_and(|v| is_process_identity(v))
+        || wrong(names::LABEL_RETAIN, spec_retains(pc).then_some("true"))
+    {
+        return Err(format!(
+            "runtime container {} of {} carries wrong system labels: {:?}",
+            c.name,
+            pc.key(),
+            c.labels
+        ));
+    }
+    Ok(())
 }
 
 /// Once a container drydock recorded was removed behind its back, drydock never creates one for

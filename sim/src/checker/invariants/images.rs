@@ -1,7 +1,7 @@
 //! Invariants about images, pulls and leases.
 
 use super::named;
-use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
+use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
 use crate::runtime::reference_key;
 use drydock_engine::api::{ContainerImage, ObjectKey, PhysicalContainer, Resource, Uid, names};
 use drydock_engine::runtime::{RuntimeError, RuntimeRequest};
@@ -71,13 +71,30 @@ impl Invariant for PinnedImageStable {
 
     fn check(&self, view: &View<'_>) -> Result<(), String> {
         for image in view.store.list(Some(ContainerImage::KIND), None) {
-            // Single fields of the stored JSON: decoding every status after every event was slow.
-            let Some(now) = image.status.get("imageId").and_then(serde_json::Value::as_str) else { continue };
-            if let Some(first) = self.pinned.get(&image.metadata.uid)
-                && first != now
-            {
-                return Err(format!("{} pinned {first} and now says {now}", image.key()));
-            }
+            self.same_pin(&image)?;
+        }
+        Ok(())
+    }
+
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        for image in changes.live(ContainerImage::KIND) {
+            self.same_pin(image)?;
+        }
+        Ok(())
+    }
+}
+
+impl PinnedImageStable {
+    fn same_pin(&self, image: &drydock_engine::api::Object) -> Result<(), String> {
+        // Single fields of the stored JSON: decoding every status after every event was slow.
+        let Some(now) = image.status.get("imageId").and_then(serde_json::Value::as_str) else { return Ok(()) };
+        if let Some(first) = self.pinned.get(&image.metadata.uid)
+            && first != now
+        {
+            return Err(format!("{} pinned {first} and now says {now}", image.key()));
         }
         Ok(())
     }
@@ -91,6 +108,8 @@ pub(super) struct PullAttemptsWithinLimit {
     budgets: BTreeMap<Uid, (String, u32)>,
     /// Pulls ever sent, per normalized reference.
     issued: BTreeMap<String, u64>,
+    /// References whose pulls or budgets changed since the last check.
+    touched: BTreeSet<String>,
 }
 
 impl Invariant for PullAttemptsWithinLimit {
@@ -102,27 +121,46 @@ impl Invariant for PullAttemptsWithinLimit {
 
     fn observe(&mut self, _view: &View<'_>, happening: &Happening<'_>) {
         if let Happening::RuntimeSent { request: RuntimeRequest::PullImage { reference }, .. } = happening {
-            *self.issued.entry(reference_key(reference)).or_default() += 1;
+            let key = reference_key(reference);
+            *self.issued.entry(key.clone()).or_default() += 1;
+            self.touched.insert(key);
         }
         let Some(object) = happening.written_object() else { return };
         if object.kind == ContainerImage::KIND
+            && !self.budgets.contains_key(&object.metadata.uid)
             && let Ok(spec) = object.spec::<ContainerImage>()
         {
             let budget = (reference_key(&spec.image), spec.pull_retry_limit);
-            self.budgets.entry(object.metadata.uid.clone()).or_insert(budget);
+            self.touched.insert(budget.0.clone());
+            self.budgets.insert(object.metadata.uid.clone(), budget);
         }
+    }
+
+    /// Attempts show in a resource's status, written; pulls against budgets change as observed.
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            self.touched.clear();
+            return self.check(view);
+        }
+        for image in changes.live(ContainerImage::KIND) {
+            within_limit(image)?;
+        }
+        for reference in std::mem::take(&mut self.touched) {
+            let issued = self.issued.get(&reference).copied().unwrap_or(0);
+            let budget: u64 =
+                self.budgets.values().filter(|(r, _)| *r == reference).map(|(_, limit)| u64::from(*limit) + 1).sum();
+            if issued > budget {
+                return Err(format!(
+                    "{issued} pulls of {reference} issued, but the resources asking for it allow {budget}"
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn check(&self, view: &View<'_>) -> Result<(), String> {
         for image in view.store.list(Some(ContainerImage::KIND), None) {
-            let field = |value: &serde_json::Value, name: &str| value.get(name).and_then(serde_json::Value::as_u64);
-            let attempts = field(&image.status, "pullAttempts").unwrap_or(0);
-            let limit = field(&image.spec, "pullRetryLimit")
-                .or_else(|| image.spec::<ContainerImage>().ok().map(|s| u64::from(s.pull_retry_limit)))
-                .unwrap_or(0);
-            if attempts > limit + 1 {
-                return Err(format!("{} made {attempts} pull attempts with pullRetryLimit {limit}", image.key()));
-            }
+            within_limit(&image)?;
         }
         let mut budgets: BTreeMap<&str, u64> = BTreeMap::new();
         for (reference, limit) in self.budgets.values() {
@@ -138,6 +176,19 @@ impl Invariant for PullAttemptsWithinLimit {
         }
         Ok(())
     }
+}
+
+/// `Err` if `image` made more pull attempts than its limit allows.
+fn within_limit(image: &drydock_engine::api::Object) -> Result<(), String> {
+    let field = |value: &serde_json::Value, name: &str| value.get(name).and_then(serde_json::Value::as_u64);
+    let attempts = field(&image.status, "pullAttempts").unwrap_or(0);
+    let limit = field(&image.spec, "pullRetryLimit")
+        .or_else(|| image.spec::<ContainerImage>().ok().map(|s| u64::from(s.pull_retry_limit)))
+        .unwrap_or(0);
+    if attempts > limit + 1 {
+        return Err(format!("{} made {attempts} pull attempts with pullRetryLimit {limit}", image.key()));
+    }
+    Ok(())
 }
 
 /// A ContainerImage that pinned an image id never asks for a pull again, and a physical container

@@ -3,7 +3,7 @@
 use super::containers::recorded_owner;
 use super::content::Content;
 use super::named;
-use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
+use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
 use drydock_engine::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalMode};
 use drydock_engine::api::{ContainerImage, Lease, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
 use drydock_engine::controllers::logical::startup_lease_name;
@@ -64,6 +64,23 @@ impl Invariant for SingleBacking {
                 && let Some(other) = seen.insert(uid, &c.name)
             {
                 return Err(format!("runtime containers {other} and {} both realise logical container {uid}", c.name));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        for c in changes.containers(view.runtime) {
+            let Some(uid) = c.labels.get(names::LABEL_LOGICAL_UID) else { continue };
+            let mut same = view.runtime.containers_labelled(names::LABEL_LOGICAL_UID, uid);
+            if let (Some(a), Some(b)) = (same.next(), same.next()) {
+                return Err(format!(
+                    "runtime containers {} and {} both realise logical container {uid}",
+                    a.name, b.name
+                ));
             }
         }
         Ok(())
@@ -214,15 +231,37 @@ impl Invariant for SessionNeverOutlivesOwner {
 
     fn check(&self, view: &View<'_>) -> Result<(), String> {
         for c in view.runtime.containers() {
-            if let Some(uid) = c.labels.get(names::LABEL_LOGICAL_UID)
-                && !retained(c)
-                && view.store.get_by_uid(&Uid(uid.clone())).is_none_or(|o| o.kind != LogicalContainer::KIND)
-            {
-                return Err(format!("session container {} outlived its logical container {uid}", c.name));
+            outlives(view, c)?;
+        }
+        Ok(())
+    }
+
+    /// A container outlives its logical container when that goes, or when it appears after.
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        for c in changes.containers(view.runtime) {
+            outlives(view, c)?;
+        }
+        for lc in changes.deleted(LogicalContainer::KIND) {
+            for c in view.runtime.containers_labelled(names::LABEL_LOGICAL_UID, &lc.metadata.uid.0) {
+                outlives(view, c)?;
             }
         }
         Ok(())
     }
+}
+
+/// `Err` if runtime container `c`, made for a logical container, outlived it (unless retained).
+fn outlives(view: &View<'_>, c: &ContainerInfo) -> Result<(), String> {
+    if let Some(uid) = c.labels.get(names::LABEL_LOGICAL_UID)
+        && !retained(c)
+        && view.store.get_by_uid(&Uid(uid.clone())).is_none_or(|o| o.kind != LogicalContainer::KIND)
+    {
+        return Err(format!("session container {} outlived its logical container {uid}", c.name));
+    }
+    Ok(())
 }
 
 /// Deleting a persistent logical container never removes its runtime container.
@@ -289,16 +328,37 @@ impl Invariant for HoldBeforeRelease {
         // And in every state: an owned backing of a live logical container holds.
         for kind in [PhysicalContainer::KIND, ContainerImage::KIND] {
             for child in view.store.list(Some(kind), None) {
-                for owner in child.metadata.owner_references.iter().filter(|r| r.kind == LogicalContainer::KIND) {
-                    let live = view.store.get_by_uid(&owner.uid).is_some_and(|lc| !lc.metadata.is_deleting());
-                    if live && !child.metadata.has_finalizer(names::FINALIZER_HOLD) {
-                        return Err(format!("{} has no hold while its logical container is live", child.key()));
-                    }
-                }
+                holds(view, &child)?;
             }
         }
         Ok(())
     }
+
+    /// A backing loses its hold by a write of its own (a logical container never comes back
+    /// from being deleted).
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        self.seen.check()?;
+        for kind in [PhysicalContainer::KIND, ContainerImage::KIND] {
+            for child in changes.live(kind) {
+                holds(view, child)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `Err` if `child`, owned by a live logical container, has no hold.
+fn holds(view: &View<'_>, child: &Object) -> Result<(), String> {
+    for owner in child.metadata.owner_references.iter().filter(|r| r.kind == LogicalContainer::KIND) {
+        let live = view.store.get_by_uid(&owner.uid).is_some_and(|lc| !lc.metadata.is_deleting());
+        if live && !child.metadata.has_finalizer(names::FINALIZER_HOLD) {
+            return Err(format!("{} has no hold while its logical container is live", child.key()));
+        }
+    }
+    Ok(())
 }
 
 /// A persistent logical container records its workload before releasing its startup lease.
@@ -347,6 +407,10 @@ impl Invariant for WorkloadRecordedBeforeLeaseRelease {
 pub(super) struct ReplaceOnlyOnContentChange {
     /// The spec a client last wrote for each logical container, by uid.
     written: BTreeMap<String, LogicalContainerSpec>,
+    /// A client wrote a spec since the last check.
+    written_since: bool,
+    /// The physical containers that track a runtime container by id (reuses), as last seen.
+    reusing: BTreeMap<ObjectKey, Arc<Object>>,
     /// Removes in flight issued by the live backing of a persistent logical container -> its uid.
     replacing: BTreeMap<(usize, OpId), String>,
     seen: Seen,
@@ -392,6 +456,7 @@ impl Invariant for ReplaceOnlyOnContentChange {
             Happening::ClientWrote { object } if object.kind == LogicalContainer::KIND => {
                 if let Ok(spec) = object.spec::<LogicalContainer>() {
                     self.written.insert(object.metadata.uid.0.clone(), spec);
+                    self.written_since = true;
                 }
             }
             Happening::RuntimeSent { process, id, request: RuntimeRequest::RemoveContainer { .. }, issuer } => {
@@ -424,21 +489,66 @@ impl Invariant for ReplaceOnlyOnContentChange {
         // A backing tracking an existing runtime container (a reuse) tracks one made for the same
         // content as its logical container.
         for pc in view.store.list(Some(PhysicalContainer::KIND), None) {
-            let Some(id) = pc.spec::<PhysicalContainer>().ok().and_then(|s| s.container_id) else { continue };
-            let Some(made_for) = view.runtime.container(&id).and_then(|c| c.labels.get(names::LABEL_LOGICAL_UID))
-            else {
-                continue;
-            };
-            for owner in pc.metadata.owner_references.iter().filter(|r| r.kind == LogicalContainer::KIND) {
-                let persistent = self.written.get(&owner.uid.0).is_some_and(|s| s.mode == LogicalMode::Persistent);
-                if persistent && *made_for != owner.uid.0 && self.differ(made_for, &owner.uid.0) == Some(true) {
-                    return Err(format!(
-                        "{} reuses runtime container {id}, made for logical container {made_for} whose spec \
-                         differs in content from that of {}",
-                        pc.key(),
-                        owner.uid
-                    ));
-                }
+            self.reuses_same_content(view, &pc)?;
+        }
+        Ok(())
+    }
+
+    /// A wrong reuse shows when a backing starts tracking a container, or when a client's write
+    /// changes what a logical container is made of: then every reuse is judged again (there
+    /// are few: only persistent containers reuse).
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            self.reusing = view
+                .store
+                .list(Some(PhysicalContainer::KIND), None)
+                .into_iter()
+                .filter(|pc| tracked_container(pc).is_some())
+                .map(|pc| (pc.key(), pc))
+                .collect();
+            self.written_since = false;
+            return self.check(view);
+        }
+        self.seen.check()?;
+        for (pc, deleted) in changes.written(PhysicalContainer::KIND) {
+            if deleted || tracked_container(pc).is_none() {
+                self.reusing.remove(&pc.key());
+            } else {
+                self.reusing.insert(pc.key(), pc.clone());
+                self.reuses_same_content(view, pc)?;
+            }
+        }
+        if std::mem::take(&mut self.written_since) {
+            for pc in self.reusing.values() {
+                self.reuses_same_content(view, pc)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `spec.containerId` of a physical container (a reuse tracks the container it found).
+fn tracked_container(pc: &Object) -> Option<&str> {
+    pc.spec.get("containerId").and_then(serde_json::Value::as_str)
+}
+
+impl ReplaceOnlyOnContentChange {
+    /// `Err` if backing `pc` tracks a runtime container made for a logical container whose
+    /// content differs from its own logical container's.
+    fn reuses_same_content(&self, view: &View<'_>, pc: &Object) -> Result<(), String> {
+        let Some(id) = tracked_container(pc) else { return Ok(()) };
+        let Some(made_for) = view.runtime.container(id).and_then(|c| c.labels.get(names::LABEL_LOGICAL_UID)) else {
+            return Ok(());
+        };
+        for owner in pc.metadata.owner_references.iter().filter(|r| r.kind == LogicalContainer::KIND) {
+            let persistent = self.written.get(&owner.uid.0).is_some_and(|s| s.mode == LogicalMode::Persistent);
+            if persistent && *made_for != owner.uid.0 && self.differ(made_for, &owner.uid.0) == Some(true) {
+                return Err(format!(
+                    "{} reuses runtime container {id}, made for logical container {made_for} whose spec \
+                     differs in content from that of {}",
+                    pc.key(),
+                    owner.uid
+                ));
             }
         }
         Ok(())

@@ -6,7 +6,7 @@
 //! force to ask for (on Podman a forced removal takes the containers using it with it).
 
 use super::named;
-use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
+use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
 use drydock_engine::api::{
     ContainerNetwork, ContainerVolume, Namespace, Object, PhysicalContainer, Resource, Uid, names,
 };
@@ -22,14 +22,38 @@ struct Held {
 }
 
 fn held(view: &View<'_>) -> Vec<Held> {
-    let networks = view.runtime.networks().map(|n| Held { what: "network", id: n.id, name: n.name, labels: n.labels });
-    let volumes = view.runtime.volume_infos().map(|v| Held {
+    held_where(view, |_, _| true)
+}
+
+/// The runtime networks and volumes `wanted(what, id)` picks.
+fn held_where(view: &View<'_>, wanted: impl Fn(&str, &str) -> bool) -> Vec<Held> {
+    let label = |labels: &BTreeMap<String, String>| labels.clone();
+    let networks =
+        view.runtime.network_labels().filter(|(id, _, _)| wanted("network", id)).map(|(id, name, labels)| Held {
+            what: "network",
+            id: id.to_string(),
+            name: name.to_string(),
+            labels: label(labels),
+        });
+    let volumes = view.runtime.volume_labels().filter(|(name, _)| wanted("volume", name)).map(|(name, labels)| Held {
         what: "volume",
-        id: v.name.clone(),
-        name: v.name,
-        labels: v.labels,
+        id: name.to_string(),
+        name: name.to_string(),
+        labels: label(labels),
     });
     networks.chain(volumes).collect()
+}
+
+/// The networks and volumes that changed since the last check.
+fn changed(view: &View<'_>, changes: &Changes<'_>) -> Vec<Held> {
+    let journal = changes.runtime;
+    if journal.networks.is_empty() && journal.volumes.is_empty() {
+        return Vec::new();
+    }
+    held_where(view, |what, id| match what {
+        "network" => journal.networks.contains(id),
+        _ => journal.volumes.contains(id),
+    })
 }
 
 fn retained(labels: &BTreeMap<String, String>) -> bool {
@@ -55,6 +79,18 @@ impl Invariant for UniqueResourceOwner {
         }
         Ok(())
     }
+
+    /// Only a network or volume that appeared can make a second one of an owner.
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        let changed = changed(view, changes);
+        if changed.iter().all(|h| !h.labels.contains_key(names::LABEL_OWNER_UID)) {
+            return Ok(());
+        }
+        self.check(view)
+    }
 }
 
 /// When a namespace is gone, no network or volume created for it remains, unless retained, or
@@ -68,23 +104,49 @@ impl Invariant for NoResourceLeakAfterNamespaceDelete {
     fn check(&self, view: &View<'_>) -> Result<(), String> {
         let namespaces: BTreeSet<String> =
             view.store.list(Some(Namespace::KIND), None).iter().map(|ns| ns.metadata.uid.0.clone()).collect();
-        for h in held(view) {
-            let Some(ns_uid) = h.labels.get(names::LABEL_NAMESPACE_UID) else { continue };
-            if retained(&h.labels) || namespaces.contains(ns_uid) {
-                continue;
-            }
-            let used_by_stranger = h.what == "volume"
-                && view.runtime.containers().any(|c| {
-                    c.labels.get(names::LABEL_NAMESPACE_UID) != Some(ns_uid)
-                        && view.runtime.mounts_of(&c.id).any(|source| source == h.name.as_str())
-                });
-            if !used_by_stranger {
-                let ns = h.labels.get(names::LABEL_NAMESPACE).map_or("?", String::as_str);
-                return Err(format!("namespace {ns} (uid {ns_uid}) is gone but runtime {} {} remains", h.what, h.name));
-            }
-        }
-        Ok(())
+        leak_among(view, held(view), |uid| namespaces.contains(uid))
     }
+
+    /// A leak starts when a namespace goes, when a network or volume of one gone appears, or
+    /// (a volume) when the last stranger's container using it goes.
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        let namespace_gone = changes.deleted(Namespace::KIND).next().is_some();
+        let is_namespace = |uid: &str| {
+            view.store.get_by_uid(&drydock_engine::api::Uid(uid.to_string())).is_some_and(|o| o.kind == Namespace::KIND)
+        };
+        if namespace_gone {
+            return leak_among(view, held(view), is_namespace);
+        }
+        let mut suspects = changed(view, changes);
+        if changes.container_removed(view.runtime) {
+            suspects.extend(held_where(view, |what, _| what == "volume"));
+        }
+        leak_among(view, suspects, is_namespace)
+    }
+}
+
+/// `Err` if one of `held` belongs to a namespace that is gone (`is_namespace` says which uids
+/// still are one), unless retained or (a volume) still used by another namespace's container.
+fn leak_among(view: &View<'_>, held: Vec<Held>, is_namespace: impl Fn(&str) -> bool) -> Result<(), String> {
+    for h in held {
+        let Some(ns_uid) = h.labels.get(names::LABEL_NAMESPACE_UID) else { continue };
+        if retained(&h.labels) || is_namespace(ns_uid) {
+            continue;
+        }
+        let used_by_stranger = h.what == "volume"
+            && view.runtime.containers().any(|c| {
+                c.labels.get(names::LABEL_NAMESPACE_UID) != Some(ns_uid)
+                    && view.runtime.mounts_of(&c.id).any(|source| source == h.name.as_str())
+            });
+        if !used_by_stranger {
+            let ns = h.labels.get(names::LABEL_NAMESPACE).map_or("?", String::as_str);
+            return Err(format!("namespace {ns} (uid {ns_uid}) is gone but runtime {} {} remains", h.what, h.name));
+        }
+    }
+    Ok(())
 }
 
 /// The built-in networks are never created, removed or replaced by drydock, and stay.
@@ -120,11 +182,18 @@ impl Invariant for BuiltinNetworksUntouched {
     fn check(&self, view: &View<'_>) -> Result<(), String> {
         self.seen.check()?;
         for builtin in BUILTIN_NETWORKS {
-            if !view.runtime.networks().any(|n| n.name == builtin) {
+            if !view.runtime.has_network_named(builtin) {
                 return Err(format!("the built-in network {builtin} is gone"));
             }
         }
         Ok(())
+    }
+
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything || !changes.runtime.networks.is_empty() {
+            return self.check(view);
+        }
+        self.seen.check()
     }
 }
 
@@ -149,7 +218,8 @@ impl Invariant for RemovesOnlyItsOwn {
             RuntimeRequest::RemoveVolume { name } => ("volume", name),
             _ => return,
         };
-        let Some(h) = held(view).into_iter().find(|h| h.what == what && (h.id == *target || h.name == *target)) else {
+        let Some(h) = held_where(view, |w, _| w == what).into_iter().find(|h| h.id == *target || h.name == *target)
+        else {
             return; // gone already: the runtime answers NotFound
         };
         let Some(object) = view.store.get(issuer) else { return };
