@@ -86,7 +86,8 @@ pub fn generate(size: usize, rng: &mut ChaCha8Rng) -> Workload {
             ops.at(at + between(rng, 500, 10_000), create(rng, &ns, &name, logical));
         }
     }
-    Workload { images: vec!["busybox:latest".into()], registry: Vec::new(), ops: ops.finish() }
+    // In the registry too: an image removed behind drydock's back can be pulled again.
+    Workload { images: vec!["busybox:latest".into()], registry: vec!["busybox:latest".into()], ops: ops.finish() }
 }
 
 fn create(rng: &mut ChaCha8Rng, ns: &str, name: &str, logical: bool) -> ClientOp {

@@ -4,7 +4,10 @@
 //! *Guarantees*
 //! - Pulls of one normalized reference are serialized across resources and processes by an
 //!   exclusive lease; a contended pull stays Pending and is retried through reconciliation
-//!   without consuming pull attempts. The policy is re-evaluated once the lease is held.
+//!   without consuming pull attempts. The policy is re-evaluated once the lease is held; under
+//!   `missing` a waiter also looks for the image now and then while it waits (an inspection
+//!   needs no lease), so N resources of one reference wait for one pull, not for N turns of
+//!   the lease.
 //! - At most `pullRetryLimit + 1` pulls per resource; then Failed (`PullFailed`), terminally,
 //!   with the last pull's error. A pull or an inspection the runtime refuses as invalid (Docker's
 //!   400) is Failed at once (`ReferenceRefused`): no attempt can succeed.
@@ -34,6 +37,8 @@ use crate::time::{MonoTime, Now};
 use crate::toolkit::{self, Cleanup, Finalizer, OpTracker, Retry, RetryPolicy, write_status};
 use std::time::Duration;
 
+/// How often a resource waiting for another's pull lease looks whether the image is there.
+const LOOK_WHILE_WAITING: Duration = Duration::from_secs(2);
 /// How long a pull lease lasts without renewal.
 pub const PULL_LEASE_DURATION: Duration = Duration::from_secs(15);
 /// Inspections allowed to answer NotFound right after a pull before the image counts as failed.
@@ -102,6 +107,8 @@ struct Image {
     pull_error: Option<String>,
     missing: bool,
     inspected_at: Option<MonoTime>,
+    /// When it last looked for the image while waiting for the lease.
+    looked_while_waiting: Option<MonoTime>,
 }
 
 type Tracked = toolkit::Tracked<Op, Image>;
@@ -120,6 +127,7 @@ impl Image {
             pull_error: None,
             missing: false,
             inspected_at: None,
+            looked_while_waiting: None,
         }
     }
 }
@@ -236,6 +244,18 @@ impl ContainerImageController {
                 let next =
                     ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..status.clone() };
                 write_status::<ContainerImage>(ctx, obj, status, next);
+                // What the holder pulls may be there already: look (no lease needed to look).
+                let now = ctx.now().mono;
+                if spec.pull_policy == PullPolicy::Missing
+                    && spec.build.is_none()
+                    && let Some(t) = self.ops.get_mut(&uid).map(|t| &mut t.state)
+                    && t.step == Step::NeedPull
+                    && t.looked_while_waiting.is_none_or(|at| now.since(at) >= LOOK_WHILE_WAITING)
+                {
+                    t.looked_while_waiting = Some(now);
+                    let look = RuntimeRequest::InspectImage { reference: spec.image.clone() };
+                    return self.runtime(ctx, &uid, Op::Check, look);
+                }
                 Ok(Action::requeue(Duration::from_millis(500)))
             }
             Acquire::Held => {
