@@ -20,6 +20,7 @@
 //! }
 //! ```
 
+mod bench;
 mod client;
 mod daemon;
 mod manifest;

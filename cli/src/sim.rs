@@ -33,6 +33,10 @@ pub enum SimCommand {
     Golden(GoldenArgs),
     /// List scenarios, invariants and fault kinds.
     List,
+    /// Measure the simulator: seeds/s, events/s, simulated seconds per wall second and peak
+    /// memory of a sweep, and the cost per event at world sizes 10, 100 and 1,000 containers
+    /// (scenario `scale`, CPU time); each figure the median of repeated runs.
+    Bench(crate::bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -189,6 +193,10 @@ pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
         SimCommand::Replay(args) => replay(&args, catalog, &mut out)?,
         SimCommand::Shrink(args) => shrink(&args, catalog, &mut out)?,
         SimCommand::Golden(args) => golden(&args, &mut out)?,
+        SimCommand::Bench(args) => {
+            crate::bench::bench(&args, catalog.scenarios, &mut out)?;
+            ExitCode::SUCCESS
+        }
         SimCommand::List => {
             list(catalog, &mut out)?;
             ExitCode::SUCCESS

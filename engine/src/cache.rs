@@ -20,6 +20,9 @@ use std::sync::Arc;
 #[derive(Debug, Default)]
 pub struct Cache {
     objects: BTreeMap<ObjectKey, Arc<Object>>,
+    /// The indexes kept (see [`Index`]), and what they hold: (index, value) -> keys.
+    indexes: Vec<Index>,
+    indexed: BTreeMap<(&'static str, String), BTreeSet<ObjectKey>>,
     uids: BTreeMap<Uid, ObjectKey>,
     /// owner uid -> dependents that reference it.
     dependents: BTreeMap<Uid, BTreeSet<ObjectKey>>,
@@ -28,6 +31,23 @@ pub struct Cache {
     synced_rv: u64,
     /// Per kind: every watch event of that kind up to this version has been applied.
     kind_rv: BTreeMap<String, u64>,
+}
+
+/// A secondary index over the cached objects of one kind, as an informer's indexer: `values`
+/// says what an object is found by, and [`Cache::indexed`] finds the objects by it without a
+/// scan. `values` must be a pure function of the object (read it from the stored JSON: it runs
+/// on every change of an object of `kind`).
+#[derive(Clone, Copy)]
+pub struct Index {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub values: fn(&Object) -> Vec<String>,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("name", &self.name).field("kind", &self.kind).finish_non_exhaustive()
+    }
 }
 
 /// A change the cache took.
@@ -55,18 +75,52 @@ impl Cache {
         self.uids.get(uid).and_then(|k| self.objects.get(k))
     }
 
-    /// Objects of `kind` (all kinds if `"*"`) in `namespace` (all if `None`), in key order.
+    /// Objects of `kind` (all kinds if `"*"`) in `namespace` (all if `None`), in key order. One
+    /// kind in one namespace is a range of the cache, not a scan.
     pub fn list<'a>(&'a self, kind: &'a str, namespace: Option<&'a str>) -> impl Iterator<Item = &'a Arc<Object>> + 'a {
+        let all = kind == "*";
         let start = ObjectKey {
-            kind: if kind == "*" { String::new() } else { kind.to_string() },
-            namespace: None,
+            kind: if all { String::new() } else { kind.to_string() },
+            namespace: namespace.filter(|_| !all).map(str::to_string),
             name: String::new(),
         };
         self.objects
             .range(start..)
-            .take_while(move |(k, _)| kind == "*" || k.kind == kind)
+            .take_while(move |(k, _)| all || (k.kind == kind && (namespace.is_none() || k.namespace.as_deref() == namespace)))
             .map(|(_, o)| o)
             .filter(move |o| namespace.is_none_or(|ns| o.metadata.namespace.as_deref() == Some(ns)))
+    }
+
+    /// Keep `index` from now on (over what is cached already too).
+    pub fn add_index(&mut self, index: Index) {
+        let objects: Vec<Arc<Object>> = self.list(index.kind, None).cloned().collect();
+        self.indexes.push(index);
+        for object in objects {
+            self.index(&object, true);
+        }
+    }
+
+    /// The keys of the cached objects `index` finds by `value`, in key order.
+    pub fn indexed<'a>(&'a self, index: &'static str, value: &str) -> impl Iterator<Item = &'a ObjectKey> + 'a {
+        self.indexed.get(&(index, value.to_string())).into_iter().flatten()
+    }
+
+    /// Put `object` into (`add`) or take it out of the indexes of its kind.
+    fn index(&mut self, object: &Object, add: bool) {
+        let key = object.key();
+        for index in self.indexes.iter().filter(|i| i.kind == object.kind) {
+            for value in (index.values)(object) {
+                let slot = (index.name, value);
+                if add {
+                    self.indexed.entry(slot).or_default().insert(key.clone());
+                } else if let Some(keys) = self.indexed.get_mut(&slot) {
+                    keys.remove(&key);
+                    if keys.is_empty() {
+                        self.indexed.remove(&slot);
+                    }
+                }
+            }
+        }
     }
 
     /// Keys of objects that list `owner` among their ownerReferences.
@@ -161,7 +215,8 @@ impl Cache {
                 _ => changed.push(new.clone()),
             }
         }
-        *self = Cache::default();
+        let indexes = std::mem::take(&mut self.indexes);
+        *self = Cache { indexes, ..Cache::default() };
         for object in fresh.into_values() {
             self.insert(object);
         }
@@ -195,11 +250,13 @@ impl Cache {
         for owner in &object.metadata.owner_references {
             self.dependents.entry(owner.uid.clone()).or_default().insert(key.clone());
         }
+        self.index(&object, true);
         self.objects.insert(key, object);
     }
 
     fn remove(&mut self, key: &ObjectKey) {
         let Some(old) = self.objects.remove(key) else { return };
+        self.index(&old, false);
         self.uids.remove(&old.metadata.uid);
         for owner in &old.metadata.owner_references {
             if let Some(set) = self.dependents.get_mut(&owner.uid) {

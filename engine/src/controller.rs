@@ -148,6 +148,13 @@ pub trait Controller: Send {
     /// The kinds this controller watches and how their events map to keys.
     fn watches(&self) -> Vec<Watch>;
 
+    /// Secondary indexes of the cache this controller looks objects up by (in `watches`'
+    /// mappers or in `reconcile`, through [`Cache::indexed`]), so that an event finds the
+    /// objects it concerns without a scan of the cache. Names must be unique across controllers.
+    fn indexes(&self) -> Vec<crate::cache::Index> {
+        Vec::new()
+    }
+
     /// One step towards the desired state of `key`. The object may be absent from the cache
     /// (deleted, or not seen yet).
     fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult;

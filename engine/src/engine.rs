@@ -224,6 +224,10 @@ impl Engine {
         let watches =
             controllers.iter().enumerate().flat_map(|(i, c)| c.watches().into_iter().map(move |w| (i, w))).collect();
         let names = controllers.iter().map(|c| Arc::from(c.name())).collect();
+        let mut cache = Cache::default();
+        for index in controllers.iter().flat_map(|c| c.indexes()) {
+            cache.add_index(index);
+        }
         Engine {
             names,
             rng: ChaCha8Rng::seed_from_u64(config.seed),
@@ -232,7 +236,7 @@ impl Engine {
             registry,
             controllers,
             watches,
-            cache: Cache::default(),
+            cache,
             queue: Default::default(),
             outbox: VecDeque::new(),
             next_op,

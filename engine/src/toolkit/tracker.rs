@@ -32,7 +32,7 @@ use crate::controller::{Action, Context, OpId};
 use crate::runtime::RuntimeRequest;
 use crate::store::StoreRequest;
 use crate::time::MonoTime;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether an operation is a store request or a runtime request.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -98,11 +98,14 @@ pub struct OpTracker<Op, S> {
     objects: BTreeMap<Uid, Tracked<Op, S>>,
     /// Which object each op in flight belongs to.
     routes: BTreeMap<OpId, Uid>,
+    /// The entries of each key (more than one while an earlier object of that name still has an
+    /// op in flight).
+    by_key: BTreeMap<ObjectKey, BTreeSet<Uid>>,
 }
 
 impl<Op, S> Default for OpTracker<Op, S> {
     fn default() -> Self {
-        OpTracker { objects: BTreeMap::new(), routes: BTreeMap::new() }
+        OpTracker { objects: BTreeMap::new(), routes: BTreeMap::new(), by_key: BTreeMap::new() }
     }
 }
 
@@ -131,12 +134,11 @@ impl<Op, S> OpTracker<Op, S> {
     /// The entry of `object`, created with state `init()` if it has none.
     pub fn entry_with(&mut self, object: &Object, init: impl FnOnce() -> S) -> &mut Tracked<Op, S> {
         let uid = &object.metadata.uid;
-        self.objects.entry(uid.clone()).or_insert_with(|| Tracked {
-            uid: uid.clone(),
-            key: object.key(),
-            in_flight: None,
-            retry: RetryGate::default(),
-            state: init(),
+        let by_key = &mut self.by_key;
+        self.objects.entry(uid.clone()).or_insert_with(|| {
+            let key = object.key();
+            by_key.entry(key.clone()).or_default().insert(uid.clone());
+            Tracked { uid: uid.clone(), key, in_flight: None, retry: RetryGate::default(), state: init() }
         })
     }
 
@@ -150,8 +152,19 @@ impl<Op, S> OpTracker<Op, S> {
 
     /// The entries of `key` (more than one while an earlier object of that name still has an op
     /// in flight).
+    /// (A scan of every entry: [`OpTracker::for_key_each`] looks them up instead.)
     pub fn for_key_mut<'a>(&'a mut self, key: &'a ObjectKey) -> impl Iterator<Item = &'a mut Tracked<Op, S>> + 'a {
         self.objects.values_mut().filter(move |t| t.key == *key)
+    }
+
+    /// Call `f` with each entry of `key`, in uid order (looked up, not scanned).
+    pub fn for_key_each(&mut self, key: &ObjectKey, mut f: impl FnMut(&mut Tracked<Op, S>)) {
+        let Some(uids) = self.by_key.get(key) else { return };
+        for uid in uids {
+            if let Some(tracked) = self.objects.get_mut(uid) {
+                f(tracked);
+            }
+        }
     }
 
     /// Every entry.
@@ -210,7 +223,17 @@ impl<Op, S> OpTracker<Op, S> {
 
     /// Drop the entries of `key` that have no operation in flight.
     pub fn forget(&mut self, key: &ObjectKey) {
-        self.objects.retain(|_, t| t.in_flight.is_some() || t.key != *key);
+        let Some(uids) = self.by_key.get_mut(key) else { return };
+        uids.retain(|uid| {
+            let idle = self.objects.get(uid).is_none_or(|t| t.in_flight.is_none());
+            if idle {
+                self.objects.remove(uid);
+            }
+            !idle
+        });
+        if uids.is_empty() {
+            self.by_key.remove(key);
+        }
     }
 }
 

@@ -82,7 +82,9 @@ impl SimRuntime {
                 }
                 existing.info = info;
                 existing.started_at = started_at;
-                existing.exit_due = None;
+                if let Some((at, _)) = existing.exit_due.take() {
+                    self.due.remove(&(at, existing.info.id.clone()));
+                }
             }
             None => {
                 let record = SimContainer {

@@ -29,7 +29,18 @@ const START_FAILED_EXIT_CODE: i64 = 128;
 impl SimRuntime {
     /// When the next running container's main process ends by itself, if one will.
     pub fn next_due(&self) -> Option<WallTime> {
-        self.containers.values().filter_map(|c| c.exit_due.map(|(at, _)| at)).min()
+        self.due.first().map(|(at, _)| *at)
+    }
+
+    /// Container `id`'s main process ends by itself at `due` (with its status), or not.
+    fn set_exit_due(&mut self, id: &str, due: Option<(WallTime, i64)>) {
+        let Some(container) = self.containers.get_mut(id) else { return };
+        if let Some((at, _)) = std::mem::replace(&mut container.exit_due, due) {
+            self.due.remove(&(at, id.to_string()));
+        }
+        if let Some((at, _)) = due {
+            self.due.insert((at, id.to_string()));
+        }
     }
 
     /// Let time pass up to `now`: every main process due to end at or before `now` exits, in time
@@ -37,14 +48,14 @@ impl SimRuntime {
     /// is `now` (never earlier than it was). Every request applies the exits due by the clock
     /// first, so a runtime nobody advances still never answers from a stale state.
     pub fn advance(&mut self, now: WallTime) {
-        loop {
-            let due = self
-                .containers
-                .values()
-                .filter_map(|c| c.exit_due.filter(|(at, _)| *at <= now).map(|(at, code)| (at, &c.info.id, code)))
-                .min();
-            let Some((at, id, code)) = due.map(|(at, id, code)| (at, id.clone(), code)) else { break };
-            self.exit_at(&id, code, at);
+        while let Some((at, id)) = self.due.first().filter(|(at, _)| *at <= now).cloned() {
+            let code = self.containers.get(&id).and_then(|c| c.exit_due).map(|(_, code)| code);
+            match code {
+                Some(code) => self.exit_at(&id, code, at),
+                None => {
+                    self.due.remove(&(at, id));
+                }
+            }
         }
         self.now = self.now.max(now);
     }
@@ -112,6 +123,7 @@ impl SimRuntime {
         }
         self.event(id, EventAction::Destroy);
         self.removed_output(id);
+        self.set_exit_due(id, None);
         if let Some(removed) = self.containers.remove(id) {
             self.names.remove(&removed.info.name);
             self.index_labels(id, &removed.info.labels, false);
@@ -158,7 +170,7 @@ impl SimRuntime {
         container.info.exit_code = None;
         container.info.error = None;
         container.started_at = Some(self.now);
-        container.exit_due = None;
+        self.set_exit_due(&id, None);
         self.activate_attachments(&id, networks);
         self.event(&id, EventAction::Start);
         let (outcome, printed) = self.process_outcome(&id, Signals::default());
@@ -166,9 +178,7 @@ impl SimRuntime {
         match outcome {
             Outcome::Exits { after_ms: 0, code } => self.exit_at(&id, code, self.now),
             Outcome::Exits { after_ms, code } => {
-                if let Some(container) = self.containers.get_mut(&id) {
-                    container.exit_due = Some((WallTime(self.now.0.saturating_add(after_ms)), code));
-                }
+                self.set_exit_due(&id, Some((WallTime(self.now.0.saturating_add(after_ms)), code)));
             }
             Outcome::Forever => {}
         }
@@ -239,8 +249,8 @@ impl SimRuntime {
             c.info.exit_code = Some(code);
             c.info.ports.clear();
             c.started_at = None;
-            c.exit_due = None;
         }
+        self.set_exit_due(id, None);
         self.end_output(id, time);
         self.event_at(id, EventAction::Die { exit_code: Some(code) }, time);
     }

@@ -101,6 +101,9 @@ pub struct SimRuntime {
     journal: Journal,
     /// (label, value) -> the ids of the containers carrying it.
     labelled: BTreeMap<(String, String), BTreeSet<String>>,
+    /// When each main process due to end by itself ends, and its container: every
+    /// `exit_due` there is, in time order.
+    due: BTreeSet<(WallTime, String)>,
 }
 
 /// What changed in a runtime since its journal was last taken: the ids of containers and

@@ -491,12 +491,40 @@ fn resolve_image(ctx: &Context<'_>, obj: &Object, spec: &PhysicalContainerSpec) 
 }
 
 /// The physical containers in `resource`'s namespace whose spec `uses` it.
-fn users(cache: &Cache, resource: &Object, uses: impl Fn(&PhysicalContainerSpec) -> bool) -> Vec<ObjectKey> {
-    cache
-        .list(PhysicalContainer::KIND, resource.metadata.namespace.as_deref())
-        .filter(|pc| pc.spec::<PhysicalContainer>().is_ok_and(|spec| uses(&spec)))
-        .map(|pc| pc.key())
-        .collect()
+/// The physical containers that use `resource` (a `ContainerImage` by `imageRef`, a network
+/// they attach to, a volume they mount), from the cache's index.
+fn users(cache: &Cache, resource: &Object) -> Vec<ObjectKey> {
+    let ns = resource.metadata.namespace.as_deref().unwrap_or_default();
+    cache.indexed(USES, &uses_value(ns, &resource.kind, &resource.metadata.name)).cloned().collect()
+}
+
+/// The index of what each physical container uses: `namespace/Kind/name` of its `imageRef`,
+/// its networks and the volumes it mounts.
+const USES: &str = "physical-container.uses";
+
+fn uses_value(namespace: &str, kind: &str, name: &str) -> String {
+    format!("{namespace}/{kind}/{name}")
+}
+
+/// What physical container `pc` uses, for [`USES`] (read from its stored spec, as admitted).
+fn uses(pc: &Object) -> Vec<String> {
+    let ns = pc.metadata.namespace.as_deref().unwrap_or_default();
+    let spec = &pc.spec;
+    let names = |field: &str, name: &str| -> Vec<String> {
+        let items = spec.get(field).and_then(serde_json::Value::as_array);
+        items.into_iter().flatten().filter_map(|item| item.get(name)?.as_str().map(str::to_string)).collect()
+    };
+    let mut values = Vec::new();
+    if let Some(image) = spec.get("imageRef").and_then(serde_json::Value::as_str) {
+        values.push(uses_value(ns, ContainerImage::KIND, image));
+    }
+    for network in names("networks", "name") {
+        values.push(uses_value(ns, ContainerNetwork::KIND, &network));
+    }
+    for source in names("mounts", "source").into_iter().filter(|s| is_volume_source(s)) {
+        values.push(uses_value(ns, ContainerVolume::KIND, &source));
+    }
+    values
 }
 
 impl Controller for PhysicalContainerController {
@@ -504,26 +532,19 @@ impl Controller for PhysicalContainerController {
         "physical-container"
     }
 
+    fn indexes(&self) -> Vec<crate::cache::Index> {
+        vec![crate::cache::Index { name: USES, kind: PhysicalContainer::KIND, values: uses }]
+    }
+
     fn watches(&self) -> Vec<Watch> {
         vec![
             Watch::own(PhysicalContainer::KIND),
             // An image becoming Ready unblocks the containers that reference it.
-            Watch::custom(ContainerImage::KIND, |image, cache| {
-                let ns = image.metadata.namespace.as_deref();
-                cache
-                    .list(PhysicalContainer::KIND, ns)
-                    .filter(|pc| pc.spec.get("imageRef").and_then(|r| r.as_str()) == Some(image.metadata.name.as_str()))
-                    .map(|pc| pc.key())
-                    .collect()
-            }),
+            Watch::custom(ContainerImage::KIND, |image, cache| users(cache, image)),
             // A network or volume becoming Ready (or failing) unblocks (or fails) the containers
             // that use it.
-            Watch::custom(ContainerNetwork::KIND, |network, cache| {
-                users(cache, network, |spec| spec.networks.iter().any(|n| n.name == network.metadata.name))
-            }),
-            Watch::custom(ContainerVolume::KIND, |volume, cache| {
-                users(cache, volume, |spec| spec.mounts.iter().any(|m| m.source == volume.metadata.name))
-            }),
+            Watch::custom(ContainerNetwork::KIND, |network, cache| users(cache, network)),
+            Watch::custom(ContainerVolume::KIND, |volume, cache| users(cache, volume)),
             Watch::namespace_children(PhysicalContainer::KIND),
         ]
     }
@@ -558,9 +579,7 @@ impl Controller for PhysicalContainerController {
             return false;
         }
         // Something changed: look again instead of waiting for the monitoring pass.
-        for t in self.ops.for_key_mut(key) {
-            t.state.inspected_at = None;
-        }
+        self.ops.for_key_each(key, |t| t.state.inspected_at = None);
         true
     }
 

@@ -1,0 +1,232 @@
+//! `drydock sim bench`: how fast the simulator runs, and how the cost of an event grows with the
+//! size of the world. Every figure is the median of repeated runs in this one process.
+//!
+//! - Throughput: a sweep of a scenario (`mixed` by default) on all cores, as `sim run` does but
+//!   without the determinism self-check: seeds/s, events/s, simulated seconds per wall second,
+//!   and the sweep's peak resident memory.
+//! - Cost per event: scenario `scale` at world sizes 10, 100 and 1,000 containers, on one
+//!   thread, measured in CPU time (the process's, from `/proc`), which a busy machine disturbs
+//!   far less than wall time: nanoseconds per event, and the ratio of the largest size to the
+//!   smallest.
+//!
+//! *Caveats*: CPU time and resident memory come from Linux's `/proc`; elsewhere those figures
+//! are absent and the wall time stands in for the CPU time.
+
+use anyhow::{Context as _, Result, bail};
+use clap::Args;
+use drydock_scenarios::{FaultSelection, Scenario};
+use drydock_sim::sweep::SweepConfig;
+use serde_json::json;
+use std::io::Write;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// The scenario whose throughput is measured.
+    #[arg(long, default_value = "mixed")]
+    scenario: String,
+    /// Seeds per throughput run.
+    #[arg(long, default_value_t = 1000)]
+    seeds: u64,
+    /// Runs of each measurement; the figures are their medians.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Worker threads for the throughput runs (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// World sizes (containers of scenario `scale`) whose cost per event is measured.
+    #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
+    sizes: Vec<usize>,
+    /// Events each cost-per-event run aims for (it runs whole seeds until it has them).
+    #[arg(long, default_value_t = 200_000)]
+    events: u64,
+    /// Print one JSON object as the last line of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One measured run.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    seeds: u64,
+    events: u64,
+    sim_seconds: f64,
+    wall_seconds: f64,
+    cpu_seconds: Option<f64>,
+}
+
+impl Sample {
+    fn seeds_per_second(&self) -> f64 {
+        self.seeds as f64 / self.wall_seconds.max(1e-9)
+    }
+    fn events_per_second(&self) -> f64 {
+        self.events as f64 / self.wall_seconds.max(1e-9)
+    }
+    fn acceleration(&self) -> f64 {
+        self.sim_seconds / self.wall_seconds.max(1e-9)
+    }
+    /// Nanoseconds of CPU (else wall) time per event.
+    fn nanos_per_event(&self) -> f64 {
+        self.cpu_seconds.unwrap_or(self.wall_seconds) * 1e9 / self.events.max(1) as f64
+    }
+}
+
+pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> Result<()> {
+    if args.repeat == 0 || args.seeds == 0 || args.events == 0 {
+        bail!("--repeat, --seeds and --events must be at least 1");
+    }
+    if args.jobs == Some(0) {
+        bail!("--jobs 0 runs nothing: give 1 or more (or leave it out for one per core)");
+    }
+    let find = |name: &str| {
+        scenarios.iter().find(|s| s.name == name).with_context(|| {
+            let known: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+            format!("unknown scenario {name:?}; known scenarios: {}", known.join(", "))
+        })
+    };
+    let scenario = find(&args.scenario)?;
+    let scale = find("scale")?;
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+
+    eprintln!("throughput: {} seeds of {} on {jobs} threads, {} runs", args.seeds, scenario.name, args.repeat);
+    reset_peak_memory();
+    let mut throughput = Vec::new();
+    for run in 0..args.repeat {
+        let sample = sweep(scenario, 0, args.seeds, jobs);
+        eprintln!("  run {}: {:.1} seeds/s, {:.0} events/s", run + 1, sample.seeds_per_second(), sample.events_per_second());
+        throughput.push(sample);
+    }
+    let peak = peak_memory_bytes();
+
+    let mut scaling = Vec::new();
+    for &size in &args.sizes {
+        let sized = scale.with_size(size).map_err(|e| anyhow::anyhow!("--sizes: {e}"))?;
+        let seeds = seeds_for(&sized, args.events);
+        eprintln!("cost per event: scale --size {size}, {seeds} seeds on one thread, {} runs", args.repeat);
+        let mut samples = Vec::new();
+        for run in 0..args.repeat {
+            let sample = sweep(&sized, 0, seeds, 1);
+            eprintln!("  run {}: {:.0} ns/event over {} events", run + 1, sample.nanos_per_event(), sample.events);
+            samples.push(sample);
+        }
+        scaling.push((size, seeds, samples));
+    }
+
+    let median_of = |samples: &[Sample], f: fn(&Sample) -> f64| median(samples.iter().map(f).collect());
+    let seeds_per_second = median_of(&throughput, Sample::seeds_per_second);
+    let events_per_second = median_of(&throughput, Sample::events_per_second);
+    let acceleration = median_of(&throughput, Sample::acceleration);
+    writeln!(out, "throughput of {} ({} seeds, {jobs} threads, median of {}):", scenario.name, args.seeds, args.repeat)?;
+    writeln!(out, "  seeds/s                 {seeds_per_second:>12.1}")?;
+    writeln!(out, "  events/s                {events_per_second:>12.0}")?;
+    writeln!(out, "  simulated s per wall s  {acceleration:>12.0}")?;
+    match peak {
+        Some(bytes) => writeln!(out, "  peak resident memory    {:>9.1} MiB", bytes as f64 / (1024.0 * 1024.0))?,
+        None => writeln!(out, "  peak resident memory    unknown (no /proc)")?,
+    }
+    let clock = if throughput.iter().all(|s| s.cpu_seconds.is_some()) { "CPU" } else { "wall" };
+    writeln!(out, "cost per event of scale, one thread, {clock} time (median of {}):", args.repeat)?;
+    let costs: Vec<(usize, u64, f64, &Vec<Sample>)> = scaling
+        .iter()
+        .map(|(size, seeds, samples)| (*size, *seeds, median_of(samples, Sample::nanos_per_event), samples))
+        .collect();
+    let base = costs.first().map(|c| c.2).filter(|c| *c > 0.0);
+    for (size, seeds, cost, samples) in &costs {
+        let events = samples.first().map_or(0, |s| s.events);
+        let ratio = base.map_or(String::new(), |b| format!("  {:.2}x", cost / b));
+        writeln!(out, "  size {size:>5}  {cost:>8.0} ns/event  ({seeds} seeds, {events} events){ratio}")?;
+    }
+    if args.json {
+        let samples = |s: &[Sample]| -> Vec<serde_json::Value> {
+            s.iter()
+                .map(|s| {
+                    json!({ "seeds": s.seeds, "events": s.events, "sim_seconds": s.sim_seconds,
+                        "wall_seconds": s.wall_seconds, "cpu_seconds": s.cpu_seconds })
+                })
+                .collect()
+        };
+        let sizes: Vec<serde_json::Value> = costs
+            .iter()
+            .map(|(size, seeds, cost, runs)| {
+                json!({ "size": size, "seeds": seeds, "nanos_per_event": cost,
+                    "ratio_to_smallest": base.map(|b| cost / b), "runs": samples(runs) })
+            })
+            .collect();
+        let summary = json!({
+            "scenario": scenario.name,
+            "seeds": args.seeds,
+            "jobs": jobs,
+            "repeat": args.repeat,
+            "seeds_per_second": seeds_per_second,
+            "events_per_second": events_per_second,
+            "sim_seconds_per_wall_second": acceleration,
+            "peak_rss_bytes": peak,
+            "throughput_runs": samples(&throughput),
+            "cost_clock": clock,
+            "cost_per_event": sizes,
+        });
+        writeln!(out, "{summary}")?;
+    }
+    Ok(())
+}
+
+/// Run seeds `start..start + seeds` of `scenario` on `jobs` threads, measured.
+fn sweep(scenario: &Scenario, start: u64, seeds: u64, jobs: usize) -> Sample {
+    let config = SweepConfig { start, seeds, jobs, check_every: None, stop: None };
+    let (wall, cpu) = (Instant::now(), cpu_seconds());
+    let report = scenario.sweep(&config, &FaultSelection::Default, |_| {});
+    let cpu = cpu.zip(cpu_seconds()).map(|(before, after)| after - before);
+    Sample {
+        seeds: report.seeds() as u64,
+        events: report.events(),
+        sim_seconds: report.sim_seconds(),
+        wall_seconds: wall.elapsed().as_secs_f64(),
+        cpu_seconds: cpu,
+    }
+}
+
+/// How many seeds of `scenario` make about `events` events (from a first seed's count).
+fn seeds_for(scenario: &Scenario, events: u64) -> u64 {
+    let first = scenario.run(0, false).events.max(1);
+    events.div_ceil(first).max(1)
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// CPU time this process has used, user and system, all its threads (those ended included):
+/// `utime` and `stime` of `/proc/self/stat`, in clock ticks of 10 ms.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the command.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / clock_ticks_per_second())
+}
+
+/// Linux's USER_HZ: 100 on every architecture drydock builds for (the kernel reports
+/// `/proc/*/stat` times in it whatever its internal tick rate).
+fn clock_ticks_per_second() -> f64 {
+    100.0
+}
+
+/// Start measuring peak resident memory from now (Linux: `clear_refs` 5 resets `VmHWM`).
+fn reset_peak_memory() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The peak resident memory since [`reset_peak_memory`], in bytes.
+fn peak_memory_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
