@@ -15,6 +15,8 @@ pub struct Backoff<K: Ord> {
     base: Duration,
     max: Duration,
     failures: BTreeMap<K, Failures>,
+    /// How many of `failures` are waiting: asked after every event, so counted, not scanned.
+    waiting: usize,
 }
 
 #[derive(Debug, Default)]
@@ -26,7 +28,7 @@ struct Failures {
 
 impl<K: Ord> Backoff<K> {
     pub fn new(base: Duration, max: Duration) -> Self {
-        Backoff { base, max, failures: BTreeMap::new() }
+        Backoff { base, max, failures: BTreeMap::new(), waiting: 0 }
     }
 
     /// The delay before retrying `key` after one more failure: `base * 2^failures`, capped at
@@ -35,27 +37,38 @@ impl<K: Ord> Backoff<K> {
         let failures = self.failures.entry(key).or_default();
         let exp = self.base.saturating_mul(1u32 << failures.count.min(20)).min(self.max);
         failures.count = failures.count.saturating_add(1);
-        failures.waiting = true;
+        if !std::mem::replace(&mut failures.waiting, true) {
+            self.waiting += 1;
+        }
         let jitter_permille = rng.next_u32() % 250;
         exp + exp * jitter_permille / 1000
     }
 
     /// What failed succeeded: the count starts over.
     pub fn reset(&mut self, key: &K) {
-        self.failures.remove(key);
+        if self.failures.remove(key).is_some_and(|f| f.waiting) {
+            self.waiting -= 1;
+        }
     }
 
     /// An attempt that could not fail the way the counted ones did went fine: the key is no
     /// longer waiting to retry, but its count stands.
     pub fn settled(&mut self, key: &K) {
-        if let Some(failures) = self.failures.get_mut(key) {
-            failures.waiting = false;
+        if let Some(failures) = self.failures.get_mut(key)
+            && std::mem::take(&mut failures.waiting)
+        {
+            self.waiting -= 1;
         }
     }
 
     /// Keys currently backing off: their last attempt failed.
     pub fn len(&self) -> usize {
-        self.failures.values().filter(|f| f.waiting).count()
+        self.waiting
+    }
+
+    /// Whether `key` has failures counted (waiting or not).
+    pub fn knows(&self, key: &K) -> bool {
+        self.failures.contains_key(key)
     }
 
     pub fn is_empty(&self) -> bool {

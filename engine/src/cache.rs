@@ -12,8 +12,10 @@
 //! never reappears from an older event (tombstones are kept until the watch stream of their kind
 //! has passed them).
 
-use crate::api::{Object, ObjectKey, Uid};
+use crate::api::{Namespace, Object, ObjectKey, Resource, TypedError, Uid};
 use crate::store::{EventType, WatchEvent};
+use std::any::{Any, TypeId};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -24,6 +26,8 @@ pub struct Cache {
     indexes: Vec<Index>,
     indexed: BTreeMap<(&'static str, String), BTreeSet<ObjectKey>>,
     uids: BTreeMap<Uid, ObjectKey>,
+    /// The cached namespaces by name: looked up for nearly every event, without making a key.
+    namespaces: BTreeMap<String, Arc<Object>>,
     /// owner uid -> dependents that reference it.
     dependents: BTreeMap<Uid, BTreeSet<ObjectKey>>,
     tombstones: BTreeMap<ObjectKey, u64>,
@@ -31,6 +35,27 @@ pub struct Cache {
     synced_rv: u64,
     /// Per kind: every watch event of that kind up to this version has been applied.
     kind_rv: BTreeMap<String, u64>,
+    /// Typed specs and statuses of cached objects, decoded once (see [`Cache::spec`]).
+    typed: RefCell<TypedMemo>,
+}
+
+/// Decoded parts of cached objects, by the address of the cached object and the part's type.
+///
+/// *Guarantees*: an entry lives exactly as long as its object is in the cache. While the cache
+/// holds an object's `Arc`, nobody can change the object (`Arc::get_mut` fails, `make_mut`
+/// copies), so what was decoded from it stays true; the entry goes when the cache lets go of
+/// it, before its address can be reused.
+#[derive(Default)]
+struct TypedMemo(BTreeMap<usize, Vec<(TypeId, bool, Arc<dyn Any + Send + Sync>)>>);
+
+impl std::fmt::Debug for TypedMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TypedMemo({} objects)", self.0.len())
+    }
+}
+
+fn address(object: &Object) -> usize {
+    std::ptr::from_ref(object) as usize
 }
 
 /// A secondary index over the cached objects of one kind, as an informer's indexer: `values`
@@ -71,6 +96,11 @@ impl Cache {
         self.objects.get(key)
     }
 
+    /// The cached `Namespace` named `name` (as `get` of its key, without making one).
+    pub fn namespace(&self, name: &str) -> Option<&Arc<Object>> {
+        self.namespaces.get(name)
+    }
+
     pub fn get_by_uid(&self, uid: &Uid) -> Option<&Arc<Object>> {
         self.uids.get(uid).and_then(|k| self.objects.get(k))
     }
@@ -91,6 +121,51 @@ impl Cache {
             .filter(move |o| namespace.is_none_or(|ns| o.metadata.namespace.as_deref() == Some(ns)))
     }
 
+    /// The typed spec of `object`, decoded once while `object` is the cached state of its key
+    /// (an object that is not, say an older state or a copy, is decoded afresh every time).
+    /// Reconciles, mappers and indexes read the same objects many times between changes.
+    pub fn spec<R: Resource>(&self, object: &Object) -> Result<Arc<R::Spec>, TypedError>
+    where
+        R::Spec: Send + Sync,
+    {
+        self.typed(object, true, || object.spec::<R>())
+    }
+
+    /// The typed status of `object`, as [`Cache::spec`] decodes the spec.
+    pub fn status<R: Resource>(&self, object: &Object) -> Result<Arc<R::Status>, TypedError>
+    where
+        R::Status: Send + Sync,
+    {
+        self.typed(object, false, || object.status::<R>())
+    }
+
+    fn typed<T: Any + Send + Sync>(
+        &self,
+        object: &Object,
+        spec: bool,
+        decode: impl FnOnce() -> Result<T, TypedError>,
+    ) -> Result<Arc<T>, TypedError> {
+        let (addr, type_id) = (address(object), TypeId::of::<T>());
+        let known = self.typed.borrow().0.get(&addr).and_then(|parts| {
+            parts.iter().find(|(t, s, _)| *t == type_id && *s == spec).map(|(_, _, value)| value.clone())
+        });
+        if let Some(value) = known.and_then(|v| v.downcast::<T>().ok()) {
+            return Ok(value);
+        }
+        let value = Arc::new(decode()?);
+        if self.is_cached(object) {
+            let erased: Arc<dyn Any + Send + Sync> = value.clone();
+            self.typed.borrow_mut().0.entry(addr).or_default().push((type_id, spec, erased));
+        }
+        Ok(value)
+    }
+
+    /// Whether `object` is the very object the cache holds for its key.
+    fn is_cached(&self, object: &Object) -> bool {
+        let cached = self.uids.get(&object.metadata.uid).and_then(|key| self.objects.get(key));
+        cached.is_some_and(|c| std::ptr::eq(&**c, object))
+    }
+
     /// Keep `index` from now on (over what is cached already too).
     pub fn add_index(&mut self, index: Index) {
         let objects: Vec<Arc<Object>> = self.list(index.kind, None).cloned().collect();
@@ -107,6 +182,9 @@ impl Cache {
 
     /// Put `object` into (`add`) or take it out of the indexes of its kind.
     fn index(&mut self, object: &Object, add: bool) {
+        if !self.indexes.iter().any(|i| i.kind == object.kind) {
+            return;
+        }
         let key = object.key();
         for index in self.indexes.iter().filter(|i| i.kind == object.kind) {
             for value in (index.values)(object) {
@@ -251,11 +329,18 @@ impl Cache {
             self.dependents.entry(owner.uid.clone()).or_default().insert(key.clone());
         }
         self.index(&object, true);
+        if object.kind == Namespace::KIND {
+            self.namespaces.insert(object.metadata.name.clone(), object.clone());
+        }
         self.objects.insert(key, object);
     }
 
     fn remove(&mut self, key: &ObjectKey) {
         let Some(old) = self.objects.remove(key) else { return };
+        self.typed.get_mut().0.remove(&address(&old));
+        if old.kind == Namespace::KIND {
+            self.namespaces.remove(&old.metadata.name);
+        }
         self.index(&old, false);
         self.uids.remove(&old.metadata.uid);
         for owner in &old.metadata.owner_references {

@@ -480,6 +480,9 @@ impl Engine {
             if watch.matches(&object.kind) {
                 for key in watch.keys(object, &self.cache) {
                     let work = (*controller, key);
+                    if self.idle_elsewhere(&work) {
+                        continue;
+                    }
                     let due = match self.holding.get(&work) {
                         Some(until) if work.1 != object.key() => (*until).max(at),
                         _ => at,
@@ -488,6 +491,18 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// Whether `work` belongs to another engine (see [`Engine::responsible_for`]) and this one
+    /// has nothing of it to forget: its reconcile would only find that out. Queueing it is
+    /// skipped; should its namespace become ours, its arrival dispatches it
+    /// (`dispatch_newly_ours`). With two engines, half of every delivery was such work.
+    fn idle_elsewhere(&self, work: &WorkKey) -> bool {
+        !self.queue.contains(work)
+            && !self.holding.contains_key(work)
+            && !self.retries.contains(work)
+            && !self.backoff.knows(work)
+            && !self.responsible_for(&work.1)
     }
 
     /// Whether this engine is responsible for `key`: a cluster-scoped object always (a namespace
@@ -506,7 +521,7 @@ impl Engine {
 
     /// Whether namespace `name` is in the cache and not assigned to another engine.
     fn namespace_is_ours(&self, name: &str) -> bool {
-        self.cache.get(&ObjectKey::cluster(crate::api::Namespace::KIND, name)).is_some_and(|ns| {
+        self.cache.namespace(name).is_some_and(|ns| {
             ns.metadata.annotations.get(crate::api::names::ANNOTATION_ENGINE).is_none_or(|e| *e == self.config.identity)
         })
     }

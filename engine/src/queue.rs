@@ -8,83 +8,118 @@
 //! - Among due keys, the earliest due time goes first, then insertion order.
 
 use crate::time::MonoTime;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 #[derive(Debug)]
 pub struct WorkQueue<K: Ord + Clone> {
-    scheduled: BTreeMap<K, (MonoTime, u64)>,
-    by_time: BTreeSet<(MonoTime, u64, K)>,
-    processing: BTreeSet<K>,
-    dirty: BTreeMap<K, MonoTime>,
+    /// Every key queued, processing or both, with its state: one lookup per operation.
+    keys: BTreeMap<K, Slot>,
+    /// Queued keys by (due time, insertion number): the order they are handed out in. Keyed by
+    /// numbers only, so ordering it never compares keys.
+    by_time: BTreeMap<(MonoTime, u64), K>,
+    processing: usize,
     seq: u64,
+}
+
+/// What the queue knows of one key.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    /// Queued: when it is due, and its insertion number.
+    queued: Option<(MonoTime, u64)>,
+    /// Handed out and not `done` yet.
+    processing: bool,
+    /// Added while processing: queue it again at this time once done.
+    dirty: Option<MonoTime>,
+}
+
+impl Slot {
+    fn is_empty(&self) -> bool {
+        self.queued.is_none() && !self.processing && self.dirty.is_none()
+    }
 }
 
 impl<K: Ord + Clone> Default for WorkQueue<K> {
     fn default() -> Self {
-        WorkQueue {
-            scheduled: BTreeMap::new(),
-            by_time: BTreeSet::new(),
-            processing: BTreeSet::new(),
-            dirty: BTreeMap::new(),
-            seq: 0,
-        }
+        WorkQueue { keys: BTreeMap::new(), by_time: BTreeMap::new(), processing: 0, seq: 0 }
     }
 }
 
 impl<K: Ord + Clone> WorkQueue<K> {
     /// Queue `key` to run at `at` (or earlier, if it is already queued for earlier).
     pub fn add(&mut self, key: K, at: MonoTime) {
-        if self.processing.contains(&key) {
-            let due = self.dirty.entry(key).or_insert(at);
-            *due = (*due).min(at);
-            return;
-        }
-        if let Some(&(due, seq)) = self.scheduled.get(&key) {
-            if due <= at {
-                return;
+        match self.keys.get_mut(&key) {
+            Some(slot) if slot.processing => {
+                slot.dirty = Some(slot.dirty.map_or(at, |due| due.min(at)));
             }
-            self.by_time.remove(&(due, seq, key.clone()));
+            Some(slot) => {
+                if let Some((due, seq)) = slot.queued {
+                    if due <= at {
+                        return;
+                    }
+                    self.by_time.remove(&(due, seq));
+                }
+                self.seq += 1;
+                slot.queued = Some((at, self.seq));
+                self.by_time.insert((at, self.seq), key);
+            }
+            None => {
+                self.seq += 1;
+                self.keys.insert(key.clone(), Slot { queued: Some((at, self.seq)), ..Slot::default() });
+                self.by_time.insert((at, self.seq), key);
+            }
         }
-        self.seq += 1;
-        self.scheduled.insert(key.clone(), (at, self.seq));
-        self.by_time.insert((at, self.seq, key));
     }
 
     /// The next key due at or before `now`; it is processing until `done`.
     pub fn pop_ready(&mut self, now: MonoTime) -> Option<K> {
-        let first = self.by_time.first()?;
-        if first.0 > now {
+        let (&(due, _), _) = self.by_time.first_key_value()?;
+        if due > now {
             return None;
         }
-        let (_, _, key) = self.by_time.pop_first()?;
-        self.scheduled.remove(&key);
-        self.processing.insert(key.clone());
+        let (_, key) = self.by_time.pop_first()?;
+        if let Some(slot) = self.keys.get_mut(&key) {
+            slot.queued = None;
+            slot.processing = true;
+        }
+        self.processing += 1;
         Some(key)
     }
 
     /// Finish processing `key`; if it was added meanwhile, queue it again.
     pub fn done(&mut self, key: &K) {
-        self.processing.remove(key);
-        if let Some(at) = self.dirty.remove(key) {
+        let Some(slot) = self.keys.get_mut(key) else { return };
+        if std::mem::take(&mut slot.processing) {
+            self.processing -= 1;
+        }
+        let again = slot.dirty.take();
+        if slot.is_empty() {
+            self.keys.remove(key);
+        }
+        if let Some(at) = again {
             self.add(key.clone(), at);
         }
     }
 
     /// When the earliest queued key is due.
     pub fn next_due(&self) -> Option<MonoTime> {
-        self.by_time.first().map(|(t, _, _)| *t)
+        self.by_time.first_key_value().map(|(&(t, _), _)| t)
+    }
+
+    /// Whether `key` is queued, processing, or both.
+    pub fn contains(&self, key: &K) -> bool {
+        self.keys.contains_key(key)
     }
 
     pub fn is_processing(&self, key: &K) -> bool {
-        self.processing.contains(key)
+        self.keys.get(key).is_some_and(|slot| slot.processing)
     }
 
     pub fn queued(&self) -> usize {
-        self.scheduled.len()
+        self.by_time.len()
     }
 
     pub fn processing(&self) -> usize {
-        self.processing.len()
+        self.processing
     }
 }
 

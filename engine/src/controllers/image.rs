@@ -165,8 +165,8 @@ impl ContainerImageController {
     /// One step of making the image present: check, pull under the lease, verify, monitor.
     fn advance(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
         let uid = obj.metadata.uid.clone();
-        let spec = obj.spec::<ContainerImage>().map_err(|e| ReconcileError(e.to_string()))?;
-        let status = obj.status::<ContainerImage>().map_err(|e| ReconcileError(e.to_string()))?;
+        let spec = ctx.cache().spec::<ContainerImage>(obj).map_err(|e| ReconcileError(e.to_string()))?;
+        let status = ctx.cache().status::<ContainerImage>(obj).map_err(|e| ReconcileError(e.to_string()))?;
         let now = ctx.now();
         let monitor = self.monitor_interval;
         let t = &mut self.ops.entry_with(obj, || Image::new(spec.pull_policy, spec.build.is_some(), &status)).state;
@@ -179,7 +179,7 @@ impl ContainerImageController {
             let phase = if t.missing { ImagePhase::Unavailable } else { ImagePhase::Ready };
             let message =
                 t.missing.then(|| format!("image {pinned} was removed from the runtime; it is not pulled again"));
-            let next = ContainerImageStatus { phase, image_id: Some(pinned), message, ..status.clone() };
+            let next = ContainerImageStatus { phase, image_id: Some(pinned), message, ..(*status).clone() };
             write_status::<ContainerImage>(ctx, obj, &status, next);
             return Ok(Action::requeue(monitor));
         }
@@ -188,13 +188,13 @@ impl ContainerImageController {
                 Some((reason, message)) => (Some(reason.to_string()), Some(message)),
                 None => (status.reason.clone(), status.message.clone()),
             };
-            let next = ContainerImageStatus { phase: ImagePhase::Failed, reason, message, ..status.clone() };
+            let next = ContainerImageStatus { phase: ImagePhase::Failed, reason, message, ..(*status).clone() };
             write_status::<ContainerImage>(ctx, obj, &status, next);
             return Ok(Action::done());
         }
         if let Some(waiting) = t.waiting.as_ref().filter(|_| !matches!(t.step, Step::Counting { .. })) {
             let next =
-                ContainerImageStatus { phase: ImagePhase::Pending, message: Some(waiting.clone()), ..status.clone() };
+                ContainerImageStatus { phase: ImagePhase::Pending, message: Some(waiting.clone()), ..(*status).clone() };
             write_status::<ContainerImage>(ctx, obj, &status, next);
         }
         let reference = spec.image.clone();
@@ -242,7 +242,7 @@ impl ContainerImageController {
                     t.state.waiting = Some(message.clone());
                 }
                 let next =
-                    ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..status.clone() };
+                    ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..(*status).clone() };
                 write_status::<ContainerImage>(ctx, obj, status, next);
                 // What the holder pulls may be there already: look (no lease needed to look).
                 let now = ctx.now().mono;
@@ -300,7 +300,7 @@ impl ContainerImageController {
                             phase: ImagePhase::Pulling,
                             pull_attempts: attempt,
                             message: None,
-                            ..status.clone()
+                            ..(*status).clone()
                         };
                         if !write_status::<ContainerImage>(ctx, obj, status, next) {
                             // Nothing to write, yet the cache does not show the count: look again soon.

@@ -26,7 +26,7 @@
 
 use crate::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalContainerStatus, LogicalMode, LogicalPhase};
 use crate::api::{
-    Condition, ConditionStatus, ContainerImage, ContainerImageSpec, ContainerPhase, Namespace, Object, ObjectKey,
+    Condition, ConditionStatus, ContainerImage, ContainerImageSpec, ContainerPhase, Object, ObjectKey,
     ObjectMeta, OwnerReference, PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, Uid, names, reasons,
 };
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
@@ -229,7 +229,7 @@ impl LogicalContainerController {
 
     fn workload(&self, ctx: &Context<'_>, obj: &Object) -> String {
         let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
-        ctx.get(&ObjectKey::cluster(Namespace::KIND, namespace))
+        ctx.cache().namespace(namespace)
             .and_then(|ns| ns.metadata.annotations.get(names::ANNOTATION_WORKLOAD).cloned())
             .or_else(|| self.default_workload.clone())
             .unwrap_or_default()
@@ -238,14 +238,14 @@ impl LogicalContainerController {
     fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
         let uid = obj.metadata.uid.clone();
         let namespace = obj.metadata.namespace.clone().unwrap_or_default();
-        match ctx.get(&ObjectKey::cluster(Namespace::KIND, &namespace)) {
+        match ctx.cache().namespace(&namespace) {
             // Not seen yet: its arrival wakes us (`Watch::namespace_children`).
             None => return Ok(Action::done()),
             Some(ns) if ns.metadata.is_deleting() => return Ok(Action::done()),
             Some(_) => {}
         }
-        let spec = obj.spec::<LogicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
-        let status = obj.status::<LogicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
+        let spec = ctx.cache().spec::<LogicalContainer>(obj).map_err(|e| ReconcileError(e.to_string()))?;
+        let status = ctx.cache().status::<LogicalContainer>(obj).map_err(|e| ReconcileError(e.to_string()))?;
         let key = lifecycle_key(&spec);
         let backing_key = ObjectKey::namespaced(PhysicalContainer::KIND, &namespace, &backing_name(&obj.metadata.name));
         let backing = ctx.get(&backing_key).cloned();
@@ -258,7 +258,7 @@ impl LogicalContainerController {
                 phase: LogicalPhase::Failed,
                 reason: Some(reason.into()),
                 message: Some(message),
-                ..status.clone()
+                ..(*status).clone()
             };
             write_status::<LogicalContainer>(ctx, obj, &status, next);
             return Ok(Action::done());
@@ -292,7 +292,7 @@ impl LogicalContainerController {
                 let next = LogicalContainerStatus {
                     backing_uid: Some(b.metadata.uid.clone()),
                     lifecycle_key: Some(key),
-                    ..status.clone()
+                    ..(*status).clone()
                 };
                 write_status::<LogicalContainer>(ctx, obj, &status, next);
                 Ok(Action::done())
@@ -324,7 +324,7 @@ impl LogicalContainerController {
                 Acquire::Contended { .. } => {
                     let next = LogicalContainerStatus {
                         message: Some(format!("waiting for the startup lease of {runtime_name}")),
-                        ..status.clone()
+                        ..(*status).clone()
                     };
                     write_status::<LogicalContainer>(ctx, obj, &status, next);
                     return Ok(Action::requeue(Duration::from_millis(500)));
@@ -348,7 +348,7 @@ impl LogicalContainerController {
                 let next = LogicalContainerStatus {
                     phase: LogicalPhase::NotFound,
                     message: Some("no container of that name yet".into()),
-                    ..status.clone()
+                    ..(*status).clone()
                 };
                 write_status::<LogicalContainer>(ctx, obj, &status, next);
                 Ok(Action::requeue(Duration::from_secs(2)))
@@ -372,13 +372,13 @@ impl LogicalContainerController {
     ) -> ReconcileResult {
         let Some(backing) = backing else { return Ok(Action::done()) };
         // `stop` is one-way on both: pass it down.
-        if spec.stop && !backing.metadata.is_deleting() && backing.spec::<PhysicalContainer>().is_ok_and(|s| !s.stop) {
+        if spec.stop && !backing.metadata.is_deleting() && ctx.cache().spec::<PhysicalContainer>(backing).is_ok_and(|s| !s.stop) {
             let mut next = backing.clone();
             next.spec["stop"] = serde_json::Value::Bool(true);
             ctx.store(StoreRequest::Update { object: next });
             return Ok(Action::done());
         }
-        let pc = backing.status::<PhysicalContainer>().unwrap_or_default();
+        let pc = ctx.cache().status::<PhysicalContainer>(backing).unwrap_or_default();
         // A backing that failed for good (its own image failing included) passes its reason and
         // the runtime's message up: the logical container is as final as its backing.
         let (phase, reason, message) = match pc.phase {
@@ -436,7 +436,7 @@ impl LogicalContainerController {
     fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> Result<Cleanup, ReconcileError> {
         let uid = obj.metadata.uid.clone();
         let namespace = obj.metadata.namespace.clone().unwrap_or_default();
-        if let Ok(spec) = obj.spec::<LogicalContainer>() {
+        if let Ok(spec) = ctx.cache().spec::<LogicalContainer>(obj) {
             let (lease, _) = Self::lease_for(&spec, obj);
             let holder = crate::lease::holder(ctx.identity(), &uid);
             self.leases.release(ctx, &lease, &holder);

@@ -316,6 +316,19 @@ impl Store {
         }
     }
 
+    /// [`Store::execute`] of a borrowed request, for a caller that keeps it: copies only what
+    /// the request stores (a status update, the most frequent write, copies only the status).
+    pub fn execute_ref(&mut self, now: WallTime, request: &StoreRequest) -> StoreResult {
+        match request {
+            StoreRequest::UpdateStatus { object } => self.update_status_ref(object).map(StoreReply::Object),
+            StoreRequest::Get { key } => {
+                self.get(key).cloned().map(StoreReply::Object).ok_or(StoreError::NotFound { key: key.to_string() })
+            }
+            StoreRequest::Delete { key, options } => self.delete(now, key, options).map(StoreReply::Object),
+            other => self.execute(now, other.clone()),
+        }
+    }
+
     /// Admit and store a new object: assigns uid, resource version, generation 1, creation time
     /// and the kind's default finalizers; drops any status the client sent.
     pub fn create(&mut self, now: WallTime, mut object: Object) -> Result<Arc<Object>, StoreError> {
@@ -394,12 +407,17 @@ impl Store {
 
     /// Replace status only.
     pub fn update_status(&mut self, object: Object) -> Result<Arc<Object>, StoreError> {
-        let stored = self.precondition(&object)?;
+        self.update_status_ref(&object)
+    }
+
+    /// [`Store::update_status`] from a borrowed object: only its status is copied.
+    fn update_status_ref(&mut self, object: &Object) -> Result<Arc<Object>, StoreError> {
+        let stored = self.precondition(object)?;
         if stored.status == object.status {
             return Ok(stored);
         }
         let mut next = (*stored).clone();
-        next.status = object.status;
+        next.status = object.status.clone();
         self.commit(EventType::Modified, next)
     }
 

@@ -152,7 +152,7 @@ impl World<'_> {
         self.observe(Happening::StoreApplying { process, id, request: &request });
         let result = match self.store_link.conflict(&mut self.env, &request) {
             Some(conflict) => Err(conflict),
-            None => self.store.execute(super::true_now(now).wall, request.clone()),
+            None => self.store.execute_ref(super::true_now(now).wall, &request),
         };
         let lost = self.store_link.loses_reply(&mut self.env, &request, &result);
         self.observe(Happening::StoreApplied { process, request: &request, result: &result });

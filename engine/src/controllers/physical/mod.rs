@@ -32,7 +32,7 @@ pub use state::{INSPECT_BUDGET, NOTFOUND_BUDGET, NOTFOUND_SETTLE};
 
 use crate::api::container::{Mount, NetworkAttachment, is_volume_source};
 use crate::api::{
-    ContainerImage, ContainerImageStatus, ContainerNetwork, ContainerPhase, ContainerVolume, ImagePhase, Namespace,
+    ContainerImage, ContainerImageStatus, ContainerNetwork, ContainerPhase, ContainerVolume, ImagePhase,
     Object, ObjectKey, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus, Resource, ResourcePhase,
     RuntimeResourceStatus, Uid, names, reasons,
 };
@@ -99,7 +99,7 @@ impl PhysicalContainerController {
 
     fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
         let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
-        let Some(ns) = ctx.get(&ObjectKey::cluster(Namespace::KIND, namespace)) else {
+        let Some(ns) = ctx.cache().namespace(namespace) else {
             // Not seen yet (its kind's watch lags): no side effects outside a known, active
             // namespace. Its arrival wakes us (`Watch::namespace_children`).
             return Ok(Action::done());
@@ -107,8 +107,8 @@ impl PhysicalContainerController {
         if ns.metadata.is_deleting() {
             return Ok(Action::done());
         }
-        let spec = obj.spec::<PhysicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
-        let status = obj.status::<PhysicalContainer>().map_err(|e| ReconcileError(e.to_string()))?;
+        let spec = ctx.cache().spec::<PhysicalContainer>(obj).map_err(|e| ReconcileError(e.to_string()))?;
+        let status = ctx.cache().status::<PhysicalContainer>(obj).map_err(|e| ReconcileError(e.to_string()))?;
         let t = &mut self.ops.entry(obj).state;
         if t.runtime_id.is_none() {
             t.runtime_id = spec.container_id.clone().or_else(|| status.runtime_id.clone());
@@ -341,15 +341,15 @@ impl PhysicalContainerController {
     /// Remove the runtime container, then make sure nothing carries our label any more.
     fn cleanup(&mut self, ctx: &mut Context<'_>, obj: &Object) -> Result<Cleanup, ReconcileError> {
         let uid = &obj.metadata.uid;
-        let status = obj.status::<PhysicalContainer>().unwrap_or_default();
-        let spec = obj.spec::<PhysicalContainer>().unwrap_or_default();
+        let status = ctx.cache().status::<PhysicalContainer>(obj).unwrap_or_default();
+        let spec = ctx.cache().spec::<PhysicalContainer>(obj).unwrap_or_default();
         if spec.retain || spec.container_id.is_some() {
             // Kept (retain) or never ours (tracked by id): nothing to remove.
             return Ok(Cleanup::Done);
         }
         let t = &mut self.ops.entry(obj).state;
         if !t.removed
-            && let Some(id) = t.runtime_id.clone().or(status.runtime_id)
+            && let Some(id) = t.runtime_id.clone().or_else(|| status.runtime_id.clone())
         {
             let remove = RuntimeRequest::RemoveContainer { id, force: true };
             return self.start_op(ctx, uid, Op::Remove, remove).map(Cleanup::Waiting);
@@ -555,7 +555,7 @@ impl Controller for PhysicalContainerController {
             return Ok(Action::done());
         };
         let tracked = self.ops.entry(obj);
-        tracked.state.replace_existing = obj.spec::<PhysicalContainer>().is_ok_and(|s| s.replace_existing);
+        tracked.state.replace_existing = ctx.cache().spec::<PhysicalContainer>(obj).is_ok_and(|s| s.replace_existing);
         if obj.metadata.is_deleting() && !std::mem::replace(&mut tracked.state.cleanup_began, true) {
             // A delete makes a create or start waiting to be retried moot: it does not wait out
             // their backoff (only an operation in flight, and then its own removal's backoff).

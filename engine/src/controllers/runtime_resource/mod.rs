@@ -27,7 +27,7 @@
 
 pub mod flavor;
 
-use crate::api::{Namespace, Object, ObjectKey, PhysicalContainer, Resource, ResourcePhase, RuntimeResourceStatus};
+use crate::api::{Object, ObjectKey, PhysicalContainer, Resource, ResourcePhase, RuntimeResourceStatus};
 use crate::api::{Uid, names, reasons};
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::runtime::{RuntimeError, RuntimeRequest, RuntimeResult};
@@ -141,7 +141,7 @@ impl<F: Flavor> RuntimeResourceController<F> {
 
     fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
         let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
-        let Some(ns) = ctx.get(&ObjectKey::cluster(Namespace::KIND, namespace)) else {
+        let Some(ns) = ctx.cache().namespace(namespace) else {
             return Ok(Action::done());
         };
         if ns.metadata.is_deleting() {
@@ -273,7 +273,7 @@ impl<F: Flavor> RuntimeResourceController<F> {
             .metadata
             .namespace
             .as_deref()
-            .and_then(|ns| ctx.get(&ObjectKey::cluster(Namespace::KIND, ns)))
+            .and_then(|ns| ctx.cache().namespace(ns))
             .is_none_or(|ns| ns.metadata.is_deleting());
         let now = ctx.now().mono;
         let drydock_attached = attached_by_drydock(ctx.cache(), obj);
@@ -468,15 +468,15 @@ impl<F: Flavor> Controller for RuntimeResourceController<F> {
     fn watches(&self) -> Vec<Watch> {
         // A container of ours changing (leaving, going) may unblock the removal of a network it
         // is attached to or a volume it mounts.
+        // Read from the stored JSON rather than the typed spec: this runs for every event of
+        // every physical container, and a typed decode is most of its cost.
         let uses = Watch::custom(PhysicalContainer::KIND, |pc, cache| {
-            let Ok(spec) = pc.spec::<PhysicalContainer>() else { return Vec::new() };
             let ns = pc.metadata.namespace.as_deref().unwrap_or_default();
-            let names: Vec<&str> = if F::WHAT == "network" {
-                spec.networks.iter().map(|n| n.name.as_str()).collect()
-            } else {
-                spec.mounts.iter().map(|m| m.source.as_str()).filter(|s| !s.starts_with('/')).collect()
-            };
+            let (list, field) = if F::WHAT == "network" { ("networks", "name") } else { ("mounts", "source") };
+            let items = pc.spec.get(list).and_then(serde_json::Value::as_array);
+            let names = items.into_iter().flatten().filter_map(|item| item.get(field)?.as_str());
             names
+                .filter(|name| F::WHAT == "network" || !name.starts_with('/'))
                 .into_iter()
                 .map(|name| ObjectKey::namespaced(F::Kind::KIND, ns, name))
                 .filter(|key| cache.get(key).is_some_and(|o| o.metadata.is_deleting()))

@@ -5,6 +5,10 @@ use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
 use drydock_engine::OpId;
 use drydock_engine::api::ObjectKey;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// A controller and key in one process (shared with the request's origin, not copied).
+type Work = (usize, Arc<str>, Arc<ObjectKey>);
 
 /// Two reconciles of one key by one controller never overlap in one process.
 ///
@@ -24,9 +28,9 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Default)]
 pub(super) struct ReconcilesNeverOverlap {
     /// Per (process, controller, key): the reconcile in progress and its unanswered store requests.
-    open: BTreeMap<(usize, String, ObjectKey), (u64, BTreeSet<OpId>)>,
+    open: BTreeMap<Work, (u64, BTreeSet<OpId>)>,
     /// Per (process, store request): the reconcile it belongs to.
-    requests: BTreeMap<(usize, OpId), (String, ObjectKey)>,
+    requests: BTreeMap<(usize, OpId), Work>,
     seen: Seen,
 }
 
@@ -40,7 +44,7 @@ impl Invariant for ReconcilesNeverOverlap {
     fn observe(&mut self, _view: &View<'_>, happening: &Happening<'_>) {
         match happening {
             Happening::Requested { process, id, origin, store } => {
-                let work = (*process, origin.controller.to_string(), (*origin.key).clone());
+                let work: Work = (*process, origin.controller.clone(), origin.key.clone());
                 if let Some((reconcile, outstanding)) = self.open.get(&work)
                     && *reconcile != origin.reconcile
                     && !outstanding.is_empty()
@@ -60,12 +64,11 @@ impl Invariant for ReconcilesNeverOverlap {
                         *entry = (origin.reconcile, BTreeSet::new());
                     }
                     entry.1.insert(*id);
-                    self.requests.insert((*process, *id), (work.1, work.2));
+                    self.requests.insert((*process, *id), work);
                 }
             }
             Happening::Answered { process, id } => {
-                let Some((controller, key)) = self.requests.remove(&(*process, *id)) else { return };
-                let work = (*process, controller, key);
+                let Some(work) = self.requests.remove(&(*process, *id)) else { return };
                 if let Some((_, outstanding)) = self.open.get_mut(&work) {
                     outstanding.remove(id);
                     if outstanding.is_empty() {
