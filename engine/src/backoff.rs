@@ -7,14 +7,15 @@
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
-use std::collections::BTreeMap;
+use crate::fixed::FixedMap;
+use std::hash::Hash;
 use std::time::Duration;
 
 #[derive(Debug)]
-pub struct Backoff<K: Ord> {
+pub struct Backoff<K: Ord + Hash> {
     base: Duration,
     max: Duration,
-    failures: BTreeMap<K, Failures>,
+    failures: FixedMap<K, Failures>,
     /// How many of `failures` are waiting: asked after every event, so counted, not scanned.
     waiting: usize,
 }
@@ -26,9 +27,9 @@ struct Failures {
     waiting: bool,
 }
 
-impl<K: Ord> Backoff<K> {
+impl<K: Ord + Hash> Backoff<K> {
     pub fn new(base: Duration, max: Duration) -> Self {
-        Backoff { base, max, failures: BTreeMap::new(), waiting: 0 }
+        Backoff { base, max, failures: FixedMap::default(), waiting: 0 }
     }
 
     /// The delay before retrying `key` after one more failure: `base * 2^failures`, capped at
@@ -46,7 +47,7 @@ impl<K: Ord> Backoff<K> {
 
     /// What failed succeeded: the count starts over.
     pub fn reset(&mut self, key: &K) {
-        if self.failures.remove(key).is_some_and(|f| f.waiting) {
+        if self.failures.swap_remove(key).is_some_and(|f| f.waiting) {
             self.waiting -= 1;
         }
     }

@@ -205,12 +205,12 @@ pub struct Engine {
     /// acted on them.
     seen_created: std::collections::BTreeSet<crate::api::Uid>,
     /// Keys whose last reconcile asked for a retry (`Action::retry_after`).
-    retries: std::collections::BTreeSet<WorkKey>,
+    retries: crate::fixed::FixedSet<WorkKey>,
     /// Keys backing off after a failure, until their retry is due: events about other objects
     /// (a child, an owner) do not bring them back earlier; an event about the key's own object
     /// does (it may be what the failure waited for, e.g. the cache catching up after a
     /// conflict).
-    holding: BTreeMap<WorkKey, MonoTime>,
+    holding: crate::fixed::FixedMap<WorkKey, MonoTime>,
     /// The first time this engine was handed: requests of an earlier life settle a runtime
     /// timeout later.
     booted_at: Option<MonoTime>,
@@ -244,7 +244,7 @@ impl Engine {
             deadlines: Default::default(),
             booted_at: None,
             retries: Default::default(),
-            holding: BTreeMap::new(),
+            holding: Default::default(),
             seen_created: Default::default(),
             active: BTreeMap::new(),
             stats: EngineStats::default(),
@@ -527,11 +527,11 @@ impl Engine {
     }
 
     fn reconcile(&mut self, now: Now, work: WorkKey) {
-        self.holding.remove(&work);
+        self.holding.swap_remove(&work);
         if !self.responsible_for(&work.1) {
             // Another engine's now: forget any retry we owed it.
             self.backoff.reset(&work);
-            self.retries.remove(&work);
+            self.retries.swap_remove(&work);
             self.queue.done(&work);
             return;
         }
@@ -672,9 +672,11 @@ impl Engine {
                     self.backoff.settled(&work);
                 }
                 if retry {
-                    self.retries.insert(work.clone());
+                    if !self.retries.contains(&work) {
+                        self.retries.insert(work.clone());
+                    }
                 } else {
-                    self.retries.remove(&work);
+                    self.retries.swap_remove(&work);
                 }
                 if let Some(delay) = requeue_after {
                     self.queue.add(work.clone(), now.mono + delay);

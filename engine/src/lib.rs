@@ -89,6 +89,7 @@ pub mod cache;
 pub mod controller;
 pub mod controllers;
 mod engine;
+pub mod fixed;
 pub mod lease;
 pub mod lifecycle_key;
 pub mod logs;

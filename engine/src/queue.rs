@@ -7,13 +7,16 @@
 //!   runs at a time, and no event that arrived during one is lost.
 //! - Among due keys, the earliest due time goes first, then insertion order.
 
+use crate::fixed::FixedMap;
 use crate::time::MonoTime;
 use std::collections::BTreeMap;
+use std::hash::Hash;
 
 #[derive(Debug)]
-pub struct WorkQueue<K: Ord + Clone> {
-    /// Every key queued, processing or both, with its state: one lookup per operation.
-    keys: BTreeMap<K, Slot>,
+pub struct WorkQueue<K: Ord + Clone + Hash> {
+    /// Every key queued, processing or both, with its state: one lookup per operation (hashed:
+    /// nothing iterates it).
+    keys: FixedMap<K, Slot>,
     /// Queued keys by (due time, insertion number): the order they are handed out in. Keyed by
     /// numbers only, so ordering it never compares keys.
     by_time: BTreeMap<(MonoTime, u64), K>,
@@ -38,13 +41,13 @@ impl Slot {
     }
 }
 
-impl<K: Ord + Clone> Default for WorkQueue<K> {
+impl<K: Ord + Clone + Hash> Default for WorkQueue<K> {
     fn default() -> Self {
-        WorkQueue { keys: BTreeMap::new(), by_time: BTreeMap::new(), processing: 0, seq: 0 }
+        WorkQueue { keys: FixedMap::default(), by_time: BTreeMap::new(), processing: 0, seq: 0 }
     }
 }
 
-impl<K: Ord + Clone> WorkQueue<K> {
+impl<K: Ord + Clone + Hash> WorkQueue<K> {
     /// Queue `key` to run at `at` (or earlier, if it is already queued for earlier).
     pub fn add(&mut self, key: K, at: MonoTime) {
         match self.keys.get_mut(&key) {
@@ -93,7 +96,7 @@ impl<K: Ord + Clone> WorkQueue<K> {
         }
         let again = slot.dirty.take();
         if slot.is_empty() {
-            self.keys.remove(key);
+            self.keys.swap_remove(key);
         }
         if let Some(at) = again {
             self.add(key.clone(), at);

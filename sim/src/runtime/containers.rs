@@ -72,6 +72,8 @@ impl SimRuntime {
             self.index_labels(&info.id, &old, false);
         }
         self.index_labels(&info.id, &info.labels, true);
+        self.unindex_ports(&info.id);
+        let id = info.id.clone();
         match self.containers.get_mut(&info.id) {
             Some(existing) => {
                 if existing.info.name != info.name && self.names.get(&existing.info.name) == Some(&info.id) {
@@ -102,6 +104,7 @@ impl SimRuntime {
                 self.containers.insert(record.info.id.clone(), record);
             }
         }
+        self.index_ports(&id);
     }
 
     /// Docker 20.10's create, its checks in its order: the environment, the image reference's
@@ -182,6 +185,7 @@ impl SimRuntime {
         self.names.insert(name, id.clone());
         self.index_labels(&id, &record.info.labels, true);
         self.containers.insert(id.clone(), record);
+        self.index_ports(&id);
         self.event(&id, EventAction::Create);
         self.created_output(&id);
         Ok(RuntimeReply::Created { id })

@@ -124,6 +124,7 @@ impl SimRuntime {
         self.event(id, EventAction::Destroy);
         self.removed_output(id);
         self.set_exit_due(id, None);
+        self.unindex_ports(id);
         if let Some(removed) = self.containers.remove(id) {
             self.names.remove(&removed.info.name);
             self.index_labels(id, &removed.info.labels, false);
@@ -164,8 +165,8 @@ impl SimRuntime {
             self.fail_start(&id, &failure.message, Some(failure.exit_code));
             return Err(RuntimeError::Invalid(failure.message));
         }
+        self.set_published(&id, ports);
         let Some(container) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
-        container.info.ports = ports;
         container.info.state = ContainerState::Running;
         container.info.exit_code = None;
         container.info.error = None;
@@ -247,9 +248,9 @@ impl SimRuntime {
         if let Some(c) = self.containers.get_mut(id) {
             c.info.state = ContainerState::Exited;
             c.info.exit_code = Some(code);
-            c.info.ports.clear();
             c.started_at = None;
         }
+        self.set_published(id, Vec::new());
         self.set_exit_due(id, None);
         self.end_output(id, time);
         self.event_at(id, EventAction::Die { exit_code: Some(code) }, time);

@@ -104,6 +104,8 @@ pub struct SimRuntime {
     /// When each main process due to end by itself ends, and its container: every
     /// `exit_due` there is, in time order.
     due: BTreeSet<(WallTime, String)>,
+    /// Host ports the containers publish, with how many publish each (see `ports.rs`).
+    published: BTreeMap<(u16, Protocol), u32>,
 }
 
 /// What changed in a runtime since its journal was last taken: the ids of containers and

@@ -26,25 +26,79 @@ impl SimRuntime {
         self.host_ports.remove(&(port, protocol));
     }
 
+    /// Container `id` publishes `ports` from now on (none: it stopped). Keeps the index of
+    /// published ports in step, so a start looks its ports up instead of reading every container.
+    pub(super) fn set_published(&mut self, id: &str, ports: Vec<PublishedPort>) {
+        let Some(container) = self.containers.get_mut(id) else { return };
+        let old = std::mem::replace(&mut container.info.ports, ports);
+        let new: Vec<(u16, Protocol)> = container.info.ports.iter().map(|p| (p.host_port, p.protocol)).collect();
+        for port in old {
+            self.unindex_port((port.host_port, port.protocol));
+        }
+        for port in new {
+            *self.published.entry(port).or_default() += 1;
+        }
+    }
+
+    /// Container `id` (about to be removed or replaced) publishes nothing any more, as far as
+    /// the index of published ports goes.
+    pub(super) fn unindex_ports(&mut self, id: &str) {
+        let ports: Vec<(u16, Protocol)> = self
+            .containers
+            .get(id)
+            .map(|c| c.info.ports.iter().map(|p| (p.host_port, p.protocol)).collect())
+            .unwrap_or_default();
+        for port in ports {
+            self.unindex_port(port);
+        }
+    }
+
+    /// Container `id`'s ports, as recorded, go into the index of published ports.
+    pub(super) fn index_ports(&mut self, id: &str) {
+        let ports: Vec<(u16, Protocol)> = self
+            .containers
+            .get(id)
+            .map(|c| c.info.ports.iter().map(|p| (p.host_port, p.protocol)).collect())
+            .unwrap_or_default();
+        for port in ports {
+            *self.published.entry(port).or_default() += 1;
+        }
+    }
+
+    fn unindex_port(&mut self, port: (u16, Protocol)) {
+        if let Some(count) = self.published.get_mut(&port) {
+            *count -= 1;
+            if *count == 0 {
+                self.published.remove(&port);
+            }
+        }
+    }
+
     /// The ports container `id` publishes if it starts now, or Docker's error.
     pub(super) fn publish_ports(&mut self, id: &str) -> Result<Vec<PublishedPort>, String> {
         let Some(container) = self.containers.get(id) else { return Ok(Vec::new()) };
         let requested = container.requested_ports.clone();
         let name = container.info.name.clone();
-        let mut taken: BTreeSet<(u16, Protocol)> = self
-            .containers
-            .values()
-            .filter(|c| c.info.id != id)
-            .flat_map(|c| c.info.ports.iter().map(|p| (p.host_port, p.protocol)))
-            .collect();
+        let own: Vec<(u16, Protocol)> = container.info.ports.iter().map(|p| (p.host_port, p.protocol)).collect();
+        // Published by another container (the index counts this one's own too), or by one of
+        // this container's earlier ports of this start.
+        let mut claimed: BTreeSet<(u16, Protocol)> = BTreeSet::new();
+        let published_by_others = |runtime: &SimRuntime, port: (u16, Protocol)| {
+            let all = runtime.published.get(&port).copied().unwrap_or(0);
+            let mine = own.iter().filter(|p| **p == port).count() as u32;
+            all > mine
+        };
         let mut published = Vec::new();
         for port in &requested {
             let host_port = match port.host_port {
                 Some(fixed) if fixed != 0 => fixed,
-                _ => self.next_ephemeral_port(port.protocol, &taken),
+                _ => self.next_ephemeral_port(port.protocol, |runtime, candidate| {
+                    claimed.contains(&candidate) || published_by_others(runtime, candidate)
+                }),
             };
             let address = format!("{}:{host_port}", port.host_ip.as_deref().unwrap_or("0.0.0.0"));
-            let failed = if taken.contains(&(host_port, port.protocol)) {
+            let key = (host_port, port.protocol);
+            let failed = if claimed.contains(&key) || published_by_others(self, key) {
                 Some(format!("Bind for {address} failed: port is already allocated"))
             } else if self.host_ports.contains(&(host_port, port.protocol)) {
                 let network = match port.protocol {
@@ -62,7 +116,7 @@ impl SimRuntime {
                     "driver failed programming external connectivity on endpoint {name} ({endpoint}): {reason}"
                 ));
             }
-            taken.insert((host_port, port.protocol));
+            claimed.insert(key);
             published.push(PublishedPort { container_port: port.container_port, protocol: port.protocol, host_port });
         }
         published.sort();
@@ -70,13 +124,13 @@ impl SimRuntime {
     }
 
     /// The next ephemeral port after the last one handed out that no container publishes.
-    fn next_ephemeral_port(&mut self, protocol: Protocol, taken: &BTreeSet<(u16, Protocol)>) -> u16 {
+    fn next_ephemeral_port(&mut self, protocol: Protocol, taken: impl Fn(&SimRuntime, (u16, Protocol)) -> bool) -> u16 {
         for _ in EPHEMERAL {
             self.next_host_port = match self.next_host_port {
                 port if port < *EPHEMERAL.start() || port >= *EPHEMERAL.end() => *EPHEMERAL.start() + 1,
                 port => port + 1,
             };
-            if !taken.contains(&(self.next_host_port, protocol)) {
+            if !taken(self, (self.next_host_port, protocol)) {
                 break;
             }
         }
