@@ -172,7 +172,7 @@ pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> 
 
 /// Run seeds `start..start + seeds` of `scenario` on `jobs` threads, measured.
 fn sweep(scenario: &Scenario, start: u64, seeds: u64, jobs: usize) -> Sample {
-    let config = SweepConfig { start, seeds, jobs, check_every: None, stop: None };
+    let config = SweepConfig { start, seeds, shard: None, jobs, check_every: None, stop: None };
     let (wall, cpu) = (Instant::now(), cpu_seconds());
     let report = scenario.sweep(&config, &FaultSelection::Default, |_| {});
     let cpu = cpu.zip(cpu_seconds()).map(|(before, after)| after - before);

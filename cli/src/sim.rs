@@ -303,6 +303,7 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
     let config = SweepConfig {
         start: args.start,
         seeds,
+        shard: None,
         jobs: jobs(args.jobs),
         check_every: SweepConfig::check_every_for_percent(args.check_determinism),
         stop: Some(stop),
