@@ -25,9 +25,9 @@ pub enum SimCommand {
     Run(RunArgs),
     /// Merge the --json results of the shards of one sweep (each saved with `sim run --shard K/N
     /// --json > FILE`) into the summary of the whole range, as `sim run` without --shard prints
-    /// it. Exit code 1 if a seed failed or was nondeterministic, 2 if the shards do not fit
-    /// together (another scenario, range, fault selection or shard count, or a shard missing,
-    /// given twice or stopped early).
+    /// it. Exit code 1 if a seed failed or was nondeterministic, 2 if the files are not every
+    /// shard of one sweep once each (another scenario, size, range, fault selection, determinism
+    /// sampling or shard count; a shard missing, given twice or stopped early).
     Merge(MergeArgs),
     /// Run one seed, optionally printing its trace and checking that it is deterministic.
     Repro(ReproArgs),
