@@ -93,7 +93,12 @@ pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> 
     let mut throughput = Vec::new();
     for run in 0..args.repeat {
         let sample = sweep(scenario, 0, args.seeds, jobs);
-        eprintln!("  run {}: {:.1} seeds/s, {:.0} events/s", run + 1, sample.seeds_per_second(), sample.events_per_second());
+        eprintln!(
+            "  run {}: {:.1} seeds/s, {:.0} events/s",
+            run + 1,
+            sample.seeds_per_second(),
+            sample.events_per_second()
+        );
         throughput.push(sample);
     }
     let peak = peak_memory_bytes();
@@ -116,7 +121,11 @@ pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> 
     let seeds_per_second = median_of(&throughput, Sample::seeds_per_second);
     let events_per_second = median_of(&throughput, Sample::events_per_second);
     let acceleration = median_of(&throughput, Sample::acceleration);
-    writeln!(out, "throughput of {} ({} seeds, {jobs} threads, median of {}):", scenario.name, args.seeds, args.repeat)?;
+    writeln!(
+        out,
+        "throughput of {} ({} seeds, {jobs} threads, median of {}):",
+        scenario.name, args.seeds, args.repeat
+    )?;
     writeln!(out, "  seeds/s                 {seeds_per_second:>12.1}")?;
     writeln!(out, "  events/s                {events_per_second:>12.0}")?;
     writeln!(out, "  simulated s per wall s  {acceleration:>12.0}")?;
@@ -172,7 +181,7 @@ pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> 
 
 /// Run seeds `start..start + seeds` of `scenario` on `jobs` threads, measured.
 fn sweep(scenario: &Scenario, start: u64, seeds: u64, jobs: usize) -> Sample {
-    let config = SweepConfig { start, seeds, jobs, check_every: None, stop: None };
+    let config = SweepConfig { start, seeds, shard: None, jobs, check_every: None, stop: None };
     let (wall, cpu) = (Instant::now(), cpu_seconds());
     let report = scenario.sweep(&config, &FaultSelection::Default, |_| {});
     let cpu = cpu.zip(cpu_seconds()).map(|(before, after)| after - before);

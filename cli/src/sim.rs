@@ -6,11 +6,11 @@ use drydock_faults::FaultKind;
 use drydock_scenarios::{FaultSelection, Scenario};
 use drydock_sim::checker::{EVENTUAL, InvariantId};
 use drydock_sim::probes::Probe;
-use drydock_sim::sweep::SweepConfig;
+use drydock_sim::sweep::{Shard, SweepConfig, SweepSummary};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -19,9 +19,16 @@ use std::time::Instant;
 #[derive(Subcommand)]
 pub enum SimCommand {
     /// Run seeds START..START+N of a scenario across threads and summarise (or, with --duration,
-    /// seeds from START until the time is up). Ctrl-C ends a sweep early with the summary of what
-    /// ran, and saves the failing schedules found so far with --out.
+    /// seeds from START until the time is up; or, with --shard K/N, one interleaved slice of the
+    /// seeds). Ctrl-C ends a sweep early with the summary of what ran, and saves the failing
+    /// schedules found so far with --out.
     Run(RunArgs),
+    /// Merge the --json results of the shards of one sweep (each saved with `sim run --shard K/N
+    /// --json > FILE`) into the summary of the whole range, as `sim run` without --shard prints
+    /// it. Exit code 1 if a seed failed or was nondeterministic, 2 if the files are not every
+    /// shard of one sweep once each (another scenario, size, range, fault selection, determinism
+    /// sampling or shard count; a shard missing, given twice or stopped early).
+    Merge(MergeArgs),
     /// Run one seed, optionally printing its trace and checking that it is deterministic.
     Repro(ReproArgs),
     /// Run a saved schedule (a JSON file from `sim run --out` or `sim shrink`).
@@ -77,9 +84,20 @@ pub struct RunArgs {
     /// (see `drydock sim list`).
     #[arg(long, default_value = "default")]
     faults: String,
+    /// Run only shard K of N of the seeds START..START+SEEDS: the seeds s with
+    /// (s - START) % N == K - 1 (interleaved: shards differ by one seed at most). The N shards of
+    /// a range are disjoint and cover it, and sample the same seeds for the determinism
+    /// self-check as the whole range does; `drydock sim merge` puts their --json results
+    /// together. Not with --duration (each shard would stop at another seed).
+    #[arg(long, value_parser = Shard::parse, value_name = "K/N")]
+    shard: Option<Shard>,
     /// Print one JSON object as the last line of stdout.
     #[arg(long)]
     json: bool,
+    /// Write the result as JUnit XML to FILE, for CI to render: one test case for the scenario's
+    /// seeds, with one <failure> per failing or nondeterministic seed (its repro command in it).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
     /// Write the schedule of every failing seed to this directory.
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -87,6 +105,25 @@ pub struct RunArgs {
     /// determinism self-check); 0 turns it off.
     #[arg(long, default_value_t = 5.0, value_name = "PERCENT")]
     check_determinism: f64,
+}
+
+#[derive(Args)]
+pub struct MergeArgs {
+    /// The shards' results: files that end with the JSON line of `sim run --shard K/N --json`
+    /// (the lines before it are skipped). Every shard 1..N of one sweep, each once, in any order.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Merge even if shards are missing or stopped early: the summary covers what ran and says
+    /// which shards were missing or stopped (`merged_from` in --json).
+    #[arg(long)]
+    allow_partial: bool,
+    /// Print one JSON object as the last line of stdout, shaped as `sim run --json`'s (with
+    /// `"shard": null` and `merged_from`).
+    #[arg(long)]
+    json: bool,
+    /// Write the merged result as JUnit XML to FILE (as `sim run --junit` does).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -182,6 +219,15 @@ impl Catalog<'_> {
             format!("{program} sim repro --scenario {scenario} --seed {seed} --faults {faults}")
         }
     }
+
+    /// The command that runs a seed twice and compares its digests.
+    fn check_command(&self, scenario: &str, seed: u64, faults: &str) -> String {
+        format!(
+            "{} sim repro --scenario {scenario} --seed {seed} --check-determinism{}",
+            self.program,
+            if faults == "default" { String::new() } else { format!(" --faults {faults}") }
+        )
+    }
 }
 
 pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
@@ -189,6 +235,7 @@ pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let code = match command {
         SimCommand::Run(args) => sweep(&args, catalog, &mut out)?,
+        SimCommand::Merge(args) => merge(&args, catalog, &mut out)?,
         SimCommand::Repro(args) => repro(&args, catalog, &mut out)?,
         SimCommand::Replay(args) => replay(&args, catalog, &mut out)?,
         SimCommand::Shrink(args) => shrink(&args, catalog, &mut out)?,
@@ -287,8 +334,14 @@ fn scenario_arg(scenario: &Scenario, size: Option<usize>) -> String {
 
 fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
     let scenario = &*catalog.sized(&args.scenario, args.size)?;
-    let named = scenario_arg(scenario, args.size);
     let faults = &parse_faults(&args.faults)?;
+    if let (Some(shard), Some(_)) = (args.shard, args.duration) {
+        bail!(
+            "--shard {shard} with --duration: a shard is a fixed slice of a fixed range of seeds, but with \
+             --duration each shard would stop at another seed and the shards would cover no range; give \
+             --seeds instead (or run one sweep with --duration, unsharded)"
+        );
+    }
     let seeds = match (args.seeds, args.duration) {
         (Some(0), _) => bail!("--seeds must be at least 1"),
         (Some(n), _) => n,
@@ -303,12 +356,13 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
     let config = SweepConfig {
         start: args.start,
         seeds,
+        shard: args.shard,
         jobs: jobs(args.jobs),
         check_every: SweepConfig::check_every_for_percent(args.check_determinism),
         stop: Some(stop),
     };
     let progress = match args.seeds {
-        Some(n) => ProgressBar::new(n).with_style(
+        Some(n) => ProgressBar::new(args.shard.map_or(n, |shard| shard.len_of(n))).with_style(
             ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} seeds {per_sec} eta {eta}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
@@ -318,7 +372,10 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         ),
     };
-    progress.set_message(format!("sim {}", scenario.name));
+    progress.set_message(match args.shard {
+        Some(shard) => format!("sim {} shard {shard}", scenario.name),
+        None => format!("sim {}", scenario.name),
+    });
     let started = Instant::now();
     let mut shown = 0;
     let report = scenario.sweep(&config, faults, |run| {
@@ -334,7 +391,6 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
     });
     progress.finish_and_clear();
     let stopped_by = report.stopped_early.then(|| cause.load(Ordering::SeqCst));
-    let end = args.start + report.seeds() as u64;
     let wall = started.elapsed().as_secs_f64();
     if let Some(dir) = &args.out
         && !report.failures.is_empty()
@@ -347,96 +403,186 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
         }
         writeln!(out, "schedules of the {} failing seeds written to {}", report.failures.len(), dir.display())?;
     }
-    for failure in &report.failures {
-        let v = &failure.violations[0];
-        writeln!(
-            out,
-            "FAIL seed {} [{}] {} — repro: {}",
-            failure.seed,
-            v.invariant,
-            v.message,
-            catalog.repro_command(&named, failure.seed, &args.faults)
-        )?;
-    }
-    for seed in &report.nondeterministic {
-        writeln!(
-            out,
-            "NONDETERMINISTIC seed {seed}: two runs gave different digests — check: {} sim repro --scenario {} --seed {seed} --check-determinism{}",
-            catalog.program,
-            named,
-            if args.faults == "default" { String::new() } else { format!(" --faults {}", args.faults) }
-        )?;
-    }
-    let fired: BTreeMap<&str, u64> = report.faults_fired.iter().map(|(kind, count)| (kind.name(), *count)).collect();
-    writeln!(
-        out,
-        "faults fired: {}",
-        fired.iter().map(|(kind, count)| format!("{kind}={count}")).collect::<Vec<_>>().join(", ")
-    )?;
-    writeln!(
-        out,
-        "determinism: {} seeds run twice (a sample, and every failing seed), {}",
-        report.determinism_checked,
-        if report.nondeterministic.is_empty() {
-            "same digests".to_string()
-        } else {
-            format!("{} DIFFERED", report.nondeterministic.len())
-        }
-    )?;
-    let probes: BTreeMap<&str, u64> = report.probes.iter().map(|(probe, hits)| (probe.name(), *hits)).collect();
-    let unreached: Vec<&str> = report.probes_unreached().iter().map(|p| p.name()).collect();
-    writeln!(
-        out,
-        "probes: {}/{} reached{}",
-        probes.len() - unreached.len(),
-        probes.len(),
-        if unreached.is_empty() { String::new() } else { format!("; never reached: {}", unreached.join(", ")) }
-    )?;
-    let work = &report.work_after_heal;
-    writeln!(
-        out,
-        "work after faults healed, the most in one minute: {} runtime requests and {} store writes by one object, {} reconciles per object by one process",
-        work.runtime_requests, work.store_writes, work.reconciles_per_object
-    )?;
-    let stopped = match stopped_by {
-        Some(c) if c == StopCause::Interrupted as u8 => Some("interrupted"),
-        Some(c) if c == StopCause::TimeUp as u8 => Some("time-up"),
+    let named = scenario_arg(scenario, args.size);
+    let repro = |seed| catalog.repro_command(&named, seed, &args.faults);
+    let mut summary = report.summarize(&scenario.name, Some(&args.faults), wall, repro);
+    summary.size = args.size;
+    summary.stopped = match stopped_by {
+        Some(c) if c == StopCause::Interrupted as u8 => Some("interrupted".to_string()),
+        Some(c) if c == StopCause::TimeUp as u8 => Some("time-up".to_string()),
         _ => None,
     };
-    if let Some(why) = stopped {
-        let why = if why == "interrupted" { "interrupted by Ctrl-C" } else { "the --duration given is up" };
-        writeln!(out, "stopped early ({why}): seeds {}..{end} ran, none skipped among them", args.start)?;
-    }
-    let (events, sim_seconds) = (report.events(), report.sim_seconds());
-    let seeds_per_sec = report.seeds() as f64 / wall.max(1e-9);
-    let acceleration = sim_seconds / wall.max(1e-9);
-    writeln!(
-        out,
-        "scenario {}: {} seeds ({}..{}), {} failed, {} events, {:.0} simulated s in {:.2} wall s on {} threads: {:.1} seeds/s, time acceleration {:.0}x",
-        scenario.name,
-        report.seeds(),
-        args.start,
-        end,
-        report.failures.len(),
-        events,
-        sim_seconds,
-        wall,
-        report.jobs,
-        seeds_per_sec,
-        acceleration
-    )?;
-    if args.json {
-        let repro = |seed| catalog.repro_command(&named, seed, &args.faults);
-        let mut summary = report.summary(&scenario.name, wall, repro);
-        summary["stopped"] = json!(stopped);
-        summary["fault_selection"] = json!(args.faults);
-        writeln!(out, "{summary}")?;
-    }
+    report_summary(&summary, catalog, args.json, args.junit.as_deref(), out)?;
     Ok(match stopped_by {
         _ if !report.passed() => ExitCode::from(1),
         Some(c) if c == StopCause::Interrupted as u8 => ExitCode::from(130),
         _ => ExitCode::SUCCESS,
     })
+}
+
+fn merge(args: &MergeArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
+    let shards = args.files.iter().map(|file| read_summary(file)).collect::<Result<Vec<_>>>()?;
+    let merged = drydock_sim::sweep::merge(&shards, args.allow_partial)
+        .map_err(|e| anyhow::anyhow!(e.describe(|input| args.files[input].display().to_string())))?;
+    report_summary(&merged, catalog, args.json, args.junit.as_deref(), out)?;
+    Ok(if merged.passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The summary a `sim run --json` printed as the last non-empty line of `file`.
+fn read_summary(file: &Path) -> Result<SweepSummary> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let save = "save each shard's result with `drydock sim run --shard K/N --json > FILE`";
+    let last = text.lines().map(str::trim).rfind(|line| !line.is_empty());
+    let last = last.with_context(|| format!("{} is empty: {save}", file.display()))?;
+    serde_json::from_str(last).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: its last line is not the JSON of `drydock sim run --json` of this drydock ({e}); {save}",
+            file.display()
+        )
+    })
+}
+
+/// Print a sweep's summary (a run's or a merge's): a line per failing or nondeterministic seed
+/// with the command that runs it again, faults fired, the determinism self-check, probes, the
+/// work after the heal, and what ran; with `json`, the summary as the last line; with `junit`,
+/// the JUnit XML to that file.
+fn report_summary(
+    summary: &SweepSummary,
+    catalog: &Catalog<'_>,
+    json: bool,
+    junit: Option<&Path>,
+    out: &mut impl Write,
+) -> Result<()> {
+    let named = match summary.size {
+        Some(size) => format!("{} --size {size}", summary.scenario),
+        None => summary.scenario.clone(),
+    };
+    let faults = summary.fault_selection.as_deref().unwrap_or("default");
+    for failure in &summary.failures {
+        writeln!(
+            out,
+            "FAIL seed {} [{}] {} — repro: {}",
+            failure.seed, failure.invariant, failure.message, failure.repro
+        )?;
+    }
+    for seed in &summary.nondeterministic {
+        writeln!(
+            out,
+            "NONDETERMINISTIC seed {seed}: two runs gave different digests — check: {}",
+            catalog.check_command(&named, *seed, faults)
+        )?;
+    }
+    writeln!(
+        out,
+        "faults fired: {}",
+        summary.faults.iter().map(|(kind, count)| format!("{kind}={count}")).collect::<Vec<_>>().join(", ")
+    )?;
+    writeln!(
+        out,
+        "determinism: {} seeds run twice (a sample, and every failing seed), {}",
+        summary.determinism_checked,
+        if summary.nondeterministic.is_empty() {
+            "same digests".to_string()
+        } else {
+            format!("{} DIFFERED", summary.nondeterministic.len())
+        }
+    )?;
+    let unreached = &summary.probes_unreached;
+    writeln!(
+        out,
+        "probes: {}/{} reached{}",
+        summary.probes.len() - unreached.len(),
+        summary.probes.len(),
+        if unreached.is_empty() { String::new() } else { format!("; never reached: {}", unreached.join(", ")) }
+    )?;
+    let work = &summary.work_after_heal;
+    writeln!(
+        out,
+        "work after faults healed, the most in one minute: {} runtime requests and {} store writes by one object, {} reconciles per object by one process",
+        work.runtime_requests, work.store_writes, work.reconciles_per_object
+    )?;
+    let why = summary.stopped.as_deref().map(|why| match why {
+        "interrupted" => "interrupted by Ctrl-C",
+        "time-up" => "the --duration given is up",
+        other => other,
+    });
+    let (start, end) = (summary.start, summary.end);
+    let seeds = match (&summary.shard, &summary.merged_from) {
+        (Some(run), _) => {
+            let shard = run.shard();
+            let ran = seed_list(run.first_seed, run.last_seed, shard.count, summary.seeds);
+            if let Some(why) = why {
+                writeln!(out, "stopped early ({why}): shard {shard} ran its first {ran}, none skipped among them")?;
+            }
+            let few = if summary.seeds_due() == 0 { " (the range has fewer seeds than shards)" } else { "" };
+            writeln!(out, "shard {shard} of seeds {start}..{end}: {ran}{few}")?;
+            format!("shard {shard} of {start}..{end}")
+        }
+        (None, Some(merged)) => {
+            let list = |shards: &[u64]| shards.iter().map(|k| format!("{k}/{}", merged.shards)).collect::<Vec<_>>();
+            if !merged.missing.is_empty() || !merged.stopped.is_empty() {
+                let mut gaps = Vec::new();
+                if !merged.missing.is_empty() {
+                    gaps.push(format!("shards missing: {}", list(&merged.missing).join(", ")));
+                }
+                if !merged.stopped.is_empty() {
+                    gaps.push(format!("shards stopped early: {}", list(&merged.stopped).join(", ")));
+                }
+                writeln!(
+                    out,
+                    "partial merge ({}): {} of the {} seeds of {start}..{end} ran",
+                    gaps.join("; "),
+                    summary.seeds,
+                    summary.range_seeds()
+                )?;
+            }
+            format!("{start}..{end}, merged from {} shards", merged.shards)
+        }
+        (None, None) => {
+            let ran_to = start.saturating_add(summary.seeds);
+            if let Some(why) = why {
+                writeln!(out, "stopped early ({why}): seeds {start}..{ran_to} ran, none skipped among them")?;
+            }
+            format!("{start}..{ran_to}")
+        }
+    };
+    let (wall, threads) = if summary.merged_from.is_some() {
+        ("wall s (the slowest shard's)", "threads (all shards')")
+    } else {
+        ("wall s", "threads")
+    };
+    writeln!(
+        out,
+        "scenario {}: {} seeds ({seeds}), {} failed, {} events, {:.0} simulated s in {:.2} {wall} on {} {threads}: {:.1} seeds/s, time acceleration {:.0}x",
+        summary.scenario,
+        summary.seeds,
+        summary.failures.len(),
+        summary.events,
+        summary.sim_seconds,
+        summary.wall_seconds,
+        summary.jobs,
+        summary.seeds_per_second,
+        summary.time_acceleration
+    )?;
+    if let Some(path) = junit {
+        let xml = summary.junit(|seed| catalog.check_command(&named, seed, faults));
+        std::fs::write(path, xml).with_context(|| format!("cannot write the JUnit report to {}", path.display()))?;
+    }
+    if json {
+        writeln!(out, "{}", serde_json::to_value(summary)?)?;
+    }
+    Ok(())
+}
+
+/// `n` seeds of a shard, `first`, `first + step`, ... `last`, in a few words.
+fn seed_list(first: Option<u64>, last: Option<u64>, step: u64, n: u64) -> String {
+    match (first, last, n) {
+        (Some(first), Some(_), 1) => format!("1 seed, {first}"),
+        (Some(first), Some(last), 2) => format!("2 seeds, {first} and {last}"),
+        (Some(first), Some(last), 3) => format!("3 seeds, {first}, {}, {last}", first + step),
+        (Some(first), Some(last), n) => format!("{n} seeds, {first}, {}, ..., {last}", first + step),
+        _ => "no seed".to_string(),
+    }
 }
 
 /// Worker threads: as asked, else one per core.

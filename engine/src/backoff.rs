@@ -5,9 +5,9 @@
 //! key's wait (it is no longer retrying) but not its count, so a write that keeps failing between
 //! clean reads still backs off exponentially instead of restarting at the base delay each time.
 
+use crate::fixed::FixedMap;
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
-use crate::fixed::FixedMap;
 use std::hash::Hash;
 use std::time::Duration;
 

@@ -116,7 +116,9 @@ impl Cache {
         };
         self.objects
             .range(start..)
-            .take_while(move |(k, _)| all || (k.kind == kind && (namespace.is_none() || k.namespace.as_deref() == namespace)))
+            .take_while(move |(k, _)| {
+                all || (k.kind == kind && (namespace.is_none() || k.namespace.as_deref() == namespace))
+            })
             .map(|(_, o)| o)
             .filter(move |o| namespace.is_none_or(|ns| o.metadata.namespace.as_deref() == Some(ns)))
     }

@@ -58,7 +58,7 @@ impl Golden {
     /// Run every pinned seed and schedule, on `jobs` threads.
     pub fn compute(jobs: usize, regressions: &Path) -> Result<Golden, String> {
         let mut digests = BTreeMap::new();
-        let config = SweepConfig { start: 0, seeds: GOLDEN_SEEDS, jobs, check_every: None, stop: None };
+        let config = SweepConfig { start: 0, seeds: GOLDEN_SEEDS, shard: None, jobs, check_every: None, stop: None };
         for scenario in all() {
             let report = scenario.sweep(&config, &FaultSelection::Default, |_| {});
             for outcome in report.outcomes {

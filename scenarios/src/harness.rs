@@ -316,7 +316,7 @@ impl SimTest {
 
     fn sweep_of(&self, start: u64, seeds: u64) -> SweepReport {
         let jobs = env_u64("DRYDOCK_JOBS").map_or(self.jobs, |j| j as usize);
-        let config = SweepConfig { start, seeds, jobs, check_every: Some(20), stop: None };
+        let config = SweepConfig { start, seeds, shard: None, jobs, check_every: Some(20), stop: None };
         self.scenario.sweep(&config, &self.faults, |_| {})
     }
 

@@ -1,10 +1,22 @@
 //! Seed sweeps: many independent seeds of one run function across threads, aggregated into one
 //! report that a CLI, a `cargo test` or a CI job formats as it likes.
 //!
+//! A sweep can be one [`Shard`] of a seed range, so that CI jobs or cluster pods each run a part
+//! and [`merge`] puts their [`SweepSummary`]s together into the summary of the whole range.
+//! Shards are **interleaved**: shard `K` of `N` runs the seeds `s` of `start..start + seeds` with
+//! `(s - start) % N == K - 1`, i.e. `start + K - 1`, `start + K - 1 + N`, ... Interleaving
+//! keeps the shards' sizes within one seed of each other whatever the range, spreads slow seeds
+//! evenly, and needs no knowledge of the range's end to enumerate a shard's seeds.
+//!
 //! *Guarantees*
-//! - Every seed of `start..start + seeds` runs exactly once (the determinism self-check runs some
-//!   a second time and compares digests), unless the sweep is stopped early: then the seeds that
-//!   ran are exactly `start..start + outcomes.len()`, none missing.
+//! - Every seed of `start..start + seeds` (of the shard, if one is given) runs exactly once (the
+//!   determinism self-check runs some a second time and compares digests), unless the sweep is
+//!   stopped early: then the seeds that ran are exactly the first `outcomes.len()` seeds of the
+//!   sweep (`start..start + outcomes.len()` when unsharded), none missing.
+//! - The shards `1/N ..= N/N` of a range are disjoint and cover it exactly, and each samples for the
+//!   determinism self-check the seeds the unsharded sweep samples (chosen relative to the range's
+//!   `start`, not the shard's first seed), so a merged summary equals the unsharded one but for
+//!   timings.
 //! - Every failing seed is run a second time and its digest compared: a failure that does not
 //!   reproduce is reported as nondeterministic, whatever the sampling rate.
 //! - The report does not depend on the number of threads or on which thread ran which seed:
@@ -17,24 +29,106 @@
 //! finishes, never what it finds. Wall time is measured by the caller (the simulator reads no
 //! clock).
 
+mod junit;
+mod summary;
+
+pub use summary::{FailureSummary, MergeError, MergedFrom, ShardRun, SweepSummary, merge};
+
 use crate::RunReport;
 use crate::checker::efficiency::WorkPeaks;
 use crate::probes::Probe;
 use drydock_faults::FaultKind;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 
+/// One of `count` interleaved slices of a seed range (see the [module](self) documentation):
+/// shard `index` (from 1) of `count` holds the seeds `s` of `start..start + seeds` with
+/// `(s - start) % count == index - 1`.
+///
+/// *Guarantees*: for any range, the shards `1..=count` are disjoint and their seeds together are
+/// the range; a shard holds `seeds / count` or one more seeds (none when `index > seeds`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Shard {
+    /// From 1 to `count`.
+    pub index: u64,
+    /// How many shards the range is split into, at least 1.
+    pub count: u64,
+}
+
+impl Shard {
+    /// Shard `index` of `count`, if `1 <= index <= count`.
+    pub fn new(index: u64, count: u64) -> Result<Shard, String> {
+        if count == 0 {
+            return Err(format!("shard {index}/0: a range cannot be split into 0 shards; N is at least 1"));
+        }
+        if index == 0 || index > count {
+            return Err(format!("shard {index}/{count}: K counts from 1 to N, so give 1/{count} to {count}/{count}"));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// `K/N`, as `--shard` takes it: `2/8` is the second of 8 shards.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let bad = || format!("{text:?} is not a shard: write it as K/N, e.g. 2/8 for the second of 8 shards");
+        let (index, count) = text.trim().split_once('/').ok_or_else(bad)?;
+        let index = index.trim().parse().map_err(|_| bad())?;
+        let count = count.trim().parse().map_err(|_| bad())?;
+        Shard::new(index, count)
+    }
+
+    /// How many of the `seeds` seeds of a range this shard holds.
+    pub fn len_of(self, seeds: u64) -> u64 {
+        // The shard's seeds are at offsets index - 1, index - 1 + count, ... below `seeds`.
+        if seeds < self.index { 0 } else { (seeds - self.index) / self.count + 1 }
+    }
+
+    /// The `i`-th seed (from 0) this shard holds of `start..start + seeds`, if it holds that many.
+    pub fn nth_seed(self, start: u64, seeds: u64, i: u64) -> Option<u64> {
+        // Below len_of, (index - 1) + i * count < seeds: no overflow while start + seeds fits.
+        (i < self.len_of(seeds)).then(|| start + (self.index - 1) + i * self.count)
+    }
+
+    /// The seeds this shard holds of `start..start + seeds`, in order.
+    pub fn seeds(self, start: u64, seeds: u64) -> impl Iterator<Item = u64> {
+        (0..self.len_of(seeds)).map(move |i| start + (self.index - 1) + i * self.count)
+    }
+
+    /// Whether `seed` is one of this shard's (ignoring the range's end).
+    pub fn holds(self, start: u64, seed: u64) -> bool {
+        seed >= start && (seed - start) % self.count == self.index - 1
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Shard, String> {
+        Shard::parse(text)
+    }
+}
+
 /// What to sweep.
 #[derive(Clone, Debug)]
 pub struct SweepConfig {
+    /// The first seed of the range.
     pub start: u64,
+    /// How many seeds the range holds (all of them run unless `shard` is given).
     pub seeds: u64,
+    /// Run only this shard of the range; `None`: all of it.
+    pub shard: Option<Shard>,
     /// Worker threads (at least one).
     pub jobs: usize,
     /// Run every k-th seed twice and compare digests (the determinism self-check); `None`: off.
-    /// Failing seeds are always run twice.
+    /// The seeds `s` with `(s - start) % k == 0` are sampled, whichever shard runs them. Failing
+    /// seeds are always run twice.
     pub check_every: Option<u64>,
     /// Set it (from a timer, a Ctrl-C handler) to end the sweep early: no new seed starts, the
     /// seeds in flight finish and are reported.
@@ -61,7 +155,14 @@ pub struct SeedOutcome {
 /// Everything a sweep found.
 #[derive(Clone, Debug, Default)]
 pub struct SweepReport {
+    /// The first seed of the range swept.
     pub start: u64,
+    /// The end of the range (exclusive): `start + seeds` of the [`SweepConfig`].
+    pub end: u64,
+    /// The shard of the range swept, if not the whole range.
+    pub shard: Option<Shard>,
+    /// The determinism self-check's sampling ([`SweepConfig::check_every`]).
+    pub check_every: Option<u64>,
     pub jobs: usize,
     /// One per seed, ordered by seed.
     pub outcomes: Vec<SeedOutcome>,
@@ -90,9 +191,15 @@ impl SweepReport {
         self.outcomes.iter().map(|o| o.events).sum()
     }
 
+    /// Simulated nanoseconds over all seeds (saturating: 584 years).
+    pub fn sim_nanos(&self) -> u64 {
+        self.outcomes.iter().fold(0, |total: u64, o| total.saturating_add(o.sim_nanos))
+    }
+
+    /// Simulated seconds over all seeds. From the integer total, so that the shards of a range,
+    /// added up, give the very same number as the whole range (float sums depend on their order).
     pub fn sim_seconds(&self) -> f64 {
-        // Summed from +0.0: an empty float sum is -0.0, which prints as "-0".
-        self.outcomes.iter().fold(0.0, |total, o| total + o.sim_nanos as f64 / 1e9)
+        self.sim_nanos() as f64 / 1e9
     }
 
     /// Probes no seed reached.
@@ -108,39 +215,73 @@ impl SweepReport {
     /// The sweep as one JSON object, the one `drydock sim run --json` prints: seeds, failures
     /// (each with the command `repro` gives for its seed), events, simulated and wall seconds and
     /// their ratio, faults fired, the determinism self-check, probes reached and not, and the
-    /// most work after the heal. `wall_seconds` is measured by the caller.
+    /// most work after the heal. `wall_seconds` is measured by the caller. The same as
+    /// [`SweepReport::summarize`] with no fault selection named, as JSON.
     pub fn summary(&self, scenario: &str, wall_seconds: f64, repro: impl Fn(u64) -> String) -> serde_json::Value {
-        let failures: Vec<serde_json::Value> = self
+        serde_json::to_value(self.summarize(scenario, None, wall_seconds, repro)).unwrap_or_default()
+    }
+
+    /// The sweep's [`SweepSummary`]: what `drydock sim run --json` prints and [`merge`] reads.
+    /// `fault_selection` names the faults the seeds ran with as the caller's commands take it
+    /// (`default`, ...): shards merge only if they name the same. `stopped` says `stopped` if
+    /// the sweep was stopped early: a caller that knows why says so instead. `size` is `None`:
+    /// a caller that swept a sized world sets it.
+    pub fn summarize(
+        &self,
+        scenario: &str,
+        fault_selection: Option<&str>,
+        wall_seconds: f64,
+        repro: impl Fn(u64) -> String,
+    ) -> SweepSummary {
+        let failures = self
             .failures
             .iter()
             .filter_map(|r| {
                 let v = r.violations.first()?;
-                Some(serde_json::json!({ "seed": r.seed, "invariant": v.invariant, "message": v.message,
-                    "at": v.at, "faults": r.faults, "repro": repro(r.seed) }))
+                Some(FailureSummary {
+                    seed: r.seed,
+                    invariant: v.invariant.clone(),
+                    message: v.message.clone(),
+                    at: v.at.clone(),
+                    faults: r.faults.clone(),
+                    repro: repro(r.seed),
+                })
             })
             .collect();
-        let fired: BTreeMap<&str, u64> = self.faults_fired.iter().map(|(kind, n)| (kind.name(), *n)).collect();
-        let probes: BTreeMap<&str, u64> = self.probes.iter().map(|(probe, hits)| (probe.name(), *hits)).collect();
-        let unreached: Vec<&str> = self.probes_unreached().iter().map(|p| p.name()).collect();
-        let wall = wall_seconds.max(1e-9);
-        serde_json::json!({
-            "scenario": scenario,
-            "seeds": self.seeds(),
-            "start": self.start,
-            "jobs": self.jobs,
-            "failures": failures,
-            "events": self.events(),
-            "sim_seconds": self.sim_seconds(),
-            "wall_seconds": wall_seconds,
-            "seeds_per_second": self.seeds() as f64 / wall,
-            "time_acceleration": self.sim_seconds() / wall,
-            "faults": fired,
-            "determinism_checked": self.determinism_checked,
-            "nondeterministic": self.nondeterministic,
-            "probes": probes,
-            "probes_unreached": unreached,
-            "work_after_heal": self.work_after_heal,
-        })
+        let shard = self.shard.map(|shard| ShardRun {
+            index: shard.index,
+            count: shard.count,
+            first_seed: self.outcomes.first().map(|o| o.seed),
+            last_seed: self.outcomes.last().map(|o| o.seed),
+        });
+        let mut summary = SweepSummary {
+            scenario: scenario.to_string(),
+            size: None,
+            seeds: self.seeds() as u64,
+            start: self.start,
+            end: self.end,
+            shard,
+            merged_from: None,
+            jobs: self.jobs as u64,
+            stopped: self.stopped_early.then(|| "stopped".to_string()),
+            failures,
+            events: self.events(),
+            sim_nanos: self.sim_nanos(),
+            sim_seconds: self.sim_seconds(),
+            wall_seconds: 0.0,
+            seeds_per_second: 0.0,
+            time_acceleration: 0.0,
+            faults: self.faults_fired.iter().map(|(kind, n)| (kind.name().to_string(), *n)).collect(),
+            fault_selection: fault_selection.map(str::to_string),
+            check_every: self.check_every,
+            determinism_checked: self.determinism_checked,
+            nondeterministic: self.nondeterministic.clone(),
+            probes: self.probes.iter().map(|(probe, hits)| (probe.name().to_string(), *hits)).collect(),
+            probes_unreached: self.probes_unreached().iter().map(|p| p.name().to_string()).collect(),
+            work_after_heal: self.work_after_heal.clone(),
+        };
+        summary.set_wall_seconds(wall_seconds);
+        summary
     }
 
     fn add(&mut self, mut report: RunReport, again: Option<String>) {
@@ -182,14 +323,21 @@ pub fn sweep(
     mut on_report: impl FnMut(&RunReport),
 ) -> SweepReport {
     let end = config.start.saturating_add(config.seeds);
+    let seeds = end - config.start;
+    let shard = config.shard.unwrap_or(Shard { index: 1, count: 1 });
+    let to_run = shard.len_of(seeds);
     let mut report = SweepReport {
         start: config.start,
+        end,
+        shard: config.shard,
+        check_every: config.check_every,
         jobs: config.jobs.max(1),
         faults_fired: FaultKind::ALL.iter().map(|k| (*k, 0)).collect(),
         probes: Probe::ALL.iter().map(|p| (*p, 0)).collect(),
         ..SweepReport::default()
     };
-    let next = AtomicU64::new(config.start);
+    // The index, within the shard, of the next seed to take.
+    let next = AtomicU64::new(0);
     let stopped = || config.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed));
     let (tx, rx) = mpsc::channel::<(RunReport, Option<String>)>();
     let run_seed = &run_seed;
@@ -203,11 +351,12 @@ pub fn sweep(
                     if stopped() {
                         break;
                     }
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= end {
+                    let Some(seed) = shard.nth_seed(config.start, seeds, next.fetch_add(1, Ordering::Relaxed)) else {
                         break;
-                    }
+                    };
                     let report = run_seed(seed);
+                    // Relative to the range's start, not the shard's first seed: every shard
+                    // samples the seeds the whole range would.
                     let sampled = config.check_every.is_some_and(|k| (seed - config.start).is_multiple_of(k));
                     let again = (sampled || !report.ok).then(|| run_seed(seed).digest);
                     if tx.send((report, again)).is_err() {
@@ -223,7 +372,7 @@ pub fn sweep(
         }
     });
     report.outcomes.sort_by_key(|o| o.seed);
-    report.stopped_early = (report.outcomes.len() as u64) < end - config.start;
+    report.stopped_early = (report.outcomes.len() as u64) < to_run;
     report.failures.sort_by_key(|r| r.seed);
     report.nondeterministic.sort_unstable();
     report
@@ -231,6 +380,7 @@ pub fn sweep(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::world::Violation;
     use std::sync::atomic::AtomicUsize;
@@ -258,8 +408,149 @@ mod tests {
         }
     }
 
+    #[test]
+    fn shards_are_disjoint_and_cover_their_range() {
+        let cases =
+            [(0, 10, 3), (5, 1, 4), (100, 7, 7), (0, 0, 2), (3, 60, 8), (0, 2, 5), (9, 61, 1), (u64::MAX - 5, 5, 2)];
+        for (start, seeds, count) in cases {
+            let mut all = Vec::new();
+            let sizes: Vec<u64> = (1..=count)
+                .map(|index| {
+                    let shard = Shard::new(index, count).unwrap();
+                    let mine: Vec<u64> = shard.seeds(start, seeds).collect();
+                    assert_eq!(mine.len() as u64, shard.len_of(seeds));
+                    for (i, seed) in mine.iter().enumerate() {
+                        assert_eq!(shard.nth_seed(start, seeds, i as u64), Some(*seed));
+                        assert!(shard.holds(start, *seed));
+                        let others = (1..=count).filter(|k| Shard::new(*k, count).unwrap().holds(start, *seed)).count();
+                        assert_eq!(others, 1, "seed {seed} is in exactly one shard");
+                    }
+                    assert_eq!(shard.nth_seed(start, seeds, mine.len() as u64), None);
+                    all.extend(mine);
+                    shard.len_of(seeds)
+                })
+                .collect();
+            all.sort_unstable();
+            let range: Vec<u64> = (start..start + seeds).collect();
+            assert_eq!(all, range, "shards of {start}+{seeds} in {count}");
+            let (least, most) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+            assert!(most - least <= 1, "{sizes:?}");
+        }
+    }
+
+    #[test]
+    fn shards_parse_as_k_of_n() {
+        assert_eq!(Shard::parse("2/8"), Ok(Shard { index: 2, count: 8 }));
+        assert_eq!(Shard::parse(" 1 / 1 "), Ok(Shard { index: 1, count: 1 }));
+        assert_eq!("3/3".parse::<Shard>().unwrap().to_string(), "3/3");
+        for (bad, says) in [
+            ("0/3", "K counts from 1"),
+            ("4/3", "K counts from 1"),
+            ("1/0", "0 shards"),
+            ("x/y", "write it as K/N"),
+            ("3", "write it as K/N"),
+            ("-1/3", "write it as K/N"),
+            ("1/3/4", "write it as K/N"),
+        ] {
+            let error = Shard::parse(bad).unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+    }
+
+    /// The summary of a fake sweep of 10..10+seeds (seeds divisible by 7 fail), with every
+    /// third seed checked for determinism, timings and threads zeroed.
+    fn fake_summary(seeds: u64, shard: Option<Shard>, stop: Option<Arc<AtomicBool>>) -> SweepSummary {
+        let config = SweepConfig { shard, check_every: Some(3), ..config(seeds, stop) };
+        let report = sweep(&config, |seed| fake_run(seed, 0), |_| {});
+        report.summarize("fake", Some("default"), 1.0, |seed| format!("repro {seed}"))
+    }
+
+    fn untimed(mut summary: SweepSummary) -> SweepSummary {
+        summary.set_wall_seconds(1.0);
+        (summary.jobs, summary.merged_from) = (0, None);
+        summary
+    }
+
+    #[test]
+    fn merged_shards_equal_the_whole_range() {
+        for (seeds, count) in [(30, 4), (30, 1), (3, 5), (50, 7)] {
+            let whole = fake_summary(seeds, None, None);
+            assert!(!whole.failures.is_empty() || seeds < 7);
+            let mut shards: Vec<SweepSummary> =
+                (1..=count).map(|k| fake_summary(seeds, Some(Shard::new(k, count).unwrap()), None)).collect();
+            shards.reverse();
+            let merged = merge(&shards, false).unwrap();
+            assert_eq!(merged.merged_from, Some(MergedFrom { shards: count, missing: vec![], stopped: vec![] }));
+            assert_eq!(merged.jobs, 2 * count);
+            assert_eq!(untimed(merged), untimed(whole), "{seeds} seeds in {count} shards");
+        }
+    }
+
+    #[test]
+    fn merge_refuses_shards_that_do_not_fit() {
+        let shard = |k, n| fake_summary(30, Some(Shard::new(k, n).unwrap()), None);
+        let describe = |error: MergeError| error.describe(|i| format!("file{i}"));
+        let error = merge(&[shard(1, 3), shard(3, 3)], false).unwrap_err();
+        assert_eq!(error, MergeError::Missing { missing: vec![2], count: 3 });
+        assert!(describe(error).contains("shard 2/3 is missing"));
+        let error = merge(&[shard(1, 2), shard(2, 2), shard(1, 2)], false).unwrap_err();
+        assert!(describe(error).contains("shard 1/2 is given twice: file0 and file2"));
+        let error = merge(&[shard(1, 2), shard(2, 3)], false).unwrap_err();
+        assert!(describe(error).contains("file1 has shard count 3, but file0 has 2"));
+        let mut other = shard(2, 2);
+        other.scenario = "other".into();
+        assert!(describe(merge(&[shard(1, 2), other], false).unwrap_err()).contains("scenario"));
+        let mut longer = shard(2, 2);
+        longer.end += 1;
+        assert!(describe(merge(&[shard(1, 2), longer], false).unwrap_err()).contains("range end"));
+        let whole = fake_summary(30, None, None);
+        assert_eq!(merge(&[whole], false), Err(MergeError::NotAShard { input: 0 }));
+        assert_eq!(merge(&[], false), Err(MergeError::NoInput));
+        let mut forged = shard(1, 2);
+        forged.failures[0].seed = 15;
+        assert!(
+            describe(merge(&[forged, shard(2, 2)], false).unwrap_err()).contains("seed 15 is not one of shard 1/2")
+        );
+        let merged = merge(&[shard(1, 2), shard(2, 2)], false).unwrap();
+        assert_eq!(merge(&[merged], false), Err(MergeError::AlreadyMerged { input: 0 }));
+
+        // With allow_partial: what there is, saying what is not.
+        let partial = merge(&[shard(3, 3), shard(1, 3)], true).unwrap();
+        assert_eq!(partial.merged_from, Some(MergedFrom { shards: 3, missing: vec![2], stopped: vec![] }));
+        assert_eq!(partial.seeds, 20);
+    }
+
+    #[test]
+    fn a_stopped_shard_runs_a_prefix_of_its_seeds_and_merges_only_when_allowed() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let shard = Shard::new(2, 3).unwrap();
+        let config = SweepConfig { shard: Some(shard), check_every: Some(3), ..config(3_000, Some(stop.clone())) };
+        let report = sweep(
+            &config,
+            |seed| {
+                if seed == 41 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                fake_run(seed, 0)
+            },
+            |_| {},
+        );
+        assert!(report.stopped_early);
+        let seeds: Vec<u64> = report.outcomes.iter().map(|o| o.seed).collect();
+        assert_eq!(seeds, shard.seeds(10, 3_000).take(seeds.len()).collect::<Vec<_>>());
+        assert!(seeds.contains(&41) && seeds.len() < 1_000);
+        let stopped = report.summarize("fake", Some("default"), 1.0, |seed| format!("repro {seed}"));
+        let others = [1, 3].map(|k| fake_summary(3_000, Some(Shard::new(k, 3).unwrap()), None));
+        let all = [others[0].clone(), stopped, others[1].clone()];
+        let error = merge(&all, false).unwrap_err();
+        assert!(matches!(error, MergeError::Stopped { input: 1, due: 1_000, .. }), "{error}");
+        let partial = merge(&all, true).unwrap();
+        assert_eq!(partial.merged_from.unwrap().stopped, vec![2]);
+        assert_eq!(partial.stopped.as_deref(), Some("stopped"));
+    }
+
     fn config(seeds: u64, stop: Option<Arc<AtomicBool>>) -> SweepConfig {
-        SweepConfig { start: 10, seeds, jobs: 2, check_every: None, stop }
+        SweepConfig { start: 10, seeds, shard: None, jobs: 2, check_every: None, stop }
     }
 
     #[test]

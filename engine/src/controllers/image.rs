@@ -193,8 +193,11 @@ impl ContainerImageController {
             return Ok(Action::done());
         }
         if let Some(waiting) = t.waiting.as_ref().filter(|_| !matches!(t.step, Step::Counting { .. })) {
-            let next =
-                ContainerImageStatus { phase: ImagePhase::Pending, message: Some(waiting.clone()), ..(*status).clone() };
+            let next = ContainerImageStatus {
+                phase: ImagePhase::Pending,
+                message: Some(waiting.clone()),
+                ..(*status).clone()
+            };
             write_status::<ContainerImage>(ctx, obj, &status, next);
         }
         let reference = spec.image.clone();

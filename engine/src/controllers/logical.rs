@@ -26,8 +26,8 @@
 
 use crate::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalContainerStatus, LogicalMode, LogicalPhase};
 use crate::api::{
-    Condition, ConditionStatus, ContainerImage, ContainerImageSpec, ContainerPhase, Object, ObjectKey,
-    ObjectMeta, OwnerReference, PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, Uid, names, reasons,
+    Condition, ConditionStatus, ContainerImage, ContainerImageSpec, ContainerPhase, Object, ObjectKey, ObjectMeta,
+    OwnerReference, PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, Uid, names, reasons,
 };
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
 use crate::lease::{Acquire, LeaseClient, lease_name};
@@ -229,7 +229,8 @@ impl LogicalContainerController {
 
     fn workload(&self, ctx: &Context<'_>, obj: &Object) -> String {
         let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
-        ctx.cache().namespace(namespace)
+        ctx.cache()
+            .namespace(namespace)
             .and_then(|ns| ns.metadata.annotations.get(names::ANNOTATION_WORKLOAD).cloned())
             .or_else(|| self.default_workload.clone())
             .unwrap_or_default()
@@ -372,7 +373,10 @@ impl LogicalContainerController {
     ) -> ReconcileResult {
         let Some(backing) = backing else { return Ok(Action::done()) };
         // `stop` is one-way on both: pass it down.
-        if spec.stop && !backing.metadata.is_deleting() && ctx.cache().spec::<PhysicalContainer>(backing).is_ok_and(|s| !s.stop) {
+        if spec.stop
+            && !backing.metadata.is_deleting()
+            && ctx.cache().spec::<PhysicalContainer>(backing).is_ok_and(|s| !s.stop)
+        {
             let mut next = backing.clone();
             next.spec["stop"] = serde_json::Value::Bool(true);
             ctx.store(StoreRequest::Update { object: next });

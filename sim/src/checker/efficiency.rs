@@ -42,7 +42,7 @@ impl Default for WorkLimits {
 }
 
 /// The most work one object (or one process, per object) did in one window, for reports.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WorkPeaks {
     pub runtime_requests: u32,
     pub store_writes: u32,

@@ -32,8 +32,8 @@ pub use state::{INSPECT_BUDGET, NOTFOUND_BUDGET, NOTFOUND_SETTLE};
 
 use crate::api::container::{Mount, NetworkAttachment, is_volume_source};
 use crate::api::{
-    ContainerImage, ContainerImageStatus, ContainerNetwork, ContainerPhase, ContainerVolume, ImagePhase,
-    Object, ObjectKey, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus, Resource, ResourcePhase,
+    ContainerImage, ContainerImageStatus, ContainerNetwork, ContainerPhase, ContainerVolume, ImagePhase, Object,
+    ObjectKey, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus, Resource, ResourcePhase,
     RuntimeResourceStatus, Uid, names, reasons,
 };
 use crate::cache::Cache;

@@ -1,0 +1,178 @@
+//! A sweep's summary as JUnit XML, the test report format CI systems render.
+
+use super::SweepSummary;
+use std::fmt::Write as _;
+
+impl SweepSummary {
+    /// The summary as a JUnit XML document: one `<testsuite>` holding one `<testcase>` for the
+    /// scenario's seed range (named like `basic seeds 0..60`, with the shard if one), which has
+    /// one `<failure>` per failing seed (its invariant as the type; its message, fault plan and
+    /// `repro` command) and one per nondeterministic seed (with the command `check` gives for
+    /// it). `tests` and `failures` count test cases (one, failed or not), `time` is the wall time.
+    ///
+    /// *Guarantees*: well-formed XML 1.0 in UTF-8 whatever the messages hold: markup characters
+    /// are escaped, and characters XML cannot carry at all (most control characters) are written
+    /// as U+FFFD.
+    pub fn junit(&self, check: impl Fn(u64) -> String) -> String {
+        let failed = !self.passed();
+        let time = format!("{:.3}", self.wall_seconds);
+        let name = self.testcase_name();
+        let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            xml,
+            "<testsuites name=\"drydock sim\" tests=\"1\" failures=\"{}\" errors=\"0\" time=\"{time}\">",
+            u8::from(failed)
+        );
+        let _ = writeln!(
+            xml,
+            "  <testsuite name=\"{}\" tests=\"1\" failures=\"{}\" errors=\"0\" skipped=\"0\" time=\"{time}\">",
+            attr(&format!("drydock sim {}", self.scenario)),
+            u8::from(failed)
+        );
+        xml.push_str("    <properties>\n");
+        let mut properties = vec![
+            ("scenario", self.scenario.clone()),
+            ("start", self.start.to_string()),
+            ("end", self.end.to_string()),
+            ("seeds", self.seeds.to_string()),
+            ("failed_seeds", self.failures.len().to_string()),
+            ("nondeterministic_seeds", self.nondeterministic.len().to_string()),
+            ("determinism_checked", self.determinism_checked.to_string()),
+            ("events", self.events.to_string()),
+            ("sim_seconds", self.sim_seconds.to_string()),
+        ];
+        if let Some(size) = self.size {
+            properties.push(("size", size.to_string()));
+        }
+        if let Some(faults) = &self.fault_selection {
+            properties.push(("fault_selection", faults.clone()));
+        }
+        if let Some(run) = &self.shard {
+            properties.push(("shard", run.shard().to_string()));
+        }
+        if let Some(merged) = &self.merged_from {
+            properties.push(("merged_from_shards", merged.shards.to_string()));
+        }
+        if let Some(why) = &self.stopped {
+            properties.push(("stopped", why.clone()));
+        }
+        for (name, value) in properties {
+            let _ = writeln!(xml, "      <property name=\"{name}\" value=\"{}\"/>", attr(&value));
+        }
+        xml.push_str("    </properties>\n");
+        let _ = writeln!(
+            xml,
+            "    <testcase classname=\"{}\" name=\"{}\" time=\"{time}\">",
+            attr(&format!("drydock.sim.{}", self.scenario)),
+            attr(&name)
+        );
+        for f in &self.failures {
+            let _ = writeln!(
+                xml,
+                "      <failure type=\"{}\" message=\"{}\">{}</failure>",
+                attr(&f.invariant),
+                attr(&format!("seed {} [{}] {}", f.seed, f.invariant, f.message)),
+                text(&format!(
+                    "seed {} violated {} at {}: {}\nfaults: {}\nrepro: {}",
+                    f.seed, f.invariant, f.at, f.message, f.faults, f.repro
+                ))
+            );
+        }
+        for seed in &self.nondeterministic {
+            let _ = writeln!(
+                xml,
+                "      <failure type=\"nondeterministic\" message=\"{}\">{}</failure>",
+                attr(&format!("seed {seed}: two runs gave different digests")),
+                text(&format!(
+                    "seed {seed} is nondeterministic: two runs of it gave different trace digests\ncheck: {}",
+                    check(*seed)
+                ))
+            );
+        }
+        let _ = writeln!(
+            xml,
+            "      <system-out>{}</system-out>",
+            text(&format!(
+                "{name}: {} seeds, {} failed, {} nondeterministic, {} events, {:.0} simulated s",
+                self.seeds,
+                self.failures.len(),
+                self.nondeterministic.len(),
+                self.events,
+                self.sim_seconds
+            ))
+        );
+        xml.push_str("    </testcase>\n  </testsuite>\n</testsuites>\n");
+        xml
+    }
+
+    /// The scenario and the seeds of the sweep: `basic seeds 0..60`, `basic seeds 0..60 shard 2/3`.
+    fn testcase_name(&self) -> String {
+        let mut name = self.scenario.clone();
+        if let Some(size) = self.size {
+            let _ = write!(name, " size {size}");
+        }
+        match (&self.shard, &self.merged_from) {
+            (Some(run), _) => {
+                let _ = write!(name, " seeds {}..{} shard {}", self.start, self.end, run.shard());
+            }
+            (None, Some(merged)) if !merged.missing.is_empty() || !merged.stopped.is_empty() => {
+                let _ = write!(name, " seeds {}..{} (partial)", self.start, self.end);
+            }
+            (None, Some(_)) => {
+                let _ = write!(name, " seeds {}..{}", self.start, self.end);
+            }
+            // What ran: the whole range, or the part of it before the sweep was stopped.
+            (None, None) => {
+                let _ = write!(name, " seeds {}..{}", self.start, self.start.saturating_add(self.seeds));
+            }
+        }
+        name
+    }
+}
+
+/// `value` escaped for an attribute between double quotes: line breaks and tabs as character
+/// references, which a parser would otherwise normalise to spaces.
+fn attr(value: &str) -> String {
+    escape(value, true)
+}
+
+/// `value` escaped for element content.
+fn text(value: &str) -> String {
+    escape(value, false)
+}
+
+fn escape(value: &str, in_attribute: bool) -> String {
+    let mut escaped = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&apos;"),
+            '\n' | '\r' | '\t' if in_attribute => {
+                let _ = write!(escaped, "&#{};", u32::from(c));
+            }
+            // Carriage returns would be normalised away in content; keep them as references.
+            '\r' => escaped.push_str("&#13;"),
+            '\n' | '\t' => escaped.push(c),
+            // XML 1.0 has no way to carry these, not even as character references.
+            '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => escaped.push('\u{fffd}'),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn markup_and_unwritable_characters_are_escaped() {
+        let message = "a \"quoted\" <tag> & 'it' — ok\nnext\u{1}";
+        assert_eq!(escape(message, false), "a &quot;quoted&quot; &lt;tag&gt; &amp; &apos;it&apos; — ok\nnext\u{fffd}");
+        assert_eq!(escape("a\nb\tc\rd", true), "a&#10;b&#9;c&#13;d");
+    }
+}
