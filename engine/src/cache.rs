@@ -25,9 +25,10 @@ pub struct Cache {
     /// The indexes kept (see [`Index`]), and what they hold: (index, value) -> keys.
     indexes: Vec<Index>,
     indexed: BTreeMap<(&'static str, String), BTreeSet<ObjectKey>>,
-    uids: BTreeMap<Uid, ObjectKey>,
+    /// uid -> key (hashed: looked up, never iterated).
+    uids: crate::fixed::FixedMap<Uid, ObjectKey>,
     /// The cached namespaces by name: looked up for nearly every event, without making a key.
-    namespaces: BTreeMap<String, Arc<Object>>,
+    namespaces: crate::fixed::FixedMap<String, Arc<Object>>,
     /// owner uid -> dependents that reference it.
     dependents: BTreeMap<Uid, BTreeSet<ObjectKey>>,
     tombstones: BTreeMap<ObjectKey, u64>,
@@ -325,11 +326,26 @@ impl Cache {
 
     fn insert(&mut self, object: Arc<Object>) {
         let key = object.key();
+        if let Some(slot) = self.objects.get_mut(&key)
+            && slot.metadata.uid == object.metadata.uid
+        {
+            // A new version of the same object (most changes): touch only what it changes.
+            let old = std::mem::replace(slot, object.clone());
+            self.typed.get_mut().0.remove(&address(&old));
+            if old.metadata.owner_references != object.metadata.owner_references {
+                self.unlink_dependent(&key, &old);
+                self.link_dependent(&key, &object);
+            }
+            self.index(&old, false);
+            self.index(&object, true);
+            if object.kind == Namespace::KIND {
+                self.namespaces.insert(object.metadata.name.clone(), object);
+            }
+            return;
+        }
         self.remove(&key);
         self.uids.insert(object.metadata.uid.clone(), key.clone());
-        for owner in &object.metadata.owner_references {
-            self.dependents.entry(owner.uid.clone()).or_default().insert(key.clone());
-        }
+        self.link_dependent(&key, &object);
         self.index(&object, true);
         if object.kind == Namespace::KIND {
             self.namespaces.insert(object.metadata.name.clone(), object.clone());
@@ -341,11 +357,23 @@ impl Cache {
         let Some(old) = self.objects.remove(key) else { return };
         self.typed.get_mut().0.remove(&address(&old));
         if old.kind == Namespace::KIND {
-            self.namespaces.remove(&old.metadata.name);
+            self.namespaces.swap_remove(&old.metadata.name);
         }
         self.index(&old, false);
-        self.uids.remove(&old.metadata.uid);
-        for owner in &old.metadata.owner_references {
+        self.uids.swap_remove(&old.metadata.uid);
+        self.unlink_dependent(key, &old);
+    }
+
+    /// `object` (at `key`) is a dependent of each of its owners.
+    fn link_dependent(&mut self, key: &ObjectKey, object: &Object) {
+        for owner in &object.metadata.owner_references {
+            self.dependents.entry(owner.uid.clone()).or_default().insert(key.clone());
+        }
+    }
+
+    /// `object` (at `key`) is no longer a dependent of its owners.
+    fn unlink_dependent(&mut self, key: &ObjectKey, object: &Object) {
+        for owner in &object.metadata.owner_references {
             if let Some(set) = self.dependents.get_mut(&owner.uid) {
                 set.remove(key);
                 if set.is_empty() {
