@@ -99,6 +99,9 @@ struct Logical {
     /// An uncached read found it gone or being deleted while the cache shows it live: the
     /// cache is behind (its kind's watch lags), and catching up ends this.
     stale: bool,
+    /// The lifecycle key of the spec at this generation: a hash over the spec, asked for on
+    /// every reconcile, and the spec changes only with the generation.
+    lifecycle_key: Option<(u64, String)>,
 }
 
 #[derive(Debug)]
@@ -247,10 +250,18 @@ impl LogicalContainerController {
         }
         let spec = ctx.cache().spec::<LogicalContainer>(obj).map_err(|e| ReconcileError(e.to_string()))?;
         let status = ctx.cache().status::<LogicalContainer>(obj).map_err(|e| ReconcileError(e.to_string()))?;
-        let key = lifecycle_key(&spec);
         let backing_key = ObjectKey::namespaced(PhysicalContainer::KIND, &namespace, &backing_name(&obj.metadata.name));
         let backing = ctx.get(&backing_key).cloned();
         let t = &mut self.ops.entry(obj).state;
+        let generation = obj.metadata.generation;
+        let key = match &t.lifecycle_key {
+            Some((at, key)) if *at == generation => key.clone(),
+            _ => {
+                let key = lifecycle_key(&spec);
+                t.lifecycle_key = Some((generation, key.clone()));
+                key
+            }
+        };
         if t.backing.is_none() {
             t.backing.clone_from(&status.backing_uid);
         }
