@@ -47,7 +47,11 @@ pub struct Cache {
 /// copies), so what was decoded from it stays true; the entry goes when the cache lets go of
 /// it, before its address can be reused.
 #[derive(Default)]
-struct TypedMemo(BTreeMap<usize, Vec<(TypeId, bool, Arc<dyn Any + Send + Sync>)>>);
+struct TypedMemo(BTreeMap<usize, Vec<DecodedPart>>);
+
+/// One decoded part of a cached object: its type, whether it is the status (else the spec), and
+/// the decoded value.
+type DecodedPart = (TypeId, bool, Arc<dyn Any + Send + Sync>);
 
 impl std::fmt::Debug for TypedMemo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -477,7 +477,6 @@ impl<F: Flavor> Controller for RuntimeResourceController<F> {
             let names = items.into_iter().flatten().filter_map(|item| item.get(field)?.as_str());
             names
                 .filter(|name| F::WHAT == "network" || !name.starts_with('/'))
-                .into_iter()
                 .map(|name| ObjectKey::namespaced(F::Kind::KIND, ns, name))
                 .filter(|key| cache.get(key).is_some_and(|o| o.metadata.is_deleting()))
                 .collect()
