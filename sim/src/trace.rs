@@ -1,31 +1,48 @@
 //! The run's trace: one line per event, folded into a running SHA-256 digest that identifies the
 //! run. Two runs with the same digest saw the same events in the same order at the same times.
+//!
+//! A run that keeps its trace (`sim repro --trace`, `sim report`) also explains each event as a
+//! [`TraceEvent`]: which process, controller and reconcile issued a request, which event
+//! triggered that reconcile, what a store write changed. The explanation is never digested: it
+//! is a reading of the run, not part of it, so explaining a run cannot change its digest.
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub struct Trace {
     digest: Sha256,
-    lines: Option<Vec<String>>,
-    events: u64,
+    events: Option<Vec<TraceEvent>>,
+    count: u64,
 }
 
 impl Trace {
-    /// `keep_lines`: keep every line for printing (slower); otherwise only the digest.
-    pub fn new(keep_lines: bool) -> Self {
-        Trace { digest: Sha256::new(), lines: keep_lines.then(Vec::new), events: 0 }
+    /// `keep`: keep every event, explained, for printing (slower); otherwise only the digest.
+    pub fn new(keep: bool) -> Self {
+        Trace { digest: Sha256::new(), events: keep.then(Vec::new), count: 0 }
     }
 
-    pub fn record(&mut self, line: &str) {
-        self.events += 1;
+    /// Whether events are kept (and so worth explaining).
+    pub fn keeps(&self) -> bool {
+        self.events.is_some()
+    }
+
+    /// Record one event: `line` goes into the digest; `explained`, if events are kept, is kept
+    /// with it (its `seq` and `line` are set here).
+    pub fn record(&mut self, at_nanos: u64, line: &str, explained: Option<TraceEvent>) {
+        self.count += 1;
         self.digest.update(line.as_bytes());
         self.digest.update(b"\n");
-        if let Some(lines) = &mut self.lines {
-            lines.push(line.to_string());
+        if let Some(events) = &mut self.events {
+            let mut event = explained.unwrap_or_default();
+            event.seq = self.count;
+            event.at_nanos = at_nanos;
+            event.line = line.to_string();
+            events.push(event);
         }
     }
 
     pub fn events(&self) -> u64 {
-        self.events
+        self.count
     }
 
     /// Hex digest of everything recorded so far.
@@ -33,7 +50,130 @@ impl Trace {
         hex::encode(self.digest.clone().finalize())
     }
 
-    pub fn take_lines(&mut self) -> Option<Vec<String>> {
-        self.lines.take()
+    pub fn take_events(&mut self) -> Option<Vec<TraceEvent>> {
+        self.events.take()
     }
+}
+
+/// One event of a run, explained. `sim repro --trace` prints it, `--trace --json` gives it as a
+/// JSON line, `sim report` draws it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceEvent {
+    /// The event's number in the run, from 1.
+    pub seq: u64,
+    /// Simulated (monotonic) time of the event, in nanoseconds since the run began.
+    pub at_nanos: u64,
+    /// The trace line, exactly as digested (it starts with the time).
+    pub line: String,
+    pub kind: EventKind,
+    /// The engine process the event happened to, if one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<usize>,
+    /// The store object the event concerns (`Kind/namespace/name`), if one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
+    /// The runtime container the event concerns (its name, else its short id), if one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// The faults that fired during the event, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<String>,
+    /// For a request (store or runtime) and what happens to it: the reconcile that issued it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+    /// For a store write that succeeded: what it changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diff: Vec<FieldChange>,
+    /// `tracing` lines the engine logged during the event, when logs are captured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logs: Vec<String>,
+}
+
+/// What kind of thing an event is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    /// A client (the workload) changes the store.
+    Client,
+    /// A store request applied: a write.
+    StoreWrite,
+    /// A store request applied: a read.
+    StoreRead,
+    /// A runtime request met the runtime.
+    Runtime,
+    /// A reply reached the process that asked.
+    Reply,
+    /// A store watch event reached a process.
+    Deliver,
+    /// A runtime event (container started, died...) reached a process.
+    RuntimeEvent,
+    /// A process crashed, restarted or relisted.
+    Process,
+    /// A fault changed the world (a disruption, an external actor, a runtime restart).
+    Fault,
+    /// The faults healed.
+    Heal,
+    /// Anything else: a wake-up, the runtime's own progress, a log read, the liveness judge.
+    #[default]
+    Other,
+}
+
+/// The reconcile that issued a request, and what set it off.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cause {
+    pub process: usize,
+    /// The controller's name.
+    pub controller: String,
+    /// The key the controller reconciled (`Kind/namespace/name`).
+    pub key: String,
+    /// The number of the reconcile in its process, from 1.
+    pub reconcile: u64,
+    /// What queued that reconcile, in words (`watch Modified Namespace/a rv=3`, `runtime reply
+    /// #12`, `retry after backoff`...), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    /// The event (its `seq`) that delivered the trigger to the process, if it is in the trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_seq: Option<u64>,
+    /// The event (its `seq`) at which the request was issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_seq: Option<u64>,
+}
+
+/// One field a store write changed. Values are compact JSON (ownerReferences as `Kind/name`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldChange {
+    /// `metadata.ownerReferences`, `spec.image`, `status.state`...
+    pub path: String,
+    /// Absent when the field was set where there was none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// Absent when the field was removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+/// A whole failing (or passing) run, explained: what `sim report` draws.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExplainedRun {
+    pub scenario: String,
+    pub seed: u64,
+    pub digest: String,
+    /// The fault plan, in words.
+    pub faults: String,
+    pub violations: Vec<ExplainedViolation>,
+    pub events: Vec<TraceEvent>,
+}
+
+/// A violated invariant, placed in the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExplainedViolation {
+    pub invariant: String,
+    pub message: String,
+    /// The event after which it was found.
+    pub seq: u64,
+    pub at_nanos: u64,
+    /// The objects (`Kind/namespace/name`) and containers the message names, as they appear in
+    /// the events' `object` and `container` fields.
+    pub objects: Vec<String>,
 }
