@@ -23,6 +23,7 @@
 mod bench;
 mod client;
 mod daemon;
+mod logging;
 mod manifest;
 pub mod sim;
 mod state;
@@ -130,12 +131,7 @@ impl Drydock {
             Command::Daemon(_) => "info",
             _ => "warn",
         };
-        tracing_subscriber::fmt()
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_from_env("DRYDOCK_LOG").unwrap_or_else(|_| default_level.into()),
-            )
-            .with_writer(std::io::stderr)
-            .init();
+        logging::init(default_level, matches!(command, Command::Sim(_)));
         let result = match command {
             Command::Sim(command) => {
                 sim::run(command, &sim::Catalog { scenarios: &self.scenarios, program: &self.name })

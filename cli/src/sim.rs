@@ -130,9 +130,13 @@ pub struct MergeArgs {
 pub struct ReplayArgs {
     /// The schedule file.
     file: std::path::PathBuf,
-    /// Print every event of the run.
+    /// Print every event of the run, explained (as `sim repro --trace` does).
     #[arg(long)]
     trace: bool,
+    /// With --trace: only the events that concern objects, containers or keys containing this
+    /// text.
+    #[arg(long, value_name = "KEY", requires = "trace")]
+    filter: Option<String>,
     /// Print one JSON object as the last line of stdout.
     #[arg(long)]
     json: bool,
@@ -171,9 +175,17 @@ pub struct ReproArgs {
     /// The seed to run.
     #[arg(long)]
     seed: u64,
-    /// Print every event of the run.
+    /// Print every event of the run, explained: for each request, the process, controller and
+    /// key of the reconcile that issued it and the event that queued that reconcile; for each
+    /// store write, what it changed; the engine's log lines (DRYDOCK_LOG or RUST_LOG, e.g.
+    /// `debug`) beside the event that logged them, stamped with simulated time. With --json,
+    /// one JSON object per event.
     #[arg(long)]
     trace: bool,
+    /// With --trace: only the events that concern objects, containers or keys containing this
+    /// text (e.g. `Namespace/rancher-desktop`).
+    #[arg(long, value_name = "KEY", requires = "trace")]
+    filter: Option<String>,
     /// Run the seed twice and fail if the trace digests differ.
     #[arg(long)]
     check_determinism: bool,
@@ -596,11 +608,7 @@ fn repro(args: &ReproArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Resul
     let faults = parse_faults(&args.faults)?;
     let mut report = scenario.run_with(args.seed, args.trace, &faults);
     let wall = started.elapsed().as_secs_f64();
-    if let Some(lines) = report.trace.take() {
-        for line in lines {
-            writeln!(out, "{line}")?;
-        }
-    }
+    print_trace(&mut report, args.filter.as_deref(), args.json, out)?;
     let mut deterministic = None;
     if args.check_determinism {
         let again = scenario.run_with(args.seed, false, &faults);
@@ -647,6 +655,26 @@ fn repro(args: &ReproArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Resul
         writeln!(out, "{summary}")?;
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The run's explained events, if it kept them: as text, or one JSON object per line; only
+/// those concerning `filter` if given.
+fn print_trace(
+    report: &mut drydock_sim::RunReport,
+    filter: Option<&str>,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<()> {
+    let Some(events) = report.trace.take() else { return Ok(()) };
+    for event in events.iter().filter(|e| filter.is_none_or(|f| e.concerns(f))) {
+        if json {
+            writeln!(out, "{}", serde_json::to_string(event)?)?;
+        } else {
+            writeln!(out, "{}", event.to_text())?;
+        }
+    }
+    report.trace = Some(events);
+    Ok(())
 }
 
 fn list(catalog: &Catalog<'_>, out: &mut impl Write) -> Result<()> {
@@ -704,11 +732,7 @@ fn replay(args: &ReplayArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Res
     let mut report = schedule
         .replay_among(catalog.scenarios, args.trace)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
-    if let Some(lines) = report.trace.take() {
-        for line in lines {
-            writeln!(out, "{line}")?;
-        }
-    }
+    print_trace(&mut report, args.filter.as_deref(), args.json, out)?;
     writeln!(
         out,
         "schedule {} ({} seed {}, {} steps): {} — {} events, digest {}",

@@ -26,6 +26,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod diagnostics;
+mod trigger;
+
+use trigger::Triggers;
+pub use trigger::{Trigger, Via};
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -50,6 +54,9 @@ pub struct EngineConfig {
     /// is `None` from the start. `false` (the default) assumes a crash: requests of an earlier
     /// life may land until `runtime_timeout` after boot.
     pub predecessor_stopped_cleanly: bool,
+    /// Record what queued each reconcile ([`Origin::trigger`]), for a driver that explains a
+    /// run. Off by default: it costs a map insert per queued key and changes nothing else.
+    pub explain: bool,
 }
 
 impl Default for EngineConfig {
@@ -63,6 +70,7 @@ impl Default for EngineConfig {
             pull_timeout: Duration::from_secs(600),
             first_op: 0,
             predecessor_stopped_cleanly: false,
+            explain: false,
         }
     }
 }
@@ -142,11 +150,13 @@ pub struct Origin {
     pub key: Arc<ObjectKey>,
     /// The number of the reconcile that issued the request, per engine, from 1.
     pub reconcile: u64,
+    /// What queued that reconcile, if the engine explains itself ([`EngineConfig::explain`]).
+    pub trigger: Option<Arc<Trigger>>,
 }
 
 impl Origin {
-    fn new(controller: &Arc<str>, key: &ObjectKey, reconcile: u64) -> Self {
-        Origin { controller: controller.clone(), key: Arc::new(key.clone()), reconcile }
+    fn new(controller: &Arc<str>, key: &ObjectKey, reconcile: u64, trigger: Option<Arc<Trigger>>) -> Self {
+        Origin { controller: controller.clone(), key: Arc::new(key.clone()), reconcile, trigger }
     }
 }
 
@@ -215,6 +225,8 @@ pub struct Engine {
     /// timeout later.
     booted_at: Option<MonoTime>,
     active: BTreeMap<WorkKey, ActiveReconcile>,
+    /// What queued each queued key, if the engine explains itself.
+    triggers: Triggers<WorkKey>,
     stats: EngineStats,
 }
 
@@ -232,6 +244,7 @@ impl Engine {
             names,
             rng: ChaCha8Rng::seed_from_u64(config.seed),
             backoff: Backoff::new(config.backoff_base, config.backoff_max),
+            triggers: Triggers::new(config.explain),
             config,
             registry,
             controllers,
@@ -287,7 +300,7 @@ impl Engine {
         self.booted_at = Some(now.mono);
         for (index, controller) in self.controllers.iter().enumerate() {
             for key in controller.boot_keys() {
-                self.queue.add((index, key), now.mono);
+                self.triggers.add(&mut self.queue, (index, key), now.mono, || Trigger::Boot);
             }
         }
     }
@@ -308,14 +321,14 @@ impl Engine {
                 }
                 let others = self.namespaces_not_ours(Some(&event.object));
                 if let Some(change) = self.cache.apply_watched(&event) {
-                    self.dispatch_change(now.mono, change, &event.object);
+                    self.dispatch_change(now.mono, Via::Watch(event.event), change, &event.object);
                     self.dispatch_newly_ours(now.mono, others);
                 }
             }
             Input::Resync { objects, resource_version } => {
                 let others = self.namespaces_not_ours(None);
                 for object in self.cache.resync(objects, resource_version) {
-                    self.dispatch(now.mono, &object);
+                    self.dispatch(now.mono, Via::Resync, &object);
                 }
                 self.dispatch_newly_ours(now.mono, others);
             }
@@ -324,7 +337,7 @@ impl Engine {
             Input::RuntimeResync => {
                 for (index, controller) in self.controllers.iter_mut().enumerate() {
                     for key in controller.on_runtime_resync(now) {
-                        self.queue.add((index, key), now.mono);
+                        self.triggers.add(&mut self.queue, (index, key), now.mono, || Trigger::RuntimeResync);
                     }
                 }
             }
@@ -344,7 +357,7 @@ impl Engine {
                     _ => {}
                 }
                 self.controllers[*controller].on_runtime_result(now, key, id, &result);
-                self.queue.add(op.work, now.mono);
+                self.triggers.add(&mut self.queue, op.work, now.mono, || Trigger::RuntimeReply { id });
             }
         }
     }
@@ -385,7 +398,7 @@ impl Engine {
             }
             self.controllers[*controller].on_runtime_result(now, key, id, &Err(error));
             self.outbox.push_back(Output::Cancel { id });
-            self.queue.add(op.work, now.mono);
+            self.triggers.add(&mut self.queue, op.work, now.mono, || Trigger::RuntimeTimeout { id });
         }
     }
 
@@ -417,19 +430,23 @@ impl Engine {
         let Some(key) = self.cache.get_by_uid(&crate::api::Uid(uid.clone())).map(|o| o.key()) else { return };
         for (index, controller) in self.controllers.iter_mut().enumerate() {
             if controller.on_runtime_event(now, &key, event) {
-                self.queue.add((index, key.clone()), now.mono);
+                let why = || Trigger::RuntimeEvent {
+                    container_id: event.container_id.clone(),
+                    action: format!("{:?}", event.action),
+                };
+                self.triggers.add(&mut self.queue, (index, key.clone()), now.mono, why);
             }
         }
     }
 
     /// Dispatch an object state the cache took, and the object it displaced, if any: that one is
     /// gone, and whoever watched it (its dependents' garbage collection) must hear so.
-    fn dispatch_change(&mut self, at: MonoTime, change: crate::cache::Change, object: &crate::api::Object) {
+    fn dispatch_change(&mut self, at: MonoTime, via: Via, change: crate::cache::Change, object: &crate::api::Object) {
         if let Some(replaced) = change.replaced {
             self.seen_created.remove(&replaced.metadata.uid);
-            self.dispatch(at, &replaced);
+            self.dispatch(at, Via::Replaced, &replaced);
         }
-        self.dispatch(at, object);
+        self.dispatch(at, via, object);
     }
 
     /// The namespaces a change to `changing` could make ours, that are not ours yet (not seen, or
@@ -470,12 +487,12 @@ impl Engine {
             }
             let children: Vec<Arc<crate::api::Object>> = self.cache.list("*", Some(&name)).cloned().collect();
             for child in children {
-                self.dispatch(at, &child);
+                self.dispatch(at, Via::NamespaceNowOurs, &child);
             }
         }
     }
 
-    fn dispatch(&mut self, at: MonoTime, object: &crate::api::Object) {
+    fn dispatch(&mut self, at: MonoTime, via: Via, object: &crate::api::Object) {
         for (controller, watch) in &self.watches {
             if watch.matches(&object.kind) {
                 for key in watch.keys(object, &self.cache) {
@@ -487,7 +504,12 @@ impl Engine {
                         Some(until) if work.1 != object.key() => (*until).max(at),
                         _ => at,
                     };
-                    self.queue.add(work, due);
+                    let why = || Trigger::Object {
+                        via,
+                        object: object.key(),
+                        resource_version: object.metadata.resource_version,
+                    };
+                    self.triggers.add(&mut self.queue, work, due, why);
                 }
             }
         }
@@ -553,7 +575,7 @@ impl Engine {
         };
         let result = controller.reconcile(&mut ctx, key);
         let issued = std::mem::take(&mut ctx.issued);
-        let origin = Origin::new(&self.names[*index], key, self.stats.reconciles);
+        let origin = Origin::new(&self.names[*index], key, self.stats.reconciles, self.triggers.take(&work));
         let first_output = self.outbox.len();
         let mut outstanding = 0;
         let (mut made_reads, mut made_writes) = (false, false);
@@ -631,7 +653,7 @@ impl Engine {
             let others = self.namespaces_not_ours(Some(object));
             if let Some(change) = self.cache.apply_own_write(object) {
                 let object = object.clone();
-                self.dispatch_change(now.mono, change, &object);
+                self.dispatch_change(now.mono, Via::OwnWrite, change, &object);
                 self.dispatch_newly_ours(now.mono, others);
             }
         }
@@ -679,7 +701,7 @@ impl Engine {
                     self.retries.swap_remove(&work);
                 }
                 if let Some(delay) = requeue_after {
-                    self.queue.add(work.clone(), now.mono + delay);
+                    self.triggers.add(&mut self.queue, work.clone(), now.mono + delay, || Trigger::RequeueAfter);
                 }
                 None
             }
@@ -689,9 +711,9 @@ impl Engine {
             let delay = self.backoff.next_delay(work.clone(), &mut self.rng);
             tracing::debug!(key = %work.1, %error, ?delay, "reconcile failed; backing off");
             self.holding.insert(work.clone(), now.mono + delay);
-            self.queue.add(work, now.mono + delay);
+            self.triggers.add(&mut self.queue, work, now.mono + delay, || Trigger::Retry { error });
         } else if made_reads {
-            self.queue.add(work, now.mono);
+            self.triggers.add(&mut self.queue, work, now.mono, || Trigger::AfterReads);
         }
     }
 }

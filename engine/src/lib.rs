@@ -100,5 +100,5 @@ pub mod time;
 pub mod toolkit;
 
 pub use controller::{Action, Context, Controller, Mapper, OpId, ReconcileError, ReconcileResult, Watch};
-pub use engine::{Engine, EngineConfig, EngineStats, Input, Origin, Output};
+pub use engine::{Engine, EngineConfig, EngineStats, Input, Origin, Output, Trigger, Via};
 pub use time::{MonoTime, Now, WallTime};

@@ -48,27 +48,34 @@ impl<K: Ord + Clone + Hash> Default for WorkQueue<K> {
 }
 
 impl<K: Ord + Clone + Hash> WorkQueue<K> {
-    /// Queue `key` to run at `at` (or earlier, if it is already queued for earlier).
-    pub fn add(&mut self, key: K, at: MonoTime) {
+    /// Queue `key` to run at `at` (or earlier, if it is already queued for earlier). True if this
+    /// set when it runs (it was not queued, or queued for later); false if it changed nothing.
+    pub fn add(&mut self, key: K, at: MonoTime) -> bool {
         match self.keys.get_mut(&key) {
             Some(slot) if slot.processing => {
-                slot.dirty = Some(slot.dirty.map_or(at, |due| due.min(at)));
+                let earlier = slot.dirty.is_none_or(|due| at < due);
+                if earlier {
+                    slot.dirty = Some(at);
+                }
+                earlier
             }
             Some(slot) => {
                 if let Some((due, seq)) = slot.queued {
                     if due <= at {
-                        return;
+                        return false;
                     }
                     self.by_time.remove(&(due, seq));
                 }
                 self.seq += 1;
                 slot.queued = Some((at, self.seq));
                 self.by_time.insert((at, self.seq), key);
+                true
             }
             None => {
                 self.seq += 1;
                 self.keys.insert(key.clone(), Slot { queued: Some((at, self.seq)), ..Slot::default() });
                 self.by_time.insert((at, self.seq), key);
+                true
             }
         }
     }
@@ -137,9 +144,9 @@ mod tests {
     #[test]
     fn deduplicates_and_keeps_the_earliest_due_time() {
         let mut q = WorkQueue::default();
-        q.add("a", t(10));
-        q.add("a", t(5));
-        q.add("a", t(20));
+        assert!(q.add("a", t(10)), "new: it sets when a runs");
+        assert!(q.add("a", t(5)), "earlier: it sets when a runs");
+        assert!(!q.add("a", t(20)), "later: it changes nothing");
         assert_eq!(q.queued(), 1);
         assert_eq!(q.next_due(), Some(t(5)));
         assert_eq!(q.pop_ready(t(4)), None);
@@ -152,7 +159,8 @@ mod tests {
         let mut q = WorkQueue::default();
         q.add("a", t(0));
         assert_eq!(q.pop_ready(t(0)), Some("a"));
-        q.add("a", t(0));
+        assert!(q.add("a", t(0)), "the rerun is due then");
+        assert!(!q.add("a", t(1)), "a later add while processing changes nothing");
         assert_eq!(q.pop_ready(t(0)), None, "a is still processing");
         assert!(q.is_processing(&"a"));
         q.done(&"a");

@@ -390,8 +390,8 @@ impl SimTest {
 }
 
 fn print_trace(report: &RunReport) {
-    for line in report.trace.iter().flatten() {
-        eprintln!("{line}");
+    for event in report.trace.iter().flatten() {
+        eprintln!("{}", event.to_text());
     }
     match report.violations.first() {
         Some(v) => eprintln!("FAIL [{}] {} at {} (digest {})", v.invariant, v.message, v.at, report.digest),

@@ -11,6 +11,7 @@ pub mod logs;
 pub mod probes;
 pub mod runtime;
 pub mod scheduler;
+pub mod stamp;
 pub mod sweep;
 pub mod trace;
 pub mod workload;

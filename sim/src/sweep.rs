@@ -400,7 +400,7 @@ mod tests {
             violations: if ok {
                 Vec::new()
             } else {
-                vec![Violation { invariant: "x".into(), message: "y".into(), at: "0".into() }]
+                vec![Violation { invariant: "x".into(), message: "y".into(), at: "0".into(), event: 0 }]
             },
             probes: BTreeMap::new(),
             stats: Default::default(),

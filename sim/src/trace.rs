@@ -177,3 +177,104 @@ pub struct ExplainedViolation {
     /// the events' `object` and `container` fields.
     pub objects: Vec<String>,
 }
+
+impl TraceEvent {
+    /// Whether the event concerns `filter`: an object, container or reconciled key containing
+    /// it, or a trace line that names it.
+    pub fn concerns(&self, filter: &str) -> bool {
+        let named = |field: &Option<String>| field.as_deref().is_some_and(|f| f.contains(filter));
+        named(&self.object)
+            || named(&self.container)
+            || self.cause.as_ref().is_some_and(|c| c.key.contains(filter))
+            || self.line.contains(filter)
+    }
+
+    /// The event as text: its line, then (indented) who issued it and why, and what it changed.
+    pub fn to_text(&self) -> String {
+        let mut text = self.line.clone();
+        if !self.faults.is_empty() {
+            text.push_str(&format!("\n    faults fired: {}", self.faults.join(", ")));
+        }
+        if let Some(cause) = &self.cause {
+            text.push_str(&format!("\n    by {cause}"));
+        }
+        for change in &self.diff {
+            text.push_str(&format!("\n    {change}"));
+        }
+        for line in &self.logs {
+            text.push_str(&format!("\n    | {line}"));
+        }
+        text
+    }
+}
+
+impl std::fmt::Display for Cause {
+    /// `p0 controller namespace, key Namespace/a, reconcile 3, after watch Added Namespace/a rv=2
+    /// (event 5)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "p{} controller {}, key {}, reconcile {}", self.process, self.controller, self.key, self.reconcile)?;
+        if let Some(trigger) = &self.trigger {
+            write!(f, ", after {trigger}")?;
+            if let Some(seq) = self.trigger_seq {
+                write!(f, " (event {seq})")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for FieldChange {
+    /// `set metadata.ownerReferences to [Namespace/a]`, `changed status.phase from A to B`,
+    /// `removed metadata.finalizers (was [x])`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.before, &self.after) {
+            (None, Some(after)) => write!(f, "set {} to {after}", self.path),
+            (Some(before), Some(after)) => write!(f, "changed {} from {before} to {after}", self.path),
+            (Some(before), None) => write!(f, "removed {} (was {before})", self.path),
+            (None, None) => f.write_str(&self.path),
+        }
+    }
+}
+
+impl ExplainedRun {
+    /// The explained run of `report`, which must have kept its trace (else it has no events).
+    pub fn from_report(scenario: &str, report: &crate::RunReport) -> Self {
+        let events = report.trace.clone().unwrap_or_default();
+        let violations = report
+            .violations
+            .iter()
+            .map(|v| ExplainedViolation {
+                invariant: v.invariant.clone(),
+                message: v.message.clone(),
+                seq: v.event,
+                at_nanos: events.get((v.event as usize).wrapping_sub(1)).map_or(0, |e| e.at_nanos),
+                objects: named_in(&v.message, &events),
+            })
+            .collect();
+        ExplainedRun {
+            scenario: scenario.to_string(),
+            seed: report.seed,
+            digest: report.digest.clone(),
+            faults: report.faults.clone(),
+            violations,
+            events,
+        }
+    }
+}
+
+/// The objects and containers of `events` that `message` names, longest first (so a name
+/// that contains another is not mistaken for it), each once.
+fn named_in(message: &str, events: &[TraceEvent]) -> Vec<String> {
+    let mut names: Vec<&str> =
+        events.iter().flat_map(|e| [e.object.as_deref(), e.container.as_deref()]).flatten().collect();
+    names.sort_unstable_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    names.dedup();
+    let mut found: Vec<String> = Vec::new();
+    for name in names {
+        let covered = found.iter().any(|f| f.contains(name));
+        if message.contains(name) && !covered {
+            found.push(name.to_string());
+        }
+    }
+    found
+}

@@ -72,7 +72,8 @@ fn generic_operations_act_on_a_users_kind_and_their_invariant_is_reported_by_nam
     let violation = report.violations.first().expect("the patch to size 5 is caught");
     assert_eq!(violation.invariant, "widgets-stay-small");
     assert!(violation.message.contains("Widget/a has size Some(5)"), "{}", violation.message);
-    let trace = report.trace.unwrap().join("\n");
+    let trace: Vec<String> = report.trace.unwrap().into_iter().map(|e| e.line).collect();
+    let trace = trace.join("\n");
     assert!(trace.contains("client patch Widget/a"), "{trace}");
 
     // The same through the harness: the failure names the invariant and the seed.

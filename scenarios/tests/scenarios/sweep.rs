@@ -48,9 +48,9 @@ fn calm_runs_inject_no_faults() {
 fn a_trace_is_kept_on_request_and_matches_the_digest() {
     let scenario = drydock_scenarios::find("basic").unwrap();
     let report = scenario.run(7, true);
-    let lines = report.trace.as_ref().unwrap();
-    assert_eq!(lines.len() as u64, report.events);
-    assert!(lines.iter().any(|l| l.contains("client create Namespace/")));
+    let events = report.trace.as_ref().unwrap();
+    assert_eq!(events.len() as u64, report.events);
+    assert!(events.iter().any(|e| e.line.contains("client create Namespace/")));
     assert_eq!(scenario.run(7, false).digest, report.digest, "keeping the trace does not change the run");
 }
 

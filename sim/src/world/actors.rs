@@ -155,12 +155,21 @@ impl World<'_> {
                     self.env.note(format_args!("external {op:?} skipped: fault {kind} is off"));
                     return;
                 }
+                let kind =
+                    if fault.is_some() { crate::trace::EventKind::Fault } else { crate::trace::EventKind::Client };
+                self.explain(kind, None);
                 self.external(now, op);
                 self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
                 self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
                 return;
             }
         };
+        if let Some(explainer) = &mut self.explainer {
+            explainer.kind(crate::trace::EventKind::Client, None);
+            if let Ok(object) = &result {
+                explainer.object(&object.key());
+            }
+        }
         if let Err(StoreError::Invalid { .. }) = &result {
             self.probes.hit(Probe::AdmissionRefused);
         }

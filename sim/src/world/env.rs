@@ -141,6 +141,10 @@ pub(super) struct Env {
     /// The trace line of the current event.
     pub line: String,
     pub stats: RunStats,
+    /// The run explains itself: faults that fire are listed in `fired`.
+    pub explaining: bool,
+    /// Faults that fired during the current event, if explaining.
+    pub fired: Vec<FaultKind>,
 }
 
 impl Env {
@@ -152,12 +156,18 @@ impl Env {
             outstanding: 0,
             line: String::new(),
             stats: RunStats::default(),
+            explaining: false,
+            fired: Vec::new(),
         }
     }
 
     /// Whether fault `kind` fires now (one numbered draw, if the kind is enabled).
     pub fn fires(&mut self, kind: FaultKind) -> bool {
-        self.faults.fires(kind, &mut self.rng)
+        let fired = self.faults.fires(kind, &mut self.rng);
+        if fired && self.explaining {
+            self.fired.push(kind);
+        }
+        fired
     }
 
     pub fn draw(&mut self, latency: Latency) -> Duration {

@@ -15,6 +15,7 @@
 mod actors;
 mod config;
 mod env;
+mod explain;
 mod latency;
 mod liveness;
 mod processes;
@@ -38,13 +39,14 @@ use crate::facts::{Facts, process_identity};
 use crate::logs::Logs;
 use crate::probes::{Probe, Probes};
 use crate::runtime::SimRuntime;
-use crate::trace::Trace;
+use crate::trace::{EventKind, Trace};
 use crate::workload::Workload;
 use drydock_engine::runtime::short;
 use drydock_engine::store::{Store, StoreConfig};
 use drydock_engine::{Engine, EngineConfig, Input, MonoTime, WallTime};
 use drydock_faults::{FaultKind, FaultPlan};
 use env::{Env, Event};
+use explain::Explainer;
 use liveness::{Busy, Liveness, Verdict};
 use processes::{Processes, true_now};
 use rand_chacha::ChaCha8Rng;
@@ -71,6 +73,8 @@ pub struct World<'w> {
     probes: Probes,
     liveness: Liveness,
     trace: Trace,
+    /// Explains each event as it happens, if the trace is kept.
+    explainer: Option<Explainer>,
     violations: Vec<Violation>,
     /// Something the invariants read changed since they were last evaluated.
     dirty: bool,
@@ -94,8 +98,10 @@ impl<'w> World<'w> {
             runtime.registry_push(reference);
         }
         let mut env = Env::new(rng, faults);
-        let processes =
-            Processes::boot(&config.processes, &mut env, |index, life, seed| engine(config, index, life, seed));
+        env.explaining = keep_trace;
+        let processes = Processes::boot(&config.processes, &mut env, |index, life, seed| {
+            engine(config, index, life, seed, keep_trace)
+        });
         World {
             config,
             workload,
@@ -112,6 +118,7 @@ impl<'w> World<'w> {
             probes: Probes::default(),
             liveness: Liveness::new(&config.liveness),
             trace: Trace::new(keep_trace),
+            explainer: keep_trace.then(Explainer::default),
             violations: Vec::new(),
             dirty: true,
             env,
@@ -124,15 +131,28 @@ impl<'w> World<'w> {
             self.env.at(op.at, Event::Client(i));
         }
         self.env.at(self.workload.end() + Duration::from_millis(1), Event::Heal);
+        crate::stamp::capturing(self.explainer.is_some());
         while let Some((now, event)) = self.env.pop() {
+            crate::stamp::set(now, None);
             self.env.line.clear();
+            if let Some(explainer) = &mut self.explainer {
+                explainer.begin(self.trace.events() + 1);
+            }
             self.env.note(format_args!("{now} "));
             self.step(now, event);
-            self.trace.record(&self.env.line);
+            let explained = self.explainer.as_mut().map(|explainer| {
+                for kind in self.env.fired.drain(..) {
+                    explainer.fault(kind.name());
+                }
+                explainer.current.logs = crate::stamp::take_captured();
+                explainer.finish()
+            });
+            self.trace.record(now.0, &self.env.line, explained);
             if self.check(now) {
                 break;
             }
         }
+        crate::stamp::clear();
         self.report()
     }
 
@@ -150,6 +170,13 @@ impl<'w> World<'w> {
             Event::StoreApply { process, id, request } => self.store_apply(now, process, id, request),
             Event::StoreReply { process, id, result } => {
                 self.env.paid();
+                if let Some(explainer) = &mut self.explainer {
+                    let learned = match &result {
+                        Ok(drydock_engine::store::StoreReply::Object(object)) => Some(&**object),
+                        _ => None,
+                    };
+                    explainer.replied(process, id, false, learned);
+                }
                 self.env.note(format_args!("p{process} store-reply {id}"));
                 if !self.processes.is_down(process) {
                     self.observe(Happening::Answered { process, id });
@@ -159,6 +186,9 @@ impl<'w> World<'w> {
             Event::RuntimeApply { process, id, request } => self.runtime_apply(now, process, id, request),
             Event::RuntimeReply { process, id, result } => {
                 self.env.paid();
+                if let Some(explainer) = &mut self.explainer {
+                    explainer.replied(process, id, true, None);
+                }
                 self.settle(process, id);
                 self.env.note(format_args!("p{process} runtime-reply {id}"));
                 if !self.processes.is_down(process) {
@@ -168,6 +198,9 @@ impl<'w> World<'w> {
             }
             Event::Notify { process, stream, event } => {
                 self.env.paid();
+                if let Some(explainer) = &mut self.explainer {
+                    explainer.runtime_event(process, &event.container_id, &self.runtime);
+                }
                 if !self.watches.runtime_stream_open(process, stream) {
                     self.env.note(format_args!("p{process} runtime event lost with its stream"));
                     return;
@@ -181,6 +214,7 @@ impl<'w> World<'w> {
             }
             Event::RuntimeResynced { process, stream } => {
                 self.env.paid();
+                self.explain(EventKind::RuntimeEvent, Some(process));
                 if !self.watches.runtime_stream_open(process, stream) {
                     self.env.note(format_args!("p{process} runtime resync lost with its stream"));
                     return;
@@ -189,22 +223,29 @@ impl<'w> World<'w> {
                 self.input(now, process, Input::RuntimeResync);
             }
             Event::Wake { process } => {
+                self.explain(EventKind::Other, Some(process));
                 self.env.note(format_args!("p{process} wake"));
                 self.processes.woke(process, now);
                 self.pump(now, process);
             }
             Event::Restart { process } => {
                 self.env.paid();
+                self.explain(EventKind::Process, Some(process));
                 self.restart(now, process);
             }
             Event::RuntimeDue => self.runtime_due(now),
             Event::RemovalDone { container } => self.removal_done(now, &container),
             Event::Relist { process, stream } => {
                 self.env.paid();
+                self.explain(EventKind::Process, Some(process));
                 self.relist(now, process, stream);
             }
-            Event::Disrupt(disruption) => self.disrupt(now, disruption),
+            Event::Disrupt(disruption) => {
+                self.explain(EventKind::Fault, None);
+                self.disrupt(now, disruption);
+            }
             Event::Heal => {
+                self.explain(EventKind::Heal, None);
                 self.env.note(format_args!("heal faults={}", self.env.faults.describe()));
                 self.env.faults.heal();
                 self.liveness.heal(now);
@@ -226,6 +267,9 @@ impl<'w> World<'w> {
                 event.resource_version()
             )),
             Delivery::Deliver(event) => {
+                if let Some(explainer) = &mut self.explainer {
+                    explainer.delivered(process, &event.object);
+                }
                 self.env.note(format_args!(
                     "p{process} deliver {:?} {} rv={}",
                     event.event,
@@ -257,6 +301,9 @@ impl<'w> World<'w> {
     }
 
     fn resync(&mut self, now: MonoTime, process: usize) {
+        if let Some(explainer) = &mut self.explainer {
+            explainer.listed(process);
+        }
         // Every store change is broadcast as it happens, so the events after this version are
         // exactly the ones still to come.
         let resource_version = self.store.resource_version();
@@ -268,12 +315,20 @@ impl<'w> World<'w> {
     /// The runtime daemon restarts: running containers stop, event streams drop (with the events
     /// of the shutdown), and requests fail for a moment.
     fn restart_runtime(&mut self, now: MonoTime) {
+        self.explain(EventKind::Fault, None);
         self.runtime.set_now(true_now(now).wall);
         let (stopped, until) = self.runtime_link.restart_daemon(&mut self.env, &mut self.runtime, now);
         self.watches.drop_runtime_streams(self.runtime.events().len());
         self.watches.resync_runtime_streams(&mut self.env, &self.processes, until);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
         self.env.note(format_args!("[fault runtime-restart: {stopped} containers stopped, daemon back at {until}] "));
+    }
+
+    /// Say what the current event is, if the run explains itself.
+    fn explain(&mut self, kind: EventKind, process: Option<usize>) {
+        if let Some(explainer) = &mut self.explainer {
+            explainer.kind(kind, process);
+        }
     }
 
     /// The world's true wall time now.
@@ -333,7 +388,7 @@ impl<'w> World<'w> {
     }
 
     fn fail(&mut self, now: MonoTime, invariant: String, message: String) -> bool {
-        self.violations.push(Violation { invariant, message, at: now.to_string() });
+        self.violations.push(Violation { invariant, message, at: now.to_string(), event: self.trace.events() });
         true
     }
 
@@ -352,7 +407,7 @@ impl<'w> World<'w> {
             fault_decisions: self.env.faults.decisions().clone(),
             violations: self.violations,
             stats: self.env.stats,
-            trace: self.trace.take_lines(),
+            trace: self.trace.take_events(),
             probes: self.probes.into_hits(),
         }
     }
@@ -377,12 +432,13 @@ fn disagreement(incremental: Option<&(String, String)>, full: Option<(&str, Stri
 const OP_RANGE_BITS: u32 = 40;
 
 /// A fresh engine for process `index` in its `life`th incarnation: no memory of earlier ones.
-fn engine(config: &WorldConfig, index: usize, life: u32, seed: u64) -> Engine {
+fn engine(config: &WorldConfig, index: usize, life: u32, seed: u64, explain: bool) -> Engine {
     Engine::new(
         EngineConfig {
             identity: process_identity(index),
             seed,
             first_op: u64::from(life) << OP_RANGE_BITS,
+            explain,
             ..EngineConfig::default()
         },
         config.registry.clone(),

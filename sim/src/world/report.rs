@@ -13,6 +13,9 @@ pub struct Violation {
     pub message: String,
     /// Simulated time of the violation, in seconds.
     pub at: String,
+    /// The number of the event after which it was found (events count from 1).
+    #[serde(skip)]
+    pub event: u64,
 }
 
 /// Everything a run produced.
@@ -34,6 +37,7 @@ pub struct RunReport {
     /// Hits per probe; probes not hit are absent.
     pub probes: BTreeMap<Probe, u64>,
     pub stats: RunStats,
+    /// Every event, explained, if the run kept its trace.
     #[serde(skip)]
-    pub trace: Option<Vec<String>>,
+    pub trace: Option<Vec<crate::trace::TraceEvent>>,
 }

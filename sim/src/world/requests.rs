@@ -20,6 +20,7 @@ impl World<'_> {
             return;
         }
         let at = self.processes.now(process, now);
+        crate::stamp::set(now, Some(process));
         self.processes.get_mut(process).engine.handle(at, input);
         self.pump(now, process);
     }
@@ -31,6 +32,7 @@ impl World<'_> {
             return;
         }
         let at = self.processes.now(process, now);
+        crate::stamp::set(now, Some(process));
         while let Some(output) = self.processes.get_mut(process).engine.poll(at) {
             let crash = match output {
                 Output::Cancel { id } => {
@@ -44,6 +46,9 @@ impl World<'_> {
                     continue;
                 }
                 Output::Store { id, request, write_follows, origin } => {
+                    if let Some(explainer) = &mut self.explainer {
+                        explainer.issued(process, id, &origin);
+                    }
                     self.env.stats.store_requests += 1;
                     self.observe(Happening::Requested { process, id, origin: &origin, store: true });
                     if !request.is_read() {
@@ -55,6 +60,9 @@ impl World<'_> {
                         .then_some(FaultKind::CrashBetweenWrites)
                 }
                 Output::Runtime { id, request, origin } => {
+                    if let Some(explainer) = &mut self.explainer {
+                        explainer.issued(process, id, &origin);
+                    }
                     self.env.stats.runtime_requests += 1;
                     self.observe(Happening::Requested { process, id, origin: &origin, store: false });
                     let changes = !matches!(
@@ -138,10 +146,10 @@ impl World<'_> {
         self.facts.leases.drop_identity(&process_identity(process));
         self.observe(Happening::Crashed { process });
         self.dirty = true;
-        let config = self.config;
+        let (config, explain) = (self.config, self.explainer.is_some());
         let at = self
             .processes
-            .crash(&mut self.env, process, now, |index, life, seed| super::engine(config, index, life, seed));
+            .crash(&mut self.env, process, now, |index, life, seed| super::engine(config, index, life, seed, explain));
         self.watches.close(process);
         self.env.note(format_args!(" [fault {kind}: p{process} crashed, restarts at {at}]"));
     }
@@ -149,6 +157,19 @@ impl World<'_> {
     /// A store request meets the store.
     pub(super) fn store_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: StoreRequest) {
         self.env.note(format_args!("p{process} store {id} {}", request.describe()));
+        let before = self.explainer.as_ref().and_then(|_| {
+            let key = match &request {
+                StoreRequest::Create { object }
+                | StoreRequest::Update { object }
+                | StoreRequest::UpdateStatus { object } => object.key(),
+                StoreRequest::Delete { key, .. } | StoreRequest::Get { key } => key.clone(),
+                StoreRequest::List { .. } => return None,
+            };
+            self.store.get(&key).cloned()
+        });
+        if let Some(explainer) = &mut self.explainer {
+            explainer.store_applied(process, id, &request, before.as_deref());
+        }
         self.observe(Happening::StoreApplying { process, id, request: &request });
         let result = match self.store_link.conflict(&mut self.env, &request) {
             Some(conflict) => Err(conflict),
@@ -160,6 +181,9 @@ impl World<'_> {
             && self.facts.leases.record(object, self.processes.get(process).skew_ms)
         {
             self.probes.hit(Probe::LeaseTakenOver);
+        }
+        if let (Some(explainer), Ok(StoreReply::Object(after))) = (&mut self.explainer, &result) {
+            explainer.stored(before.as_deref(), Some(after));
         }
         self.liveness.stored(&request, &result);
         self.describe_store_result(&result);
@@ -183,6 +207,9 @@ impl World<'_> {
             return;
         }
         self.env.note(format_args!("p{process} runtime {id} {}", request.describe()));
+        if let Some(explainer) = &mut self.explainer {
+            explainer.runtime_applied(process, id, &request, &self.runtime);
+        }
         self.runtime.set_now(super::true_now(now).wall);
         let removing = match &request {
             RuntimeRequest::RemoveContainer { id, .. } => self.runtime.container(id).cloned(),

@@ -717,8 +717,12 @@ fn a_delete_with_a_live_owner_is_caught_from_drydocks_controllers_but_left_to_a_
         let mut meta = ObjectMeta::named(Some("ns"), "child");
         meta.owner_references.push(owner.owner_reference(true));
         let child = w.store.create(WallTime(1), Object::from_spec::<PhysicalContainer>(meta, &busybox())).unwrap();
-        let origin =
-            drydock_engine::Origin { controller: Arc::from(controller), key: Arc::new(owner.key()), reconcile: 1 };
+        let origin = drydock_engine::Origin {
+            controller: Arc::from(controller),
+            key: Arc::new(owner.key()),
+            reconcile: 1,
+            trigger: None,
+        };
         w.observe(Happening::Requested { process: 0, id: OpId(7), origin: &origin, store: true });
         let delete = StoreRequest::Delete { key: child.key(), options: DeleteOptions::default() };
         w.observe(Happening::StoreApplying { process: 0, id: OpId(7), request: &delete });
@@ -736,6 +740,7 @@ fn a_reconcile_sending_while_an_earlier_one_of_its_key_waits_for_store_replies_i
         controller: Arc::from("physical-container"),
         key: key.clone(),
         reconcile,
+        trigger: None,
     };
     let (first, second) = (origin(1), origin(2));
     let requested = |w: &mut Fixture, process: usize, id: u64, origin: &drydock_engine::Origin, store: bool| {
