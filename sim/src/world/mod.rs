@@ -128,7 +128,7 @@ impl<'w> World<'w> {
             self.env.line.clear();
             self.env.note(format_args!("{now} "));
             self.step(now, event);
-            self.trace.record(&self.env.line);
+            self.trace.record(now.0, &self.env.line, None);
             if self.check(now) {
                 break;
             }
@@ -352,7 +352,7 @@ impl<'w> World<'w> {
             fault_decisions: self.env.faults.decisions().clone(),
             violations: self.violations,
             stats: self.env.stats,
-            trace: self.trace.take_lines(),
+            trace: self.trace.take_events().map(|events| events.into_iter().map(|event| event.line).collect()),
             probes: self.probes.into_hits(),
         }
     }
