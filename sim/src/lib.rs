@@ -12,6 +12,7 @@ pub mod probes;
 pub mod runtime;
 pub mod scheduler;
 pub mod sweep;
+pub mod timeline;
 pub mod trace;
 pub mod workload;
 pub mod world;
