@@ -43,16 +43,17 @@ fn drydock(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_drydock")).args(args).current_dir(dir).output().unwrap()
 }
 
-/// Run headless Chromium on `page` with `args`, in its own profile under `dir`, killed after
-/// [`BROWSER_TIMEOUT`].
-fn browse(chromium: &Path, dir: &Path, page: &Path, args: &[&str]) -> Output {
-    let profile = dir.join(format!("profile-{}", args.first().unwrap_or(&"x").trim_start_matches('-')));
+/// Run headless Chromium on `page` (its address ending in `fragment`) with `args`, in its own
+/// profile under `dir`, killed after [`BROWSER_TIMEOUT`].
+fn browse(chromium: &Path, dir: &Path, page: &Path, fragment: &str, args: &[&str]) -> Output {
+    let profile =
+        dir.join(format!("profile-{}{}", args.first().unwrap_or(&"x").trim_start_matches('-'), fragment.len()));
     let mut child = Command::new(chromium)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1400,900"])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000"])
         .args(args)
-        .arg(format!("file://{}", page.display()))
+        .arg(format!("file://{}{fragment}", page.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -111,7 +112,7 @@ fn the_report_of_a_failing_seed_renders_in_a_headless_browser() {
     }
 
     // The DOM after the page's script ran.
-    let dump = browse(&chromium, dir.path(), &page, &["--dump-dom"]);
+    let dump = browse(&chromium, dir.path(), &page, "", &["--dump-dom"]);
     let dom = String::from_utf8_lossy(&dump.stdout);
     let stderr = String::from_utf8_lossy(&dump.stderr);
     assert!(dump.status.success(), "chromium --dump-dom failed: {stderr}");
@@ -128,9 +129,24 @@ fn the_report_of_a_failing_seed_renders_in_a_headless_browser() {
     let details = &dom[dom.find("id=\"details\"").unwrap()..];
     assert!(details.contains("Event #4") && details.contains("store #3 update Namespace/rancher-desktop"), "{details}");
 
+    // An address naming an event and a filter: the event's details, with its causal chain (the
+    // delivery of rv=1 links to the client write that made it), and only the lanes that match.
+    let linked = browse(&chromium, dir.path(), &page, "#seq=3&filter=rancher-desktop", &["--dump-dom"]);
+    let dom = String::from_utf8_lossy(&linked.stdout);
+    assert_eq!(attribute(&dom, "js-errors", "data-errors").as_deref(), Some("0"), "script errors: {dom}");
+    let details = &dom[dom.find("id=\"details\"").unwrap()..];
+    assert!(
+        details.contains("Event #3") && details.contains("deliver Added Namespace/rancher-desktop rv=1"),
+        "{details}"
+    );
+    let chain = &details[details.find("class=\"chain\"").expect("a causal chain")..];
+    assert!(chain.contains("data-seq=\"1\"") && chain.contains("client create Namespace/rancher-desktop"), "{chain}");
+    let filtered: u64 = attribute(&dom, "timeline", "data-lanes").and_then(|m| m.parse().ok()).unwrap_or(0);
+    assert!((1..lanes).contains(&filtered), "the filter left {filtered} of {lanes} lanes");
+
     // The screenshot: a PNG of the window, with the colours of a drawn page in it.
     let shot = dir.path().join("report.png");
-    let taken = browse(&chromium, dir.path(), &page, &[&format!("--screenshot={}", shot.display())]);
+    let taken = browse(&chromium, dir.path(), &page, "", &[&format!("--screenshot={}", shot.display())]);
     assert!(taken.status.success(), "chromium --screenshot failed: {}", String::from_utf8_lossy(&taken.stderr));
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
     let mut reader = decoder.read_info().unwrap();

@@ -445,16 +445,26 @@
   }
   document.getElementById('zoom-violation').addEventListener('click', aroundViolation);
 
-  // First view: the whole run, with the last event of the violation's objects before it selected.
-  layout();
-  var first = run.violations[0];
-  if (first) {
-    var named = new Set(first.objects);
-    var pick = bySeq.get(first.seq);
+  // First view: the whole run, with the event the address names (`#seq=N`, and `filter=TEXT`
+  // for the filter box, as in `report.html#seq=12&filter=web`) or else the last event of the
+  // violation's objects before it selected.
+  var asked = new URLSearchParams(window.location.hash.replace(/^#/, ''));
+  var filterBox = document.getElementById('filter');
+  if (asked.get('filter')) {
+    filterBox.value = asked.get('filter');
+    applyFilter(filterBox.value);
+  } else {
+    layout();
+  }
+  var pick = asked.get('seq') === null ? undefined : bySeq.get(Number(asked.get('seq')));
+  var firstViolation = run.violations[0];
+  if (pick === undefined && firstViolation) {
+    var named = new Set(firstViolation.objects);
+    pick = bySeq.get(firstViolation.seq);
     for (var i = pick === undefined ? n - 1 : pick; i >= 0; i--) {
       if (named.has(events[i].object) || named.has(events[i].container)) { pick = i; break; }
     }
-    if (pick !== undefined) { select(pick, false); }
   }
+  if (pick !== undefined) { select(pick, true); }
   document.body.setAttribute('data-ready', 'true');
 })();
