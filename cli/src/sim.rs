@@ -1,4 +1,4 @@
-//! `drydock sim ...`: seed sweeps, repros and the catalog.
+//! `drydock sim ...`: seed sweeps, repros, reports and the catalog.
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Args, Subcommand};
@@ -31,6 +31,10 @@ pub enum SimCommand {
     Merge(MergeArgs),
     /// Run one seed, optionally printing its trace and checking that it is deterministic.
     Repro(ReproArgs),
+    /// Run one seed (or a saved schedule) keeping its trace, and write it as one self-contained
+    /// HTML page: a timeline with a lane per object, container and process, the violated
+    /// invariant at its moment, and each event's details and causal chain on a click.
+    Report(ReportArgs),
     /// Run a saved schedule (a JSON file from `sim run --out` or `sim shrink`).
     Replay(ReplayArgs),
     /// Shrink a failing seed to a minimal schedule that still fails with the same invariant.
@@ -98,7 +102,9 @@ pub struct RunArgs {
     /// seeds, with one <failure> per failing or nondeterministic seed (its repro command in it).
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
-    /// Write the schedule of every failing seed to this directory.
+    /// Write the schedule of every failing seed to this directory, and beside the schedules of
+    /// the first 20 failing seeds their `sim report` pages (`<scenario>-<seed>.html`; each seed
+    /// runs once more, keeping its trace).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
     /// Run this percentage of the seeds twice and fail the sweep if a digest differs (the
@@ -162,6 +168,28 @@ pub struct ShrinkArgs {
     /// Print one JSON object as the last line of stdout.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Scenario name (see `drydock sim list`).
+    #[arg(long, default_value = "mixed", conflicts_with = "schedule")]
+    scenario: String,
+    /// The size of the world, for a scenario with a size knob (as for the sweep that found the seed).
+    #[arg(long, conflicts_with = "schedule")]
+    size: Option<usize>,
+    /// The seed to run.
+    #[arg(long, required_unless_present = "schedule", conflicts_with = "schedule")]
+    seed: Option<u64>,
+    /// Faults: `default`, `none`, or `KIND[=RATE],...`; must match the sweep that found the seed.
+    #[arg(long, default_value = "default", conflicts_with = "schedule")]
+    faults: String,
+    /// Run this saved schedule (a JSON file from `sim run --out` or `sim shrink`) instead of a seed.
+    #[arg(long, value_name = "FILE")]
+    schedule: Option<PathBuf>,
+    /// Where to write the page [default: `<scenario>-<seed>.html` in the current directory].
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -249,6 +277,7 @@ pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
         SimCommand::Run(args) => sweep(&args, catalog, &mut out)?,
         SimCommand::Merge(args) => merge(&args, catalog, &mut out)?,
         SimCommand::Repro(args) => repro(&args, catalog, &mut out)?,
+        SimCommand::Report(args) => report(&args, catalog, &mut out)?,
         SimCommand::Replay(args) => replay(&args, catalog, &mut out)?,
         SimCommand::Shrink(args) => shrink(&args, catalog, &mut out)?,
         SimCommand::Golden(args) => golden(&args, &mut out)?,
@@ -414,6 +443,13 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
             write_schedule(&path, &schedule)?;
         }
         writeln!(out, "schedules of the {} failing seeds written to {}", report.failures.len(), dir.display())?;
+        let reported = report.failures.len().min(REPORTS_PER_SWEEP);
+        for failure in &report.failures[..reported] {
+            let run = scenario.run_with(failure.seed, true, faults);
+            write_report(&dir.join(format!("{}-{}.html", scenario.name, failure.seed)), &scenario.name, &run)?;
+        }
+        let first = if reported < report.failures.len() { format!("the first {reported} of ") } else { String::new() };
+        writeln!(out, "reports (sim report) of {first}the failing seeds written beside them")?;
     }
     let named = scenario_arg(scenario, args.size);
     let repro = |seed| catalog.repro_command(&named, seed, &args.faults);
@@ -717,18 +753,64 @@ fn write_schedule(path: &std::path::Path, schedule: &drydock_scenarios::schedule
     std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn replay(args: &ReplayArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+/// How many failing seeds of a sweep `sim run --out` writes a report page for.
+const REPORTS_PER_SWEEP: usize = 20;
+
+/// Write the page of `run` (which kept its trace) to `path`; its size in bytes.
+fn write_report(path: &Path, scenario: &str, run: &drydock_sim::RunReport) -> Result<usize> {
+    let html = drydock_sim::timeline::render_html(&drydock_sim::trace::ExplainedRun::from_report(scenario, run));
+    std::fs::write(path, &html).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(html.len())
+}
+
+fn report(args: &ReportArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
+    let (name, seed, run) = match &args.schedule {
+        Some(file) => {
+            let schedule = read_schedule(file)?;
+            let run = schedule
+                .replay_among(catalog.scenarios, true)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            (schedule.scenario, schedule.seed, run)
+        }
+        None => {
+            let scenario = &*catalog.sized(&args.scenario, args.size)?;
+            let seed = args.seed.context("give --seed (or --schedule FILE)")?;
+            (scenario.name.clone(), seed, scenario.run_with(seed, true, &parse_faults(&args.faults)?))
+        }
+    };
+    let path = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}-{seed}.html")));
+    let bytes = write_report(&path, &name, &run)?;
+    let verdict = match run.violations.first() {
+        Some(v) => format!("FAILED [{}]", v.invariant),
+        None => "ok".to_string(),
+    };
+    writeln!(
+        out,
+        "{name} seed {seed}: {verdict}, {} events; report written to {} ({bytes} bytes)",
+        run.events,
+        path.display()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A schedule file, as `sim run --out` and `sim shrink` write them.
+fn read_schedule(file: &Path) -> Result<drydock_scenarios::schedule::Schedule> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let schedule: drydock_scenarios::schedule::Schedule =
-        serde_json::from_str(&text).with_context(|| format!("{} is not a drydock schedule", args.file.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{} is not a drydock schedule", file.display()))?;
     if schedule.version != drydock_scenarios::schedule::SCHEDULE_VERSION {
         bail!(
             "{}: schedule version {} is not supported (this drydock reads version {})",
-            args.file.display(),
+            file.display(),
             schedule.version,
             drydock_scenarios::schedule::SCHEDULE_VERSION
         );
     }
+    Ok(schedule)
+}
+
+fn replay(args: &ReplayArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
+    let schedule = read_schedule(&args.file)?;
     let mut report = schedule
         .replay_among(catalog.scenarios, args.trace)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;

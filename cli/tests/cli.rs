@@ -219,7 +219,9 @@ fn ctrl_c_ends_a_sweep_with_the_summary_and_saves_failing_schedules() {
     assert_eq!(summary["stopped"], "interrupted");
     let failures = summary["failures"].as_array().unwrap().len();
     assert!(failures > 0);
-    let saved = std::fs::read_dir(&dir).unwrap().count();
-    assert_eq!(saved, failures, "one schedule per failing seed found before the interrupt");
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|entry| entry.unwrap().path()).collect();
+    let with = |ext: &str| files.iter().filter(|path| path.extension().is_some_and(|e| e == ext)).count();
+    assert_eq!(with("json"), failures, "one schedule per failing seed found before the interrupt");
+    assert_eq!(with("html"), failures.min(20), "a report beside each of the first 20 schedules");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,6 +13,7 @@ pub mod runtime;
 pub mod scheduler;
 pub mod stamp;
 pub mod sweep;
+pub mod timeline;
 pub mod trace;
 pub mod workload;
 pub mod world;
