@@ -1,0 +1,1 @@
+//! Nothing but dependencies: see this crate's `Cargo.toml` for why.
