@@ -50,6 +50,7 @@ use processes::{Processes, true_now};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use runtime_link::RuntimeLink;
+use std::collections::BTreeSet;
 use std::time::Duration;
 use store_link::StoreLink;
 use watches::{Delivery, Watches};
@@ -69,6 +70,8 @@ pub struct World<'w> {
     store_link: StoreLink,
     checker: Checker,
     probes: Probes,
+    /// The probes this run can reach by construction.
+    probes_reachable: BTreeSet<Probe>,
     liveness: Liveness,
     trace: Trace,
     violations: Vec<Violation>,
@@ -93,6 +96,7 @@ impl<'w> World<'w> {
         for reference in &workload.registry {
             runtime.registry_push(reference);
         }
+        let probes_reachable = crate::probes::reachable(config, workload, &faults);
         let mut env = Env::new(rng, faults);
         let processes =
             Processes::boot(&config.processes, &mut env, |index, life, seed| engine(config, index, life, seed));
@@ -110,6 +114,7 @@ impl<'w> World<'w> {
             store_link: StoreLink::new(&config.store_link),
             checker: checker(config),
             probes: Probes::default(),
+            probes_reachable,
             liveness: Liveness::new(&config.liveness),
             trace: Trace::new(keep_trace),
             violations: Vec::new(),
@@ -354,6 +359,7 @@ impl<'w> World<'w> {
             stats: self.env.stats,
             trace: self.trace.take_lines(),
             probes: self.probes.into_hits(),
+            probes_reachable: self.probes_reachable,
         }
     }
 }
