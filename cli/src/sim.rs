@@ -54,8 +54,8 @@ pub struct GoldenArgs {
     /// The golden file [default: scenarios/golden/digests.txt of this checkout].
     #[arg(long)]
     file: Option<std::path::PathBuf>,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
+    /// Worker threads, 1 or more (default: all cores).
+    #[arg(long, value_parser = parse_jobs, value_name = "N")]
     jobs: Option<usize>,
 }
 
@@ -77,8 +77,8 @@ pub struct RunArgs {
     /// seed starts, the seeds in flight finish. With --seeds, whichever ends first.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     duration: Option<std::time::Duration>,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
+    /// Worker threads, 1 or more (default: all cores).
+    #[arg(long, value_parser = parse_jobs, value_name = "N")]
     jobs: Option<usize>,
     /// Faults: `default` (the scenario's swarm plan per seed), `none`, or `KIND[=RATE],...`
     /// (see `drydock sim list`).
@@ -255,6 +255,15 @@ pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
 
 fn parse_faults(text: &str) -> Result<FaultSelection> {
     FaultSelection::parse(text).map_err(|e| anyhow::anyhow!("--faults {text:?}: {e}"))
+}
+
+/// `--jobs N`: a number of worker threads, at least 1.
+pub(crate) fn parse_jobs(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("0 threads run nothing: give 1 or more (or leave --jobs out for one per core)".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a number of threads: give 1 or more")),
+    }
 }
 
 /// `90s`, `10m`, `2h`, `1h30m`: a wall-clock duration for `--duration`.
@@ -637,7 +646,7 @@ fn seed_list(first: Option<u64>, last: Option<u64>, step: u64, n: u64) -> String
     }
 }
 
-/// Worker threads: as asked, else one per core.
+/// Worker threads: as asked (`--jobs` is at least 1), else one per core.
 fn jobs(asked: Option<usize>) -> usize {
     asked.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
 }
