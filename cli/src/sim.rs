@@ -239,7 +239,7 @@ pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
         SimCommand::Repro(args) => repro(&args, catalog, &mut out)?,
         SimCommand::Replay(args) => replay(&args, catalog, &mut out)?,
         SimCommand::Shrink(args) => shrink(&args, catalog, &mut out)?,
-        SimCommand::Golden(args) => golden(&args, &mut out)?,
+        SimCommand::Golden(args) => golden(&args, catalog, &mut out)?,
         SimCommand::Bench(args) => {
             crate::bench::bench(&args, catalog.scenarios, &mut out)?;
             ExitCode::SUCCESS
@@ -829,7 +829,7 @@ fn shrink(args: &ShrinkArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Res
     Ok(ExitCode::SUCCESS)
 }
 
-fn golden(args: &GoldenArgs, out: &mut impl Write) -> Result<ExitCode> {
+fn golden(args: &GoldenArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
     use drydock_scenarios::golden::{self, Golden};
     let path = args.file.clone().unwrap_or_else(golden::default_path);
     let started = Instant::now();
@@ -867,7 +867,8 @@ fn golden(args: &GoldenArgs, out: &mut impl Write) -> Result<ExitCode> {
     if !differences.is_empty() {
         writeln!(
             out,
-            "behaviour changed: if that was intended, run `drydock sim golden --update` and commit the diff"
+            "behaviour changed: if that was intended, run `{} sim golden --update` and commit the diff",
+            catalog.program
         )?;
         return Ok(ExitCode::from(1));
     }

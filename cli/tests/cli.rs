@@ -157,7 +157,7 @@ fn failing_seeds_are_saved_replayed_and_shrunk() {
     let failures = last_json(&out)["failures"].as_array().unwrap().clone();
     assert!(!failures.is_empty());
     let seed = failures[0]["seed"].as_u64().unwrap();
-    assert!(failures[0]["repro"].as_str().unwrap().contains("drydock sim repro --scenario rdd-namespaces-buggy"));
+    assert!(failures[0]["repro"].as_str().unwrap().contains(" sim repro --scenario rdd-namespaces-buggy --seed "));
     let file = dir.join(format!("rdd-namespaces-buggy-{seed}.json"));
     let replayed = last_json(&drydock(&["sim", "replay", file.to_str().unwrap(), "--json"]));
     let seed_arg = seed.to_string();

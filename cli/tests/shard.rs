@@ -153,7 +153,7 @@ fn junit_escapes_what_messages_hold() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
     assert_eq!(doc.descendants().filter(|n| n.has_tag_name("failure")).count(), 4);
-    assert!(xml.contains("drydock sim repro --scenario rdd-namespaces-buggy --seed 3"), "{xml}");
+    assert!(xml.contains(" sim repro --scenario rdd-namespaces-buggy --seed 3</failure>"), "{xml}");
 
     // Give a shard's result a message that needs escaping, and a nondeterministic seed.
     let files: Vec<PathBuf> = (1..=2).map(|k| run_shard(dir.path(), &range, k, 2)).collect();
