@@ -35,8 +35,12 @@ use drydock_engine::store::KindInfo;
 use drydock_scenarios::Scenario;
 use std::process::ExitCode;
 
+/// `drydock --version`: the crate's version and the git commit it was built from (`unknown` for
+/// a build without git, `-dirty` when tracked files differed from it; see `build.rs`).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DRYDOCK_GIT_COMMIT"), ")");
+
 #[derive(clap::Parser)]
-#[command(name = "drydock", version, about = "Container-lifecycle controller engine and its deterministic simulator")]
+#[command(name = "drydock", version = VERSION, about = "Container-lifecycle controller engine and its deterministic simulator")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
