@@ -168,10 +168,16 @@ impl Drydock {
 }
 
 /// How the commands `sim` prints (repro, check, replay) start, so that they run this very
-/// binary as printed: `name` when the first `name` on `PATH` is this binary (it is installed);
-/// `cargo run [--release] -p drydock --` (a user's binary: `--bin NAME`) when this binary is in
-/// a cargo target directory and not installed; else this binary's path.
+/// binary as printed: `DRYDOCK_COMMAND` if set (a CI job whose report is read elsewhere says
+/// `cargo run --release -p drydock --`); `name` when the first `name` on `PATH` is this binary
+/// (it is installed); `cargo run [--release] -p drydock --` (a user's binary: `--bin NAME`) when
+/// this binary is in a cargo target directory and not installed; else this binary's path.
 fn invocation(name: &str) -> String {
+    if let Ok(given) = std::env::var("DRYDOCK_COMMAND")
+        && !given.trim().is_empty()
+    {
+        return given.trim().to_string();
+    }
     let Ok(exe) = std::env::current_exe() else { return name.to_string() };
     let exe = exe.canonicalize().unwrap_or(exe);
     let first_on_path = std::env::var_os("PATH")

@@ -11,11 +11,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_drydock");
 
 /// The binary with `PATH` set to `path` (where a `drydock` is, or is not, installed).
 fn drydock_with_path(path: &Path, args: &[&str]) -> Output {
-    Command::new(BIN).args(args).env("PATH", path).output().unwrap()
+    Command::new(BIN).args(args).env("PATH", path).env_remove("DRYDOCK_COMMAND").output().unwrap()
 }
 
 fn drydock(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
+    Command::new(BIN).args(args).env_remove("DRYDOCK_COMMAND").output().unwrap()
 }
 
 fn stdout(output: &Output) -> String {
@@ -138,7 +138,8 @@ fn the_printed_repro_command_reproduces_the_failure() {
 }
 
 /// Installed (the first `drydock` on PATH is this binary), the commands start with `drydock`;
-/// neither installed nor in a cargo target directory, with the binary's path.
+/// with DRYDOCK_COMMAND, with it; neither installed nor in a cargo target directory, with the
+/// binary's path.
 #[cfg(unix)]
 #[test]
 fn the_printed_commands_start_as_the_binary_is_found() {
@@ -156,12 +157,26 @@ fn the_printed_commands_start_as_the_binary_is_found() {
         stdout(&out)
     );
 
+    // Told how: as told.
+    let out = Command::new(BIN)
+        .args(args)
+        .env("PATH", &bin)
+        .env("DRYDOCK_COMMAND", "cargo run --release -p drydock --")
+        .output()
+        .unwrap();
+    assert_eq!(
+        repro_lines(&stdout(&out)),
+        vec!["cargo run --release -p drydock -- sim repro --scenario rdd-namespaces-buggy --seed 0".to_string()],
+        "{}",
+        stdout(&out)
+    );
+
     // A copy elsewhere, not on PATH: its own path.
     let elsewhere = dir.path().join("opt");
     std::fs::create_dir(&elsewhere).unwrap();
     let copy = elsewhere.join("drydock");
     std::fs::copy(BIN, &copy).unwrap();
-    let out = Command::new(&copy).args(args).env("PATH", &bin).output().unwrap();
+    let out = Command::new(&copy).args(args).env("PATH", &bin).env_remove("DRYDOCK_COMMAND").output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let copy = copy.canonicalize().unwrap();
     assert_eq!(
