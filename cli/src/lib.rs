@@ -36,8 +36,12 @@ use drydock_engine::store::KindInfo;
 use drydock_scenarios::Scenario;
 use std::process::ExitCode;
 
+/// `drydock --version`: the crate's version and the git commit it was built from (`unknown` for
+/// a build without git, `-dirty` when tracked files differed from it; see `build.rs`).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DRYDOCK_GIT_COMMIT"), ")");
+
 #[derive(clap::Parser)]
-#[command(name = "drydock", version, about = "Container-lifecycle controller engine and its deterministic simulator")]
+#[command(name = "drydock", version = VERSION, about = "Container-lifecycle controller engine and its deterministic simulator")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -134,7 +138,8 @@ impl Drydock {
         logging::init(default_level, matches!(command, Command::Sim(_)));
         let result = match command {
             Command::Sim(command) => {
-                sim::run(command, &sim::Catalog { scenarios: &self.scenarios, program: &self.name })
+                let program = invocation(&self.name);
+                sim::run(command, &sim::Catalog { scenarios: &self.scenarios, program: &program })
             }
             Command::Up(args) => up::run(&args, &self.components, &self.name),
             Command::Daemon(args) => daemon::run(args, &self.components),
@@ -155,6 +160,64 @@ impl Drydock {
                 ExitCode::from(2)
             }
         }
+    }
+}
+
+/// How the commands `sim` prints (repro, check, replay) start, so that they run this very
+/// binary as printed: `DRYDOCK_COMMAND` if set (a CI job whose report is read elsewhere says
+/// `cargo run --release -p drydock --`); `name` when the first `name` on `PATH` is this binary
+/// (it is installed); `cargo run [--release] -p drydock --` (a user's binary: `--bin NAME`) when
+/// this binary is in a cargo target directory and not installed; else this binary's path.
+fn invocation(name: &str) -> String {
+    if let Ok(given) = std::env::var("DRYDOCK_COMMAND")
+        && !given.trim().is_empty()
+    {
+        return given.trim().to_string();
+    }
+    let Ok(exe) = std::env::current_exe() else { return name.to_string() };
+    let exe = exe.canonicalize().unwrap_or(exe);
+    let first_on_path = std::env::var_os("PATH")
+        .and_then(|path| std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| candidate.is_file()));
+    if first_on_path.and_then(|found| found.canonicalize().ok()).is_some_and(|found| found == exe) {
+        return name.to_string();
+    }
+    cargo_run(&exe).unwrap_or_else(|| shell_word(&exe.display().to_string()))
+}
+
+/// `cargo run ... --` for a binary cargo built: `exe` is `<target>[/<triple>]/<profile>/<bin>`
+/// (or `.../<profile>/examples/<example>`), the target directory marked by cargo's
+/// `CACHEDIR.TAG`.
+fn cargo_run(exe: &std::path::Path) -> Option<String> {
+    let stem = exe.file_stem()?.to_str()?;
+    let mut dir = exe.parent()?;
+    let example = dir.file_name().is_some_and(|n| n == "examples");
+    if example {
+        dir = dir.parent()?;
+    }
+    let profile = dir.file_name()?.to_str()?;
+    if !dir.ancestors().skip(1).take(2).any(|target| target.join("CACHEDIR.TAG").is_file()) {
+        return None;
+    }
+    let profile = match profile {
+        "debug" => String::new(),
+        "release" => " --release".to_string(),
+        other => format!(" --profile {}", shell_word(other)),
+    };
+    let which = match (example, stem) {
+        (true, _) => format!("--example {}", shell_word(stem)),
+        (false, "drydock") => "-p drydock".to_string(),
+        (false, _) => format!("--bin {}", shell_word(stem)),
+    };
+    Some(format!("cargo run{profile} {which} --"))
+}
+
+/// `word` as one shell word: as it is if it needs no quoting, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 

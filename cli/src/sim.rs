@@ -58,8 +58,8 @@ pub struct GoldenArgs {
     /// The golden file [default: scenarios/golden/digests.txt of this checkout].
     #[arg(long)]
     file: Option<std::path::PathBuf>,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
+    /// Worker threads, 1 or more (default: all cores).
+    #[arg(long, value_parser = parse_jobs, value_name = "N")]
     jobs: Option<usize>,
 }
 
@@ -81,8 +81,8 @@ pub struct RunArgs {
     /// seed starts, the seeds in flight finish. With --seeds, whichever ends first.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     duration: Option<std::time::Duration>,
-    /// Worker threads (default: all cores).
-    #[arg(long)]
+    /// Worker threads, 1 or more (default: all cores).
+    #[arg(long, value_parser = parse_jobs, value_name = "N")]
     jobs: Option<usize>,
     /// Faults: `default` (the scenario's swarm plan per seed), `none`, or `KIND[=RATE],...`
     /// (see `drydock sim list`).
@@ -280,7 +280,7 @@ pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
         SimCommand::Report(args) => report(&args, catalog, &mut out)?,
         SimCommand::Replay(args) => replay(&args, catalog, &mut out)?,
         SimCommand::Shrink(args) => shrink(&args, catalog, &mut out)?,
-        SimCommand::Golden(args) => golden(&args, &mut out)?,
+        SimCommand::Golden(args) => golden(&args, catalog, &mut out)?,
         SimCommand::Bench(args) => {
             crate::bench::bench(&args, catalog.scenarios, &mut out)?;
             ExitCode::SUCCESS
@@ -296,6 +296,15 @@ pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
 
 fn parse_faults(text: &str) -> Result<FaultSelection> {
     FaultSelection::parse(text).map_err(|e| anyhow::anyhow!("--faults {text:?}: {e}"))
+}
+
+/// `--jobs N`: a number of worker threads, at least 1.
+pub(crate) fn parse_jobs(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("0 threads run nothing: give 1 or more (or leave --jobs out for one per core)".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a number of threads: give 1 or more")),
+    }
 }
 
 /// `90s`, `10m`, `2h`, `1h30m`: a wall-clock duration for `--duration`.
@@ -490,10 +499,11 @@ fn read_summary(file: &Path) -> Result<SweepSummary> {
     })
 }
 
-/// Print a sweep's summary (a run's or a merge's): a line per failing or nondeterministic seed
-/// with the command that runs it again, faults fired, the determinism self-check, probes, the
-/// work after the heal, and what ran; with `json`, the summary as the last line; with `junit`,
-/// the JUnit XML to that file.
+/// Print a sweep's summary (a run's or a merge's): the failures grouped by invariant and message
+/// (each group's count, first seed, its message and the command that runs it again), a line per
+/// nondeterministic seed, faults fired, the determinism self-check, probes, the work after the
+/// heal, what ran, and a last line that says PASS or FAIL; with `json`, the summary as the line
+/// after it, the last; with `junit`, the JUnit XML to that file (a failure per seed).
 fn report_summary(
     summary: &SweepSummary,
     catalog: &Catalog<'_>,
@@ -506,12 +516,29 @@ fn report_summary(
         None => summary.scenario.clone(),
     };
     let faults = summary.fault_selection.as_deref().unwrap_or("default");
-    for failure in &summary.failures {
+    // Failures grouped by invariant and message (numbers and ids aside): a bug that fails 100
+    // seeds is one group, with its lowest seed to look at (the JSON and JUnit keep every seed).
+    let groups = &summary.groups;
+    if !groups.is_empty() {
         writeln!(
             out,
-            "FAIL seed {} [{}] {} — repro: {}",
-            failure.seed, failure.invariant, failure.message, failure.repro
+            "{} failing seeds, {} (grouped by invariant and message, numbers and ids aside):",
+            summary.failures.len(),
+            if groups.len() == 1 {
+                "1 kind of failure".to_string()
+            } else {
+                format!("{} kinds of failure", groups.len())
+            }
         )?;
+    }
+    for group in groups {
+        let shown: Vec<String> = group.seeds.iter().take(5).map(u64::to_string).collect();
+        let more = group.seeds.len().saturating_sub(shown.len());
+        let seeds = if more == 0 { shown.join(", ") } else { format!("{} and {more} more", shown.join(", ")) };
+        let noun = if group.count == 1 { "seed" } else { "seeds" };
+        writeln!(out, "  [{}] {} {noun}: {seeds}", group.invariant, group.count)?;
+        writeln!(out, "    seed {}: {}", group.first_seed, group.message)?;
+        writeln!(out, "    repro: {}", group.repro)?;
     }
     for seed in &summary.nondeterministic {
         writeln!(
@@ -536,12 +563,18 @@ fn report_summary(
         }
     )?;
     let unreached = &summary.probes_unreached;
+    let reached = summary.probes.values().filter(|hits| **hits > 0).count();
+    let reachable = summary.probes_reachable.len().max(reached + unreached.len());
+    let cannot = summary.probes.len().saturating_sub(reachable);
     writeln!(
         out,
-        "probes: {}/{} reached{}",
-        summary.probes.len() - unreached.len(),
-        summary.probes.len(),
-        if unreached.is_empty() { String::new() } else { format!("; never reached: {}", unreached.join(", ")) }
+        "probes: {reached}/{reachable} reached{}{}",
+        if unreached.is_empty() { String::new() } else { format!("; never reached: {}", unreached.join(", ")) },
+        match cannot {
+            0 => String::new(),
+            1 => " (1 more no seed could reach, its workload and faults lacking what it needs)".to_string(),
+            n => format!(" ({n} more no seed could reach, its workload and faults lacking what they need)"),
+        }
     )?;
     let work = &summary.work_after_heal;
     writeln!(
@@ -612,6 +645,7 @@ fn report_summary(
         summary.seeds_per_second,
         summary.time_acceleration
     )?;
+    writeln!(out, "{}", verdict(summary, &named, &seeds))?;
     if let Some(path) = junit {
         let xml = summary.junit(|seed| catalog.check_command(&named, seed, faults));
         std::fs::write(path, xml).with_context(|| format!("cannot write the JUnit report to {}", path.display()))?;
@@ -620,6 +654,33 @@ fn report_summary(
         writeln!(out, "{}", serde_json::to_value(summary)?)?;
     }
     Ok(())
+}
+
+/// The last line of a sweep's human output: PASS or FAIL, the scenario, the seeds that ran
+/// (`seeds`, as the line above says it), the failures and what else was wrong or partial.
+fn verdict(summary: &SweepSummary, named: &str, seeds: &str) -> String {
+    let plural = |n: usize, one: &str, many: &str| if n == 1 { format!("1 {one}") } else { format!("{n} {many}") };
+    let ran = plural(summary.seeds as usize, "seed", "seeds");
+    let mut notes = vec![match summary.failures.len() {
+        0 => "0 failures".to_string(),
+        n => format!("{} ({})", plural(n, "failure", "failures"), plural(summary.groups.len(), "kind", "kinds")),
+    }];
+    if !summary.nondeterministic.is_empty() {
+        notes.push(format!("{} nondeterministic", plural(summary.nondeterministic.len(), "seed", "seeds")));
+    }
+    if let Some(why) = &summary.stopped {
+        notes.push(format!("stopped early ({why})"));
+    }
+    if let Some(merged) = &summary.merged_from
+        && (!merged.missing.is_empty() || !merged.stopped.is_empty())
+    {
+        notes.push(format!("partial: {} of {} seeds", summary.seeds, summary.range_seeds()));
+    }
+    if !summary.probes_unreached.is_empty() {
+        notes.push(format!("{} never reached", plural(summary.probes_unreached.len(), "probe", "probes")));
+    }
+    let word = if summary.passed() { "PASS" } else { "FAIL" };
+    format!("{word}: {named}, {ran} ({seeds}), {}", notes.join(", "))
 }
 
 /// `n` seeds of a shard, `first`, `first + step`, ... `last`, in a few words.
@@ -633,7 +694,7 @@ fn seed_list(first: Option<u64>, last: Option<u64>, step: u64, n: u64) -> String
     }
 }
 
-/// Worker threads: as asked, else one per core.
+/// Worker threads: as asked (`--jobs` is at least 1), else one per core.
 fn jobs(asked: Option<usize>) -> usize {
     asked.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
 }
@@ -874,7 +935,7 @@ fn shrink(args: &ShrinkArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Res
     Ok(ExitCode::SUCCESS)
 }
 
-fn golden(args: &GoldenArgs, out: &mut impl Write) -> Result<ExitCode> {
+fn golden(args: &GoldenArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
     use drydock_scenarios::golden::{self, Golden};
     let path = args.file.clone().unwrap_or_else(golden::default_path);
     let started = Instant::now();
@@ -912,7 +973,8 @@ fn golden(args: &GoldenArgs, out: &mut impl Write) -> Result<ExitCode> {
     if !differences.is_empty() {
         writeln!(
             out,
-            "behaviour changed: if that was intended, run `drydock sim golden --update` and commit the diff"
+            "behaviour changed: if that was intended, run `{} sim golden --update` and commit the diff",
+            catalog.program
         )?;
         return Ok(ExitCode::from(1));
     }

@@ -25,13 +25,18 @@ fn sim_run_json_summary() {
     assert!(summary["events"].as_u64().unwrap() > 1000);
     assert!(summary["sim_seconds"].as_f64().unwrap() > 40.0);
     assert!(summary["wall_seconds"].as_f64().unwrap() > 0.0);
-    // Every probe is either reached (hits > 0) or listed as unreached.
+    // Every probe is reached (hits > 0), listed as unreached, or one no seed could reach: among
+    // the reachable ones, exactly those not reached are unreached.
     let probes = summary["probes"].as_object().unwrap();
-    let unreached: Vec<&str> =
-        summary["probes_unreached"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let list =
+        |field: &str| -> Vec<&str> { summary[field].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect() };
+    let (unreached, reachable) = (list("probes_unreached"), list("probes_reachable"));
     assert!(probes.len() >= 10, "{probes:?}");
+    assert!(reachable.len() < probes.len(), "basic has no logs to read: {reachable:?}");
     for (name, hits) in probes {
-        assert_eq!(hits.as_u64().unwrap() == 0, unreached.contains(&name.as_str()), "{name}");
+        let reached = hits.as_u64().unwrap() > 0;
+        assert_eq!(!reached && reachable.contains(&name.as_str()), unreached.contains(&name.as_str()), "{name}");
+        assert!(!reached || reachable.contains(&name.as_str()), "{name} reached, so reachable");
     }
     assert!(probes.values().any(|h| h.as_u64().unwrap() > 0), "basic reaches some probe");
 }
@@ -120,6 +125,8 @@ fn the_default_sweep_fires_every_fault_kind_and_reaches_every_probe() {
         assert!(list.contains(kind.as_str()), "{kind} is not listed by sim list");
     }
     assert_eq!(summary["probes_unreached"].as_array().unwrap().len(), 0, "{}", summary["probes"]);
+    // ...and every probe is one it can reach: the reachable ones are not a way to hide any.
+    assert_eq!(summary["probes_reachable"].as_array().unwrap().len(), summary["probes"].as_object().unwrap().len());
     // The efficiency checker ran: the most work one object did in a minute after the heal is
     // reported, and within its budgets (or the sweep would have failed).
     let work = &summary["work_after_heal"];
@@ -150,7 +157,7 @@ fn failing_seeds_are_saved_replayed_and_shrunk() {
     let failures = last_json(&out)["failures"].as_array().unwrap().clone();
     assert!(!failures.is_empty());
     let seed = failures[0]["seed"].as_u64().unwrap();
-    assert!(failures[0]["repro"].as_str().unwrap().contains("drydock sim repro --scenario rdd-namespaces-buggy"));
+    assert!(failures[0]["repro"].as_str().unwrap().contains(" sim repro --scenario rdd-namespaces-buggy --seed "));
     let file = dir.join(format!("rdd-namespaces-buggy-{seed}.json"));
     let replayed = last_json(&drydock(&["sim", "replay", file.to_str().unwrap(), "--json"]));
     let seed_arg = seed.to_string();

@@ -114,6 +114,13 @@ fn merged_failing_shards_equal_the_unsharded_sweep_and_write_junit() {
     let seeds: Vec<u64> = failures.iter().map(|f| f["seed"].as_u64().unwrap()).collect();
     assert_eq!(seeds, (0..30).collect::<Vec<_>>(), "failures ordered by seed");
     assert_eq!(summary["determinism_checked"], 30);
+    // The merge groups the failures as the whole run does (the JSON is equal, above): by
+    // invariant and message, every seed in one group.
+    let groups = summary["groups"].as_array().unwrap();
+    let counts: u64 = groups.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert!(!groups.is_empty() && groups.len() < 30, "{groups:?}");
+    assert_eq!(counts, 30);
+    assert_eq!(groups.iter().map(|g| g["first_seed"].as_u64().unwrap()).min(), Some(0));
 
     let xml = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("not well-formed XML ({e}):\n{xml}"));
@@ -146,7 +153,7 @@ fn junit_escapes_what_messages_hold() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
     assert_eq!(doc.descendants().filter(|n| n.has_tag_name("failure")).count(), 4);
-    assert!(xml.contains("drydock sim repro --scenario rdd-namespaces-buggy --seed 3"), "{xml}");
+    assert!(xml.contains(" sim repro --scenario rdd-namespaces-buggy --seed 3</failure>"), "{xml}");
 
     // Give a shard's result a message that needs escaping, and a nondeterministic seed.
     let files: Vec<PathBuf> = (1..=2).map(|k| run_shard(dir.path(), &range, k, 2)).collect();

@@ -13,6 +13,7 @@ use crate::{Generate, MakeWorld, Scenario};
 use drydock_engine::Controller;
 use drydock_engine::store::KindInfo;
 use drydock_sim::checker::{Invariant, View};
+use drydock_sim::probes::Probe;
 use drydock_sim::workload::Workload;
 use drydock_sim::{Convergence, Extensions, WorldConfig};
 use rand_chacha::ChaCha8Rng;
@@ -98,6 +99,16 @@ impl ScenarioBuilder {
         self
     }
 
+    /// Probes the scenario's own controllers can lead to though its workload alone would not
+    /// (say, a controller that creates `PhysicalContainer`s in a workload of namespaces only).
+    /// A sweep lists a probe as never reached only if some seed could reach it: by default, as
+    /// its world, workload and faults allow ([`drydock_sim::probes::reachable`]), which knows
+    /// nothing of what a user's controllers create.
+    pub fn may_reach(mut self, probes: &[Probe]) -> Self {
+        self.extensions.reachable_probes.extend(probes.iter().copied());
+        self
+    }
+
     /// Engine processes sharing the store and the runtime (one by default).
     pub fn processes(self, count: usize) -> Self {
         self.configure(move |config| config.processes.count = count)
@@ -148,6 +159,7 @@ impl ScenarioBuilder {
             config.extensions.controllers.extend(extensions.controllers.iter().cloned());
             config.extensions.invariants.extend(extensions.invariants.iter().cloned());
             config.extensions.convergence.extend(extensions.convergence.iter().cloned());
+            config.extensions.reachable_probes.extend(extensions.reachable_probes.iter().copied());
             for adjust in &configure {
                 adjust(&mut config);
             }

@@ -229,3 +229,96 @@ fn written_key(request: &StoreRequest) -> String {
         StoreRequest::List { .. } => String::new(),
     }
 }
+
+/// The probes a run can reach by construction, from what it is made of: its world (how many
+/// engine processes), its workload (containers, images, namespace deletions, log readers,
+/// external actors) and the fault kinds its plan enables. A probe outside the set cannot be hit
+/// by the run (no pull can be cancelled where nothing is pulled, no watch relists without the
+/// Gone fault), so a sweep does not call it unreached.
+///
+/// *Guarantees*: conservative: a probe is left out only when the run lacks something the probe
+/// needs to happen (a test checks, for every built-in scenario, that no run hits a probe this
+/// leaves out). Generic creates of the built-in kinds count as their typed operations.
+///
+/// *Caveats*: it reads the workload, not what a user's controllers do: a scenario whose own
+/// controllers create containers, images or logical containers the workload does not name adds
+/// the probes they lead to with `Extensions::reachable_probes` (`ScenarioBuilder::may_reach`).
+pub fn reachable(
+    config: &crate::WorldConfig,
+    workload: &crate::workload::Workload,
+    faults: &drydock_faults::FaultPlan,
+) -> BTreeSet<Probe> {
+    use crate::workload::{ClientOp, ExternalOp};
+    use drydock_faults::FaultKind;
+    let (mut physical, mut logical, mut images, mut namespace_deletes, mut logs) = (false, false, false, false, false);
+    let (mut strangers, mut external, mut held_leases, mut generic) = (false, false, false, false);
+    for op in &workload.ops {
+        match &op.op {
+            ClientOp::CreateContainer(_) => physical = true,
+            ClientOp::CreateLogical { .. } => logical = true,
+            ClientOp::CreateImage { .. } => images = true,
+            ClientOp::DeleteNamespace { .. } => namespace_deletes = true,
+            ClientOp::ReadLogs(_) => logs = true,
+            ClientOp::Create { target, .. } => {
+                generic = true;
+                match target.kind.as_str() {
+                    PhysicalContainer::KIND => physical = true,
+                    LogicalContainer::KIND => logical = true,
+                    ContainerImage::KIND => images = true,
+                    _ => {}
+                }
+            }
+            ClientOp::Update { .. } | ClientOp::Patch { .. } => generic = true,
+            ClientOp::Delete { target, .. } if target.kind == Namespace::KIND => namespace_deletes = true,
+            ClientOp::External(external_op) => {
+                external = true;
+                match external_op {
+                    ExternalOp::CreateContainer { .. } | ExternalOp::RunUsing { .. } => strangers = true,
+                    ExternalOp::HoldLease { .. } => held_leases = true,
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    let on: BTreeSet<FaultKind> = faults.enabled().filter(|(_, rate)| *rate > 0.0).map(|(kind, _)| kind).collect();
+    let fault = |kind: FaultKind| on.contains(&kind);
+    // A logical container makes its own physical container, and its own image for an inline one.
+    let containers = physical || logical;
+    let pulls = images || logical;
+    let crashes = fault(FaultKind::EngineCrash) || fault(FaultKind::CrashBetweenWrites);
+    // Someone else than the pulling engine holds a lease: another process, a foreign or a held
+    // lease, or the process's own earlier life.
+    let other_holders = config.processes.count > 1 || fault(FaultKind::ForeignLease) || held_leases || crashes;
+    let mut reachable: BTreeSet<Probe> = Probe::ALL
+        .iter()
+        .copied()
+        .filter(|probe| match probe {
+            Probe::UncertainCreateAdopted => containers && !on.is_empty(),
+            Probe::ConflictRetried => true,
+            Probe::LeaseContended | Probe::LeaseTakenOver => pulls && other_holders,
+            Probe::PullAvoidedUnderLease | Probe::PullCancelled | Probe::BuildFailedForGood => pulls,
+            Probe::NamespaceDeletedDuringPull => pulls && namespace_deletes,
+            Probe::StrangerReplaced => containers && (strangers || external),
+            Probe::PersistentReused | Probe::PersistentReplaced | Probe::ExistingAdoptedAfterWait => logical,
+            Probe::MissingAfterExternalRemoval => containers && (external || !on.is_empty()),
+            Probe::NotFoundAfterCreateRetried => containers && !on.is_empty(),
+            Probe::RelistAfterGone => fault(FaultKind::WatchGone),
+            Probe::CrashDuringCreate => containers && crashes,
+            Probe::HungRequestTimedOut => fault(FaultKind::HungRuntime),
+            // What admission refuses as Docker would: container and image fields, or any spec a
+            // generic create, update or patch writes.
+            Probe::AdmissionRefused => containers || pulls || generic,
+            Probe::StartFailedForGood
+            | Probe::FileCopyFailedForGood
+            | Probe::ProcessEndedByItself
+            | Probe::RemovalSeenInProgress => containers,
+            Probe::FollowerWaitedForItsSource
+            | Probe::FollowerEndedByDeletion
+            | Probe::ReaderToldWhatItMissed
+            | Probe::DeletedWhileReaderStalled => logs,
+        })
+        .collect();
+    reachable.extend(config.extensions.reachable_probes.iter().copied());
+    reachable
+}

@@ -32,14 +32,14 @@
 mod junit;
 mod summary;
 
-pub use summary::{FailureSummary, MergeError, MergedFrom, ShardRun, SweepSummary, merge};
+pub use summary::{FailureGroup, FailureSummary, MergeError, MergedFrom, ShardRun, SweepSummary, merge, pattern};
 
 use crate::RunReport;
 use crate::checker::efficiency::WorkPeaks;
 use crate::probes::Probe;
 use drydock_faults::FaultKind;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -178,6 +178,9 @@ pub struct SweepReport {
     pub faults_fired: BTreeMap<FaultKind, u64>,
     /// Hits per probe over all seeds (every probe present, maybe zero).
     pub probes: BTreeMap<Probe, u64>,
+    /// The probes some seed could reach by construction ([`crate::probes::reachable`]), and
+    /// those some seed hit.
+    pub probes_reachable: BTreeSet<Probe>,
     /// The most work any object of any seed did in one window after the heal.
     pub work_after_heal: WorkPeaks,
 }
@@ -202,9 +205,14 @@ impl SweepReport {
         self.sim_nanos() as f64 / 1e9
     }
 
-    /// Probes no seed reached.
+    /// Probes some seed could reach by construction but no seed reached. A probe no seed could
+    /// reach (no pulls in the workload, the fault it needs never enabled) is not among them.
     pub fn probes_unreached(&self) -> Vec<Probe> {
-        self.probes.iter().filter(|(_, hits)| **hits == 0).map(|(probe, _)| *probe).collect()
+        self.probes
+            .iter()
+            .filter(|(probe, hits)| **hits == 0 && self.probes_reachable.contains(probe))
+            .map(|(probe, _)| *probe)
+            .collect()
     }
 
     /// No seed failed and every re-run seed gave its digest again.
@@ -278,8 +286,11 @@ impl SweepReport {
             nondeterministic: self.nondeterministic.clone(),
             probes: self.probes.iter().map(|(probe, hits)| (probe.name().to_string(), *hits)).collect(),
             probes_unreached: self.probes_unreached().iter().map(|p| p.name().to_string()).collect(),
+            probes_reachable: self.probes_reachable.iter().map(|p| p.name().to_string()).collect(),
+            groups: Vec::new(),
             work_after_heal: self.work_after_heal.clone(),
         };
+        summary.groups = FailureGroup::of(&summary.failures);
         summary.set_wall_seconds(wall_seconds);
         summary
     }
@@ -296,7 +307,11 @@ impl SweepReport {
         }
         for (probe, hits) in &report.probes {
             *self.probes.entry(*probe).or_default() += hits;
+            if *hits > 0 {
+                self.probes_reachable.insert(*probe);
+            }
         }
+        self.probes_reachable.extend(report.probes_reachable.iter().copied());
         let (peaks, work) = (&mut self.work_after_heal, &report.stats.work_after_heal);
         peaks.runtime_requests = peaks.runtime_requests.max(work.runtime_requests);
         peaks.store_writes = peaks.store_writes.max(work.store_writes);
@@ -385,7 +400,9 @@ mod tests {
     use crate::world::Violation;
     use std::sync::atomic::AtomicUsize;
 
-    /// A seed's report: seeds divisible by 7 fail; `digest_salt` changes the digest of a re-run.
+    /// A seed's report: seeds divisible by 7 fail (those divisible by 21 another way); seeds
+    /// divisible by 4 could reach `pull-cancelled` and `lease-contended`, those divisible by 8
+    /// hit the first; `digest_salt` changes the digest of a re-run.
     fn fake_run(seed: u64, digest_salt: u64) -> RunReport {
         let ok = !seed.is_multiple_of(7);
         RunReport {
@@ -399,10 +416,18 @@ mod tests {
             fault_decisions: BTreeMap::new(),
             violations: if ok {
                 Vec::new()
+            } else if seed.is_multiple_of(21) {
+                vec![Violation { invariant: "z".into(), message: format!("c{seed} twice"), at: "0".into(), event: 0 }]
             } else {
-                vec![Violation { invariant: "x".into(), message: "y".into(), at: "0".into(), event: 0 }]
+                let message = format!("object c{seed} (uid {:x}) at {seed}.5s", seed * 0xabcdef);
+                vec![Violation { invariant: "x".into(), message, at: "0".into(), event: 0 }]
             },
-            probes: BTreeMap::new(),
+            probes: if seed.is_multiple_of(8) { BTreeMap::from([(Probe::PullCancelled, 2)]) } else { BTreeMap::new() },
+            probes_reachable: if seed.is_multiple_of(4) {
+                BTreeSet::from([Probe::PullCancelled, Probe::LeaseContended])
+            } else {
+                BTreeSet::new()
+            },
             stats: Default::default(),
             trace: None,
         }
@@ -469,6 +494,50 @@ mod tests {
         summary.set_wall_seconds(1.0);
         (summary.jobs, summary.merged_from) = (0, None);
         summary
+    }
+
+    #[test]
+    fn failures_are_grouped_by_invariant_and_message_pattern() {
+        let summary = fake_summary(80, None, None);
+        // Of seeds 10..90: 14, 28, 35, 49, 56, 70, 77 fail `x`; 21, 42, 63, 84 fail `z`.
+        let groups = &summary.groups;
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        assert_eq!(
+            (groups[0].invariant.as_str(), groups[0].count, groups[0].first_seed),
+            ("x", 7, 14),
+            "the largest group first"
+        );
+        assert_eq!(groups[0].seeds, vec![14, 28, 35, 49, 56, 70, 77]);
+        assert_eq!(groups[0].pattern, "object c# (uid #) at #.#s");
+        assert_eq!(groups[0].message, format!("object c14 (uid {:x}) at 14.5s", 14 * 0xabcdef));
+        assert_eq!(groups[0].repro, "repro 14");
+        assert_eq!((groups[1].invariant.as_str(), groups[1].count, groups[1].first_seed), ("z", 4, 21));
+        assert_eq!(groups[1].seeds, vec![21, 42, 63, 84]);
+        let total: u64 = groups.iter().map(|g| g.count).sum();
+        assert_eq!(total, summary.failures.len() as u64);
+    }
+
+    #[test]
+    fn a_pattern_keeps_words_and_drops_numbers_and_ids() {
+        assert_eq!(
+            pattern("Namespace/rdd-mocks owned by uid 0f3a9c12 since 2.799669s"),
+            pattern("Namespace/rdd-mocks owned by uid 77aa01bc since 13.5s")
+        );
+        assert_eq!(pattern("p1 wrote c12 twice: 3 times"), "p# wrote c# twice: # times");
+        assert_eq!(pattern("deadbeef facade 42"), "deadbeef facade #", "words without digits stay");
+        assert_ne!(pattern("c1 has two owners"), pattern("c1 has no owner"));
+        assert_eq!(pattern("écrit 7 fois — ok"), "écrit # fois — ok");
+    }
+
+    #[test]
+    fn only_reachable_probes_are_unreached() {
+        let summary = fake_summary(30, None, None);
+        assert_eq!(summary.probes_reachable, vec!["lease-contended", "pull-cancelled"]);
+        assert_eq!(summary.probes_unreached, vec!["lease-contended"], "pull-cancelled was hit");
+        assert_eq!(summary.probes.len(), Probe::ALL.len(), "every probe is counted");
+        // A range where no seed could reach them: neither reachable nor unreached.
+        let none = sweep(&config(3, None), |seed| fake_run(seed * 4 + 1, 0), |_| {});
+        assert!(none.probes_reachable.is_empty() && none.probes_unreached().is_empty());
     }
 
     #[test]

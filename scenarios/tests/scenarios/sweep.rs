@@ -61,10 +61,59 @@ fn every_scenario_passes_a_short_sweep() {
         for seed in 0..40 {
             let report = scenario.run(seed, false);
             assert!(report.ok, "{} seed {seed} failed: {:?}", scenario.name, report.violations);
+            // What `probes::reachable` leaves out is never hit: it only leaves out what cannot be.
+            for probe in report.probes.keys() {
+                assert!(
+                    report.probes_reachable.contains(probe),
+                    "{} seed {seed} hit {probe}, which it says the run cannot reach",
+                    scenario.name
+                );
+            }
         }
         let (a, b) = (scenario.run(3, false), scenario.run(3, false));
         assert_eq!(a.digest, b.digest, "{} is not deterministic", scenario.name);
     }
+}
+
+/// The probes a run can reach follow from what it is made of: a world of namespaces only (the
+/// example controller's) reaches no pull, lease, container or log probe; `mixed`, with
+/// everything, can reach every probe.
+#[test]
+fn the_probes_a_run_can_reach_follow_from_its_workload_and_faults() {
+    use drydock_sim::probes::Probe;
+    let union = |name: &str| -> BTreeSet<Probe> {
+        let scenario = drydock_scenarios::find(name).unwrap();
+        (0..20).flat_map(|seed| scenario.run(seed, false).probes_reachable).collect()
+    };
+    let namespaces_only = union("rdd-namespaces");
+    for probe in [
+        Probe::PullCancelled,
+        Probe::PullAvoidedUnderLease,
+        Probe::LeaseContended,
+        Probe::NamespaceDeletedDuringPull,
+        Probe::CrashDuringCreate,
+        Probe::StartFailedForGood,
+        Probe::PersistentReused,
+        Probe::FollowerEndedByDeletion,
+    ] {
+        assert!(!namespaces_only.contains(&probe), "rdd-namespaces could reach {probe}");
+    }
+    assert!(namespaces_only.contains(&Probe::ConflictRetried), "{namespaces_only:?}");
+    let mixed = union("mixed");
+    assert_eq!(
+        mixed.len(),
+        Probe::ALL.len(),
+        "mixed cannot reach {:?}",
+        Probe::ALL.iter().filter(|p| !mixed.contains(p)).collect::<Vec<_>>()
+    );
+
+    // Faults make the probes that need them reachable: none, then the one.
+    let basic = drydock_scenarios::find("basic").unwrap();
+    let calm = basic.run_with(1, false, &drydock_scenarios::FaultSelection::parse("none").unwrap());
+    assert!(!calm.probes_reachable.contains(&Probe::RelistAfterGone));
+    assert!(!calm.probes_reachable.contains(&Probe::HungRequestTimedOut));
+    let gone = basic.run_with(1, false, &drydock_scenarios::FaultSelection::parse("watch-gone").unwrap());
+    assert!(gone.probes_reachable.contains(&Probe::RelistAfterGone), "{:?}", gone.probes_reachable);
 }
 
 /// The framework finds a bug in a controller it did not ship with: the example with RDD PR #188's

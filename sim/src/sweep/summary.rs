@@ -3,8 +3,9 @@
 
 use super::Shard;
 use crate::checker::efficiency::WorkPeaks;
+use crate::probes::Probe;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A sweep's summary: the JSON object `drydock sim run --json` prints as its last line, and what
 /// [`merge`] reads back. Fields keep the names they have in that JSON.
@@ -35,6 +36,10 @@ pub struct SweepSummary {
     pub stopped: Option<String>,
     /// Each failing seed's first violation, ordered by seed.
     pub failures: Vec<FailureSummary>,
+    /// The failures grouped by invariant and message pattern ([`FailureGroup`]): the most
+    /// common first.
+    #[serde(default)]
+    pub groups: Vec<FailureGroup>,
     pub events: u64,
     /// Simulated time over all seeds, exactly (`sim_seconds` is derived from it).
     pub sim_nanos: u64,
@@ -56,8 +61,14 @@ pub struct SweepSummary {
     pub nondeterministic: Vec<u64>,
     /// Hits per probe, by name (every probe, maybe zero).
     pub probes: BTreeMap<String, u64>,
-    /// The probes no seed reached, in the catalog's order.
+    /// The probes no seed reached among those some seed could reach by construction, in the
+    /// catalog's order.
     pub probes_unreached: Vec<String>,
+    /// The probes some seed could reach by construction (its world, workload and faults have
+    /// what the probe needs), or did reach, in the catalog's order; the others are in `probes`
+    /// with 0 hits and never called unreached.
+    #[serde(default)]
+    pub probes_reachable: Vec<String>,
     /// The most work any object of any seed did in one window after the heal.
     pub work_after_heal: WorkPeaks,
 }
@@ -74,6 +85,104 @@ pub struct FailureSummary {
     pub faults: String,
     /// The command that runs this seed alone.
     pub repro: String,
+}
+
+/// Failing seeds that failed alike: the same invariant, and messages that differ only in their
+/// numbers and ids (object names, uids, times): most likely one bug.
+///
+/// *Guarantees*: every failure of a summary is in exactly one group; groups are ordered by
+/// count (the largest first), then by first seed; a group's seeds are ordered, its example
+/// message and repro command are its lowest seed's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureGroup {
+    pub invariant: String,
+    /// The messages' common [`pattern`]: digits and hex ids replaced by `#`.
+    pub pattern: String,
+    /// How many seeds failed this way.
+    pub count: u64,
+    /// The lowest of them: the one to look at first.
+    pub first_seed: u64,
+    /// Its message, as it printed it.
+    pub message: String,
+    /// The command that runs the first seed alone.
+    pub repro: String,
+    /// Every seed of the group, ordered.
+    pub seeds: Vec<u64>,
+}
+
+impl FailureGroup {
+    /// The failures (in any order) grouped by invariant and message [`pattern`].
+    pub fn of(failures: &[FailureSummary]) -> Vec<FailureGroup> {
+        let mut groups: BTreeMap<(String, String), FailureGroup> = BTreeMap::new();
+        for failure in failures {
+            let pattern = pattern(&failure.message);
+            let group = groups.entry((failure.invariant.clone(), pattern.clone())).or_insert_with(|| FailureGroup {
+                invariant: failure.invariant.clone(),
+                pattern,
+                count: 0,
+                first_seed: failure.seed,
+                message: failure.message.clone(),
+                repro: failure.repro.clone(),
+                seeds: Vec::new(),
+            });
+            group.count += 1;
+            group.seeds.push(failure.seed);
+            if failure.seed < group.first_seed {
+                group.first_seed = failure.seed;
+                group.message = failure.message.clone();
+                group.repro = failure.repro.clone();
+            }
+        }
+        let mut groups: Vec<FailureGroup> = groups.into_values().collect();
+        for group in &mut groups {
+            group.seeds.sort_unstable();
+        }
+        groups.sort_by(|a, b| b.count.cmp(&a.count).then(a.first_seed.cmp(&b.first_seed)));
+        groups
+    }
+}
+
+/// A violation message with what differs from seed to seed taken out: in every word (a run of
+/// ASCII letters and digits) that holds a digit, a word of six or more hex digits only (an id,
+/// a digest) becomes `#`, and in any other each run of digits becomes `#` (`c12` -> `c#`,
+/// `2.5s` -> `#.#s`, `uid 3f9a0c` -> `uid #`). Words without digits are kept: they carry what
+/// went wrong.
+pub fn pattern(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.bytes().any(|b| b.is_ascii_digit()) {
+            if word.len() >= 6 && word.bytes().all(|b| b.is_ascii_hexdigit()) {
+                out.push('#');
+            } else {
+                let mut in_digits = false;
+                for c in word.chars() {
+                    if c.is_ascii_digit() {
+                        if !in_digits {
+                            out.push('#');
+                        }
+                        in_digits = true;
+                    } else {
+                        out.push(c);
+                        in_digits = false;
+                    }
+                }
+            }
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in message.chars() {
+        if c.is_ascii_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// The shard a [`SweepSummary`] ran and the seeds it covered: `first_seed`, `first_seed + count`,
@@ -279,8 +388,10 @@ pub fn merge(shards: &[SweepSummary], allow_partial: bool) -> Result<SweepSummar
         work_after_heal: WorkPeaks::default(),
         faults: BTreeMap::new(),
         probes: BTreeMap::new(),
+        probes_reachable: Vec::new(),
         ..first.clone()
     };
+    let mut reachable: BTreeSet<String> = BTreeSet::new();
     let mut wall: f64 = 0.0;
     for summary in shards {
         merged.seeds += summary.seeds;
@@ -296,6 +407,9 @@ pub fn merge(shards: &[SweepSummary], allow_partial: bool) -> Result<SweepSummar
         for (probe, hits) in &summary.probes {
             *merged.probes.entry(probe.clone()).or_default() += hits;
         }
+        // Unreached probes were reachable too (a shard of an older drydock may list no
+        // reachable ones).
+        reachable.extend(summary.probes_reachable.iter().chain(&summary.probes_unreached).cloned());
         let (peaks, work) = (&mut merged.work_after_heal, &summary.work_after_heal);
         peaks.runtime_requests = peaks.runtime_requests.max(work.runtime_requests);
         peaks.store_writes = peaks.store_writes.max(work.store_writes);
@@ -303,14 +417,34 @@ pub fn merge(shards: &[SweepSummary], allow_partial: bool) -> Result<SweepSummar
         wall = wall.max(summary.wall_seconds);
     }
     merged.failures.sort_by_key(|f| f.seed);
+    merged.groups = FailureGroup::of(&merged.failures);
     merged.nondeterministic.sort_unstable();
     // As the sweep computes it, from the integer total: the same number as the whole range's.
     merged.sim_seconds = merged.sim_nanos as f64 / 1e9;
-    // A probe no seed of the range reached is unreached in every shard: the first shard's list,
-    // in the catalog's order, less the probes another shard reached.
-    merged.probes_unreached.retain(|probe| merged.probes.get(probe).is_none_or(|hits| *hits == 0));
+    // Reachable in the range: reachable in some shard, or reached. In the catalog's order (that
+    // of `probes` in a shard's summary is by name): the first shard's catalog-ordered lists.
+    reachable.extend(merged.probes.iter().filter(|(_, hits)| **hits > 0).map(|(probe, _)| probe.clone()));
+    merged.probes_reachable = catalog_order(&reachable);
+    merged.probes_unreached = merged
+        .probes_reachable
+        .iter()
+        .filter(|probe| merged.probes.get(*probe).is_none_or(|hits| *hits == 0))
+        .cloned()
+        .collect();
     merged.set_wall_seconds(wall);
     Ok(merged)
+}
+
+/// Probe names in the catalog's order ([`Probe::ALL`]), names this build does not know last.
+fn catalog_order(names: &BTreeSet<String>) -> Vec<String> {
+    let mut known: Vec<(usize, &String)> = names
+        .iter()
+        .map(|name| {
+            (Probe::from_name(name).and_then(|p| Probe::ALL.iter().position(|q| *q == p)).unwrap_or(usize::MAX), name)
+        })
+        .collect();
+    known.sort();
+    known.into_iter().map(|(_, name)| name.clone()).collect()
 }
 
 /// A shard's summary holds only its own seeds and adds up.

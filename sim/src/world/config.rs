@@ -91,6 +91,10 @@ pub struct Extensions {
     pub controllers: Vec<ControllerFactory>,
     pub invariants: Vec<InvariantFactory>,
     pub convergence: Vec<Convergence>,
+    /// Probes the user's controllers can lead to that the run's workload alone does not make
+    /// reachable (see [`crate::probes::reachable`]): a sweep reports them unreached if no seed
+    /// hits them.
+    pub reachable_probes: std::collections::BTreeSet<crate::probes::Probe>,
 }
 
 impl Extensions {
@@ -109,6 +113,7 @@ impl std::fmt::Debug for Extensions {
             .field("controllers", &self.controllers.len())
             .field("invariants", &self.invariants.len())
             .field("convergence", &self.convergence.iter().map(|c| &c.name).collect::<Vec<_>>())
+            .field("reachable_probes", &self.reachable_probes)
             .finish()
     }
 }

@@ -52,6 +52,7 @@ use processes::{Processes, true_now};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use runtime_link::RuntimeLink;
+use std::collections::BTreeSet;
 use std::time::Duration;
 use store_link::StoreLink;
 use watches::{Delivery, Watches};
@@ -71,6 +72,8 @@ pub struct World<'w> {
     store_link: StoreLink,
     checker: Checker,
     probes: Probes,
+    /// The probes this run can reach by construction.
+    probes_reachable: BTreeSet<Probe>,
     liveness: Liveness,
     trace: Trace,
     /// Explains each event as it happens, if the trace is kept.
@@ -97,6 +100,7 @@ impl<'w> World<'w> {
         for reference in &workload.registry {
             runtime.registry_push(reference);
         }
+        let probes_reachable = crate::probes::reachable(config, workload, &faults);
         let mut env = Env::new(rng, faults);
         env.explaining = keep_trace;
         let processes = Processes::boot(&config.processes, &mut env, |index, life, seed| {
@@ -116,6 +120,7 @@ impl<'w> World<'w> {
             store_link: StoreLink::new(&config.store_link),
             checker: checker(config),
             probes: Probes::default(),
+            probes_reachable,
             liveness: Liveness::new(&config.liveness),
             trace: Trace::new(keep_trace),
             explainer: keep_trace.then(Explainer::default),
@@ -409,6 +414,7 @@ impl<'w> World<'w> {
             stats: self.env.stats,
             trace: self.trace.take_events(),
             probes: self.probes.into_hits(),
+            probes_reachable: self.probes_reachable,
         }
     }
 }

@@ -4,7 +4,7 @@ use super::env::RunStats;
 use crate::probes::Probe;
 use drydock_faults::{Decisions, FaultKind};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A violated invariant or eventual property.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -36,6 +36,8 @@ pub struct RunReport {
     pub violations: Vec<Violation>,
     /// Hits per probe; probes not hit are absent.
     pub probes: BTreeMap<Probe, u64>,
+    /// The probes the run could reach by construction ([`crate::probes::reachable`]).
+    pub probes_reachable: BTreeSet<Probe>,
     pub stats: RunStats,
     /// Every event, explained, if the run kept its trace.
     #[serde(skip)]

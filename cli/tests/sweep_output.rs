@@ -1,0 +1,273 @@
+//! What a person reads at the end of a sweep: failures grouped, a last PASS or FAIL line, probes
+//! only where they can be reached, repro commands that run as printed, `--jobs 0` refused, and
+//! the commit in `--version`.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_drydock");
+
+/// The binary with `PATH` set to `path` (where a `drydock` is, or is not, installed).
+fn drydock_with_path(path: &Path, args: &[&str]) -> Output {
+    Command::new(BIN).args(args).env("PATH", path).env_remove("DRYDOCK_COMMAND").output().unwrap()
+}
+
+fn drydock(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).env_remove("DRYDOCK_COMMAND").output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn last_json(output: &Output) -> Value {
+    let stdout = stdout(output);
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {last}"))
+}
+
+/// The last line a person reads: the one before the JSON line with --json.
+fn verdict(output: &Output) -> String {
+    let text = stdout(output);
+    text.lines().rfind(|line| !line.starts_with('{')).unwrap_or_default().to_string()
+}
+
+/// The commands printed after `repro: `.
+fn repro_lines(text: &str) -> Vec<String> {
+    text.lines().filter_map(|line| line.trim().strip_prefix("repro: ")).map(str::to_string).collect()
+}
+
+/// A printed command's arguments for the binary: what follows `--` in `cargo run ... --`, else
+/// what follows the program.
+fn arguments(command: &str) -> Vec<String> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let from = words.iter().position(|w| *w == "--").map_or(1, |i| i + 1);
+    words[from..].iter().map(|w| w.to_string()).collect()
+}
+
+#[test]
+fn a_failing_sweep_groups_its_failures_and_ends_with_fail() {
+    let out = drydock(&["sim", "run", "--scenario", "rdd-namespaces-buggy", "--seeds", "30", "--jobs", "2", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    let summary = last_json(&out);
+
+    // Every failing seed is still in `failures`; `groups` puts them together.
+    let failures = summary["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 30);
+    let groups = summary["groups"].as_array().unwrap();
+    assert!(!groups.is_empty() && groups.len() < 5, "one bug, a few ways of failing at most: {groups:?}");
+    let mut grouped: Vec<u64> = Vec::new();
+    for group in groups {
+        let seeds: Vec<u64> = group["seeds"].as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
+        assert_eq!(group["count"].as_u64(), Some(seeds.len() as u64));
+        assert_eq!(group["first_seed"].as_u64(), seeds.iter().min().copied());
+        let first = failures.iter().find(|f| f["seed"] == group["first_seed"]).unwrap();
+        assert_eq!(group["message"], first["message"], "the example is the first seed's message");
+        assert_eq!(group["repro"], first["repro"]);
+        assert_eq!(group["invariant"], first["invariant"]);
+        grouped.extend(seeds);
+    }
+    grouped.sort_unstable();
+    assert_eq!(grouped, (0..30).collect::<Vec<_>>(), "every failing seed in exactly one group");
+    let counts: Vec<u64> = groups.iter().map(|g| g["count"].as_u64().unwrap()).collect();
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "the largest group first: {counts:?}");
+
+    // A few lines per group, not one per seed.
+    assert!(!text.contains("FAIL seed"), "{text}");
+    assert_eq!(repro_lines(&text).len(), groups.len(), "{text}");
+    let kinds = if groups.len() == 1 { "1 kind of failure".to_string() } else { format!("{} kinds", groups.len()) };
+    assert!(text.contains(&format!("30 failing seeds, {kinds}")), "{text}");
+    let biggest = &groups[0];
+    assert!(
+        text.contains(&format!("  [{}] {} seeds: ", biggest["invariant"].as_str().unwrap(), biggest["count"])),
+        "{text}"
+    );
+
+    let last = verdict(&out);
+    assert!(last.starts_with("FAIL: rdd-namespaces-buggy, 30 seeds (0..30), 30 failures ("), "{last}");
+}
+
+#[test]
+fn a_passing_sweep_ends_with_pass_before_its_json() {
+    let out = drydock(&["sim", "run", "--scenario", "basic", "--seeds", "12", "--jobs", "2", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary = last_json(&out);
+    assert_eq!(summary["groups"], serde_json::json!([]));
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+    let before_json = &lines[lines.len() - 2];
+    assert!(before_json.starts_with("PASS: basic, 12 seeds (0..12), 0 failures"), "{before_json}");
+
+    // Without --json the verdict is the very last line.
+    let out = drydock(&["sim", "run", "--scenario", "basic-calm", "--seeds", "3", "--start", "4", "--jobs", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let last = stdout(&out).lines().last().unwrap().to_string();
+    assert!(last.starts_with("PASS: basic-calm, 3 seeds (4..7), 0 failures"), "{last}");
+}
+
+/// The repro command of a failing sweep, run as printed (the arguments after `cargo run ... --`
+/// against the same binary), fails again with the same invariant.
+#[test]
+fn the_printed_repro_command_reproduces_the_failure() {
+    let empty = tempfile::tempdir().unwrap();
+    let args = ["sim", "run", "--scenario", "rdd-namespaces-buggy", "--seeds", "3", "--jobs", "1", "--json"];
+    let out = drydock_with_path(empty.path(), &args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let summary = last_json(&out);
+    let printed = repro_lines(&stdout(&out));
+    assert!(!printed.is_empty(), "{}", stdout(&out));
+    for (command, group) in printed.iter().zip(summary["groups"].as_array().unwrap()) {
+        // Not installed (no drydock on PATH), built by cargo: cargo runs it.
+        assert!(command.starts_with("cargo run"), "{command}");
+        assert!(command.contains(" -p drydock -- sim repro --scenario rdd-namespaces-buggy --seed "), "{command}");
+        assert_eq!(command, group["repro"].as_str().unwrap());
+        let args = arguments(command);
+        let again = Command::new(BIN).args(&args).output().unwrap();
+        assert_eq!(again.status.code(), Some(1), "{command}: {}", stdout(&again));
+        let invariant = group["invariant"].as_str().unwrap();
+        let said = stdout(&again);
+        assert!(said.contains(&format!("[{invariant}] ")), "{command} did not fail on {invariant}: {said}");
+        assert!(said.contains(&format!("seed {}: FAILED", group["first_seed"])), "{said}");
+    }
+}
+
+/// Installed (the first `drydock` on PATH is this binary), the commands start with `drydock`;
+/// with DRYDOCK_COMMAND, with it; neither installed nor in a cargo target directory, with the
+/// binary's path.
+#[cfg(unix)]
+#[test]
+fn the_printed_commands_start_as_the_binary_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(BIN, bin.join("drydock")).unwrap();
+    let args = ["sim", "run", "--scenario", "rdd-namespaces-buggy", "--seeds", "1", "--jobs", "1"];
+    let out = drydock_with_path(&bin, &args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        repro_lines(&stdout(&out)),
+        vec!["drydock sim repro --scenario rdd-namespaces-buggy --seed 0".to_string()],
+        "{}",
+        stdout(&out)
+    );
+
+    // Told how: as told.
+    let out = Command::new(BIN)
+        .args(args)
+        .env("PATH", &bin)
+        .env("DRYDOCK_COMMAND", "cargo run --release -p drydock --")
+        .output()
+        .unwrap();
+    assert_eq!(
+        repro_lines(&stdout(&out)),
+        vec!["cargo run --release -p drydock -- sim repro --scenario rdd-namespaces-buggy --seed 0".to_string()],
+        "{}",
+        stdout(&out)
+    );
+
+    // A copy elsewhere, not on PATH: its own path.
+    let elsewhere = dir.path().join("opt");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let copy = elsewhere.join("drydock");
+    std::fs::copy(BIN, &copy).unwrap();
+    let out = Command::new(&copy).args(args).env("PATH", &bin).env_remove("DRYDOCK_COMMAND").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let copy = copy.canonicalize().unwrap();
+    assert_eq!(
+        repro_lines(&stdout(&out)),
+        vec![format!("{} sim repro --scenario rdd-namespaces-buggy --seed 0", copy.display())],
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn zero_jobs_are_refused() {
+    for args in [
+        &["sim", "run", "--scenario", "basic-calm", "--seeds", "1", "--jobs", "0"][..],
+        &["sim", "golden", "--jobs", "0"][..],
+        &["sim", "bench", "--jobs", "0"][..],
+    ] {
+        let out = drydock(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stdout(&out));
+        assert!(stderr(&out).contains("0 threads run nothing: give 1 or more"), "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).is_empty(), "{args:?} ran: {}", stdout(&out));
+    }
+    let out = drydock(&["sim", "run", "--scenario", "basic-calm", "--seeds", "1", "--jobs", "two"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("\"two\" is not a number of threads"), "{}", stderr(&out));
+}
+
+/// A scenario whose workload has no images, containers or log readers does not list the probes
+/// of pulls, leases, containers and logs as never reached: it could not reach them. They stay in
+/// `probes` with 0 hits, outside `probes_reachable`.
+#[test]
+fn probes_a_scenario_cannot_reach_are_not_called_unreached() {
+    let out = drydock(&["sim", "run", "--scenario", "rdd-namespaces", "--seeds", "20", "--jobs", "2", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary = last_json(&out);
+    let names = |field: &str| -> Vec<String> {
+        summary[field].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+    };
+    let (reachable, unreached) = (names("probes_reachable"), names("probes_unreached"));
+    let probes = summary["probes"].as_object().unwrap();
+    for cannot in [
+        "pull-cancelled",
+        "pull-avoided-under-lease",
+        "lease-contended",
+        "lease-taken-over",
+        "namespace-deleted-during-pull",
+        "crash-during-create",
+        "start-failed-for-good",
+        "persistent-reused",
+        "follower-ended-by-deletion",
+    ] {
+        assert!(!reachable.contains(&cannot.to_string()), "{cannot} is not reachable without pulls: {reachable:?}");
+        assert!(!unreached.contains(&cannot.to_string()), "{cannot} called unreached: {unreached:?}");
+        assert_eq!(probes[cannot], 0, "{cannot}");
+    }
+    for probe in &unreached {
+        assert!(reachable.contains(probe), "{probe} unreached but not reachable");
+    }
+    for (name, hits) in probes {
+        if hits.as_u64().unwrap() > 0 {
+            assert!(reachable.contains(name), "{name} was reached, so reachable");
+        }
+    }
+    let text = stdout(&out);
+    let line = text.lines().find(|l| l.starts_with("probes: ")).unwrap();
+    assert!(line.contains("more no seed could reach"), "{line}");
+}
+
+#[test]
+fn version_names_the_commit() {
+    let out = drydock(&["--version"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = text.trim();
+    let prefix = format!("drydock {} (commit ", env!("CARGO_PKG_VERSION"));
+    let commit = line
+        .strip_prefix(&prefix)
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line:?} is not `{prefix}...)`"));
+    let head = Command::new("git")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+    match head {
+        Some(head) => {
+            assert_eq!(head.len(), 12, "{head}");
+            assert!(commit == head || commit == format!("{head}-dirty"), "{commit} is not HEAD {head}");
+        }
+        None => assert_eq!(commit, "unknown"),
+    }
+}
