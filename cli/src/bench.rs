@@ -32,7 +32,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 3)]
     repeat: usize,
     /// Worker threads for the throughput runs, 1 or more (default: all cores).
-    #[arg(long, value_parser = crate::sim::parse_jobs, value_name = "N")]
+    #[arg(long, value_parser = crate::jobs::parse, value_name = "N")]
     jobs: Option<usize>,
     /// World sizes (containers of scenario `scale`) whose cost per event is measured.
     #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
@@ -83,7 +83,7 @@ pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> 
     };
     let scenario = find(&args.scenario)?;
     let scale = find("scale")?;
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let jobs = crate::jobs::or_all_cores(args.jobs);
 
     eprintln!("throughput: {} seeds of {} on {jobs} threads, {} runs", args.seeds, scenario.name, args.repeat);
     reset_peak_memory();

@@ -23,6 +23,7 @@
 mod bench;
 mod client;
 mod daemon;
+mod jobs;
 mod logging;
 mod manifest;
 pub mod sim;

@@ -59,7 +59,7 @@ pub struct GoldenArgs {
     #[arg(long)]
     file: Option<std::path::PathBuf>,
     /// Worker threads, 1 or more (default: all cores).
-    #[arg(long, value_parser = parse_jobs, value_name = "N")]
+    #[arg(long, value_parser = crate::jobs::parse, value_name = "N")]
     jobs: Option<usize>,
 }
 
@@ -82,7 +82,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     duration: Option<std::time::Duration>,
     /// Worker threads, 1 or more (default: all cores).
-    #[arg(long, value_parser = parse_jobs, value_name = "N")]
+    #[arg(long, value_parser = crate::jobs::parse, value_name = "N")]
     jobs: Option<usize>,
     /// Faults: `default` (the scenario's swarm plan per seed), `none`, or `KIND[=RATE],...`
     /// (see `drydock sim list`).
@@ -298,15 +298,6 @@ fn parse_faults(text: &str) -> Result<FaultSelection> {
     FaultSelection::parse(text).map_err(|e| anyhow::anyhow!("--faults {text:?}: {e}"))
 }
 
-/// `--jobs N`: a number of worker threads, at least 1.
-pub(crate) fn parse_jobs(text: &str) -> Result<usize, String> {
-    match text.trim().parse::<usize>() {
-        Ok(0) => Err("0 threads run nothing: give 1 or more (or leave --jobs out for one per core)".to_string()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("{text:?} is not a number of threads: give 1 or more")),
-    }
-}
-
 /// `90s`, `10m`, `2h`, `1h30m`: a wall-clock duration for `--duration`.
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let bad = || format!("{text:?} is not a duration: write it like 90s, 10m, 2h or 1h30m");
@@ -407,7 +398,7 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
         start: args.start,
         seeds,
         shard: args.shard,
-        jobs: jobs(args.jobs),
+        jobs: crate::jobs::or_all_cores(args.jobs),
         check_every: SweepConfig::check_every_for_percent(args.check_determinism),
         stop: Some(stop),
     };
@@ -694,11 +685,6 @@ fn seed_list(first: Option<u64>, last: Option<u64>, step: u64, n: u64) -> String
     }
 }
 
-/// Worker threads: as asked (`--jobs` is at least 1), else one per core.
-fn jobs(asked: Option<usize>) -> usize {
-    asked.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
-}
-
 fn repro(args: &ReproArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<ExitCode> {
     let scenario = &*catalog.sized(&args.scenario, args.size)?;
     let started = Instant::now();
@@ -939,7 +925,8 @@ fn golden(args: &GoldenArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Res
     use drydock_scenarios::golden::{self, Golden};
     let path = args.file.clone().unwrap_or_else(golden::default_path);
     let started = Instant::now();
-    let actual = Golden::compute(jobs(args.jobs), &golden::regressions_dir()).map_err(|e| anyhow::anyhow!(e))?;
+    let actual = Golden::compute(crate::jobs::or_all_cores(args.jobs), &golden::regressions_dir())
+        .map_err(|e| anyhow::anyhow!(e))?;
     let wall = started.elapsed().as_secs_f64();
     let pinned = if path.exists() { Golden::load(&path).map_err(|e| anyhow::anyhow!(e))? } else { Golden::default() };
     let differences = actual.differences(&pinned);

@@ -2,9 +2,9 @@
 //! Docker's order), inspection, label lists and the event log. Starting, stopping and removing
 //! are in `lifecycle`; networks attached in `networks`; copied files in `files`.
 
-use super::SimRuntime;
 use super::networks::Attachment;
 use super::references::check_reference;
+use super::{SimRuntime, not_found};
 use drydock_engine::WallTime;
 use drydock_engine::api::container::{Mount, PortMapping};
 use drydock_engine::runtime::{
@@ -296,10 +296,6 @@ fn is_container_name(name: &str) -> bool {
     bytes.len() >= 2
         && bytes[0].is_ascii_alphanumeric()
         && bytes.iter().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b))
-}
-
-pub(super) fn not_found(id: &str) -> RuntimeError {
-    RuntimeError::NotFound(format!("No such container: {id}"))
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 
 use super::SimRuntime;
 use super::containers::SimContainer;
-use super::containers::not_found;
+use super::not_found;
 use super::shell::{Fs, clean_path};
 use drydock_engine::api::container::CopiedFile;
 use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult};

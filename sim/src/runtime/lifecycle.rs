@@ -15,7 +15,7 @@
 //!   ([`SimRuntime::begin_removal`], [`SimRuntime::finish_removal`]); a remove request does both.
 
 use super::SimRuntime;
-use super::containers::not_found;
+use super::not_found;
 use super::shell::{self, KILLED, Outcome, Signals};
 use drydock_engine::WallTime;
 use drydock_engine::runtime::{ContainerState, EventAction, RuntimeError, RuntimeReply, RuntimeResult};

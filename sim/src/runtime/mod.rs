@@ -218,6 +218,11 @@ impl SimRuntime {
     }
 }
 
+/// Docker's answer for a container it does not have.
+fn not_found(id: &str) -> drydock_engine::runtime::RuntimeError {
+    drydock_engine::runtime::RuntimeError::NotFound(format!("No such container: {id}"))
+}
+
 fn sha256_of(parts: &[&[u8]]) -> String {
     let mut h = Sha256::new();
     for part in parts {

@@ -29,7 +29,7 @@
 //! remove (aliases on `bridge`, connecting to `host` or `none`).
 
 use super::SimRuntime;
-use super::containers::not_found;
+use super::not_found;
 use drydock_engine::runtime::{
     BUILTIN_NETWORKS, ContainerState, NetworkCreate, NetworkInfo, RuntimeError, RuntimeReply, RuntimeResult,
     is_builtin_network,
