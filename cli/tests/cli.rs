@@ -1,17 +1,14 @@
 //! The `drydock` binary, run as a user would.
 #![allow(clippy::unwrap_used)]
 
-use serde_json::Value;
+mod output;
+
+use output::last_json;
+
 use std::process::{Command, Output};
 
 fn drydock(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_drydock")).args(args).output().unwrap()
-}
-
-fn last_json(output: &Output) -> Value {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {last}"))
 }
 
 #[test]

@@ -2,26 +2,16 @@
 //! then `drydock sim merge FILE...`, and the JUnit XML of `--junit`.
 #![allow(clippy::unwrap_used)]
 
+mod output;
+
+use output::{last_json, stderr, stdout};
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn drydock(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_drydock")).args(args).output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn last_json(output: &Output) -> Value {
-    let stdout = stdout(output);
-    let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {last}"))
 }
 
 /// The fields allowed to differ between a merge and the unsharded run: timings, threads, and

@@ -3,7 +3,10 @@
 //! the commit in `--version`.
 #![allow(clippy::unwrap_used)]
 
-use serde_json::Value;
+mod output;
+
+use output::{last_json, stderr, stdout};
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -16,20 +19,6 @@ fn drydock_with_path(path: &Path, args: &[&str]) -> Output {
 
 fn drydock(args: &[&str]) -> Output {
     Command::new(BIN).args(args).env_remove("DRYDOCK_COMMAND").output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn last_json(output: &Output) -> Value {
-    let stdout = stdout(output);
-    let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {last}"))
 }
 
 /// The last line a person reads: the one before the JSON line with --json.

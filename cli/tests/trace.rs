@@ -2,6 +2,10 @@
 //! and as JSON lines, narrowed with --filter, with the engine's logs in simulated time.
 #![allow(clippy::unwrap_used)]
 
+mod output;
+
+use output::stdout;
+
 use serde_json::Value;
 use std::process::{Command, Output};
 
@@ -12,10 +16,6 @@ fn drydock(args: &[&str], env: &[(&str, &str)]) -> Output {
         command.env(name, value);
     }
     command.output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 const RDD_SEED_0: [&str; 7] = ["sim", "repro", "--scenario", "rdd-namespaces-buggy", "--seed", "0", "--trace"];

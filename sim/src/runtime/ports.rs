@@ -12,6 +12,11 @@ use drydock_engine::api::container::Protocol;
 use drydock_engine::runtime::PublishedPort;
 use std::collections::BTreeSet;
 
+/// Ports as the index knows them: by number and protocol.
+fn port_keys(ports: &[PublishedPort]) -> Vec<(u16, Protocol)> {
+    ports.iter().map(|p| (p.host_port, p.protocol)).collect()
+}
+
 /// Docker's ephemeral port range (`/proc/sys/net/ipv4/ip_local_port_range` on Linux).
 const EPHEMERAL: std::ops::RangeInclusive<u16> = 32_768..=60_999;
 
@@ -31,38 +36,36 @@ impl SimRuntime {
     pub(super) fn set_published(&mut self, id: &str, ports: Vec<PublishedPort>) {
         let Some(container) = self.containers.get_mut(id) else { return };
         let old = std::mem::replace(&mut container.info.ports, ports);
-        let new: Vec<(u16, Protocol)> = container.info.ports.iter().map(|p| (p.host_port, p.protocol)).collect();
-        for port in old {
-            self.unindex_port((port.host_port, port.protocol));
+        let new = port_keys(&container.info.ports);
+        for port in port_keys(&old) {
+            self.unindex_port(port);
         }
         for port in new {
-            *self.published.entry(port).or_default() += 1;
+            self.index_port(port);
         }
     }
 
     /// Container `id` (about to be removed or replaced) publishes nothing any more, as far as
     /// the index of published ports goes.
     pub(super) fn unindex_ports(&mut self, id: &str) {
-        let ports: Vec<(u16, Protocol)> = self
-            .containers
-            .get(id)
-            .map(|c| c.info.ports.iter().map(|p| (p.host_port, p.protocol)).collect())
-            .unwrap_or_default();
-        for port in ports {
+        for port in self.recorded_ports(id) {
             self.unindex_port(port);
         }
     }
 
     /// Container `id`'s ports, as recorded, go into the index of published ports.
     pub(super) fn index_ports(&mut self, id: &str) {
-        let ports: Vec<(u16, Protocol)> = self
-            .containers
-            .get(id)
-            .map(|c| c.info.ports.iter().map(|p| (p.host_port, p.protocol)).collect())
-            .unwrap_or_default();
-        for port in ports {
-            *self.published.entry(port).or_default() += 1;
+        for port in self.recorded_ports(id) {
+            self.index_port(port);
         }
+    }
+
+    fn recorded_ports(&self, id: &str) -> Vec<(u16, Protocol)> {
+        self.containers.get(id).map(|c| port_keys(&c.info.ports)).unwrap_or_default()
+    }
+
+    fn index_port(&mut self, port: (u16, Protocol)) {
+        *self.published.entry(port).or_default() += 1;
     }
 
     fn unindex_port(&mut self, port: (u16, Protocol)) {
@@ -79,7 +82,7 @@ impl SimRuntime {
         let Some(container) = self.containers.get(id) else { return Ok(Vec::new()) };
         let requested = container.requested_ports.clone();
         let name = container.info.name.clone();
-        let own: Vec<(u16, Protocol)> = container.info.ports.iter().map(|p| (p.host_port, p.protocol)).collect();
+        let own = port_keys(&container.info.ports);
         // Published by another container (the index counts this one's own too), or by one of
         // this container's earlier ports of this start.
         let mut claimed: BTreeSet<(u16, Protocol)> = BTreeSet::new();
