@@ -78,7 +78,7 @@ impl fmt::Display for Trigger {
 }
 
 /// The triggers of queued keys, if the engine explains itself.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Triggers<K>(Option<FixedMap<K, Arc<Trigger>>>);
 
 impl<K: Ord + Clone + std::hash::Hash> Triggers<K> {

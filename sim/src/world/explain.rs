@@ -99,26 +99,20 @@ impl Explainer {
         self.current.cause = self.requests.get(&(process, id)).cloned();
     }
 
-    /// A store request is applied; `before` is the object it changes as stored before.
-    pub fn store_applied(&mut self, process: usize, id: OpId, request: &StoreRequest, before: Option<&Object>) {
+    /// A store request is applied.
+    pub fn store_applied(&mut self, process: usize, id: OpId, request: &StoreRequest) {
         let kind = if request.is_read() { EventKind::StoreRead } else { EventKind::StoreWrite };
         self.kind(kind, Some(process));
         self.request(process, id);
         if let Some(key) = request_key(request) {
             self.object(&key);
         }
-        self.current.diff = match request {
-            StoreRequest::Create { object }
-            | StoreRequest::Update { object }
-            | StoreRequest::UpdateStatus { object } => diff(before, Some(object)),
-            _ => Vec::new(),
-        };
     }
 
-    /// The store's answer: what a write actually stored replaces the request's view of it.
-    pub fn stored(&mut self, before: Option<&Object>, after: Option<&Object>) {
-        if self.current.kind == EventKind::StoreWrite && after.is_some() {
-            self.current.diff = diff(before, after);
+    /// A store write succeeded: what it changed, from the object before it to the one stored.
+    pub fn stored(&mut self, before: Option<&Object>, after: &Object) {
+        if self.current.kind == EventKind::StoreWrite {
+            self.current.diff = diff(before, Some(after));
         }
     }
 

@@ -168,7 +168,7 @@ impl World<'_> {
             self.store.get(&key).cloned()
         });
         if let Some(explainer) = &mut self.explainer {
-            explainer.store_applied(process, id, &request, before.as_deref());
+            explainer.store_applied(process, id, &request);
         }
         self.observe(Happening::StoreApplying { process, id, request: &request });
         let result = match self.store_link.conflict(&mut self.env, &request) {
@@ -183,7 +183,7 @@ impl World<'_> {
             self.probes.hit(Probe::LeaseTakenOver);
         }
         if let (Some(explainer), Ok(StoreReply::Object(after))) = (&mut self.explainer, &result) {
-            explainer.stored(before.as_deref(), Some(after));
+            explainer.stored(before.as_deref(), after);
         }
         self.liveness.stored(&request, &result);
         self.describe_store_result(&result);
