@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 #[derive(Debug, Default)]
 pub struct Cache {
-    objects: BTreeMap<ObjectKey, Arc<Object>>,
+    objects: crate::fixed::SortedMap<ObjectKey, Arc<Object>>,
     /// The indexes kept (see [`Index`]), and what they hold: (index, value) -> keys.
     indexes: Vec<Index>,
     indexed: BTreeMap<(&'static str, String), BTreeSet<ObjectKey>>,
@@ -285,7 +285,7 @@ impl Cache {
     pub fn resync(&mut self, objects: Vec<Arc<Object>>, resource_version: u64) -> Vec<Arc<Object>> {
         let mut changed = Vec::new();
         let fresh: BTreeMap<ObjectKey, Arc<Object>> = objects.into_iter().map(|o| (o.key(), o)).collect();
-        for (key, old) in &self.objects {
+        for (key, old) in self.objects.iter() {
             if !fresh.contains_key(key) {
                 changed.push(old.clone());
             }

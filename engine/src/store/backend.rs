@@ -128,8 +128,9 @@ impl Backend for MemoryBackend {
 /// *Assumptions*: the store never holds two objects with one uid.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Objects {
-    by_key: std::collections::BTreeMap<ObjectKey, Arc<Object>>,
-    uids: std::collections::BTreeMap<crate::api::Uid, ObjectKey>,
+    by_key: crate::fixed::SortedMap<ObjectKey, Arc<Object>>,
+    /// uid -> key (hashed: looked up, never iterated).
+    uids: crate::fixed::FixedMap<crate::api::Uid, ObjectKey>,
 }
 
 impl Objects {
@@ -150,22 +151,23 @@ impl Objects {
 
     pub(super) fn remove(&mut self, key: &ObjectKey) -> Option<Arc<Object>> {
         let removed = self.by_key.remove(key)?;
-        self.uids.remove(&removed.metadata.uid);
+        self.uids.swap_remove(&removed.metadata.uid);
         Some(removed)
     }
 
-    /// Objects of `kind` (all kinds if `None`) in `namespace` (all if `None`), in key order.
+    /// Objects of `kind` (all kinds if `None`) in `namespace` (all if `None`), in key order. One
+    /// kind, or one kind in one namespace, is a range of the keys, not a scan.
     #[inline]
     pub(super) fn list(&self, kind: Option<&str>, namespace: Option<&str>) -> Vec<Arc<Object>> {
         let matches = |o: &&Arc<Object>| namespace.is_none_or(|ns| o.metadata.namespace.as_deref() == Some(ns));
         match kind {
             Some(kind) => {
-                let start = ObjectKey { kind: kind.to_string(), namespace: None, name: String::new() };
+                let start =
+                    ObjectKey { kind: kind.to_string(), namespace: namespace.map(str::to_string), name: String::new() };
                 self.by_key
                     .range(start..)
-                    .take_while(|(k, _)| k.kind == kind)
+                    .take_while(|(k, _)| k.kind == kind && (namespace.is_none() || k.namespace.as_deref() == namespace))
                     .map(|(_, o)| o)
-                    .filter(matches)
                     .cloned()
                     .collect()
             }
