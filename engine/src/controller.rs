@@ -203,7 +203,7 @@ pub struct Context<'a> {
     /// From then on, requests an earlier incarnation of this engine left in flight have landed
     /// or been abandoned.
     pub(crate) earlier_lives_settle_at: crate::time::MonoTime,
-    pub(crate) seen_created: &'a std::collections::BTreeSet<crate::api::Uid>,
+    pub(crate) seen_created: &'a crate::fixed::FixedSet<crate::api::Uid>,
 }
 
 impl<'a> Context<'a> {

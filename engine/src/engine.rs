@@ -21,7 +21,7 @@ use crate::store::{Registry, StoreReply, StoreRequest, StoreResult, WatchEvent};
 use crate::time::{MonoTime, Now};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -208,12 +208,13 @@ pub struct Engine {
     rng: ChaCha8Rng,
     outbox: VecDeque<Output>,
     next_op: u64,
-    pending: BTreeMap<OpId, PendingOp>,
+    /// Requests in flight (hashed: looked up by id, never iterated).
+    pending: crate::fixed::FixedMap<OpId, PendingOp>,
     /// Runtime requests in flight by deadline.
     deadlines: std::collections::BTreeSet<(MonoTime, OpId)>,
     /// Uids of objects whose creation this engine saw on the watch: no earlier life of it can have
     /// acted on them.
-    seen_created: std::collections::BTreeSet<crate::api::Uid>,
+    seen_created: crate::fixed::FixedSet<crate::api::Uid>,
     /// Keys whose last reconcile asked for a retry (`Action::retry_after`).
     retries: crate::fixed::FixedSet<WorkKey>,
     /// Keys backing off after a failure, until their retry is due: events about other objects
@@ -224,7 +225,8 @@ pub struct Engine {
     /// The first time this engine was handed: requests of an earlier life settle a runtime
     /// timeout later.
     booted_at: Option<MonoTime>,
-    active: BTreeMap<WorkKey, ActiveReconcile>,
+    /// Reconciles with requests in flight (hashed: looked up, never iterated).
+    active: crate::fixed::FixedMap<WorkKey, ActiveReconcile>,
     /// What queued each queued key, if the engine explains itself.
     triggers: Triggers<WorkKey>,
     stats: EngineStats,
@@ -253,13 +255,13 @@ impl Engine {
             queue: Default::default(),
             outbox: VecDeque::new(),
             next_op,
-            pending: BTreeMap::new(),
+            pending: Default::default(),
             deadlines: Default::default(),
             booted_at: None,
             retries: Default::default(),
             holding: Default::default(),
             seen_created: Default::default(),
-            active: BTreeMap::new(),
+            active: Default::default(),
             stats: EngineStats::default(),
         }
     }
@@ -315,7 +317,7 @@ impl Engine {
                         self.seen_created.insert(event.object.metadata.uid.clone());
                     }
                     crate::store::EventType::Deleted => {
-                        self.seen_created.remove(&event.object.metadata.uid);
+                        self.seen_created.swap_remove(&event.object.metadata.uid);
                     }
                     crate::store::EventType::Modified => {}
                 }
@@ -342,7 +344,7 @@ impl Engine {
                 }
             }
             Input::RuntimeDone { id, result } => {
-                let Some(op) = self.pending.remove(&id) else { return };
+                let Some(op) = self.pending.swap_remove(&id) else { return };
                 if let Some(deadline) = op.deadline {
                     self.deadlines.remove(&(deadline, id));
                 }
@@ -383,7 +385,7 @@ impl Engine {
             && deadline <= now.mono
         {
             self.deadlines.pop_first();
-            let Some(op) = self.pending.remove(&id) else { continue };
+            let Some(op) = self.pending.swap_remove(&id) else { continue };
             self.stats.runtime_timeouts += 1;
             let (controller, key) = &op.work;
             tracing::warn!(key = %key, op = %id, "runtime request timed out; cancelling it");
@@ -443,7 +445,7 @@ impl Engine {
     /// gone, and whoever watched it (its dependents' garbage collection) must hear so.
     fn dispatch_change(&mut self, at: MonoTime, via: Via, change: crate::cache::Change, object: &crate::api::Object) {
         if let Some(replaced) = change.replaced {
-            self.seen_created.remove(&replaced.metadata.uid);
+            self.seen_created.swap_remove(&replaced.metadata.uid);
             self.dispatch(at, Via::Replaced, &replaced);
         }
         self.dispatch(at, via, object);
@@ -628,7 +630,7 @@ impl Engine {
                     // Only runtime requests of this same controller can be cancelled.
                     let ours = self.pending.get(&id).is_some_and(|p| p.store_read.is_none() && p.work.0 == work.0);
                     if ours {
-                        if let Some(deadline) = self.pending.remove(&id).and_then(|op| op.deadline) {
+                        if let Some(deadline) = self.pending.swap_remove(&id).and_then(|op| op.deadline) {
                             self.deadlines.remove(&(deadline, id));
                         }
                         self.outbox.push_back(Output::Cancel { id });
@@ -646,7 +648,7 @@ impl Engine {
     }
 
     fn store_done(&mut self, now: Now, id: OpId, result: StoreResult) {
-        let Some(op) = self.pending.remove(&id) else { return };
+        let Some(op) = self.pending.swap_remove(&id) else { return };
         let is_read = op.store_read == Some(true);
         if !is_read && let Ok(StoreReply::Object(object)) = &result {
             // Read your own writes: later controllers see this state without waiting for the watch.
@@ -665,7 +667,7 @@ impl Engine {
             active.write_error.get_or_insert_with(|| e.to_string());
         }
         if active.outstanding == 0
-            && let Some(done) = self.active.remove(&op.work)
+            && let Some(done) = self.active.swap_remove(&op.work)
         {
             self.finish(now, op.work, done.result, done.write_error, done.made_reads, done.made_writes);
         }

@@ -188,14 +188,16 @@ pub type StoreResult = Result<StoreReply, StoreError>;
 pub struct StoreConfig {
     /// Seed for uids. Deterministic in simulation; random in production.
     pub uid_seed: u64,
-    /// Watch events kept for watchers to resume from; older versions answer `Gone`.
+    /// Watch events kept for watchers to resume from; older versions answer `Gone`. Each holds a
+    /// whole object version, so a long log is most of a busy store's memory: the default keeps
+    /// the newest 10,000 (Kubernetes' watch cache keeps far fewer, etcd a few minutes).
     pub log_capacity: usize,
     pub admission: AdmissionConfig,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        StoreConfig { uid_seed: 0, log_capacity: 100_000, admission: AdmissionConfig::default() }
+        StoreConfig { uid_seed: 0, log_capacity: 10_000, admission: AdmissionConfig::default() }
     }
 }
 

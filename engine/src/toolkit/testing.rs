@@ -13,7 +13,7 @@ pub(crate) struct Harness {
     cache: Cache,
     registry: Registry,
     next_op: u64,
-    seen_created: BTreeSet<Uid>,
+    seen_created: crate::fixed::FixedSet<Uid>,
 }
 
 impl Harness {

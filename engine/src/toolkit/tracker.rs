@@ -32,7 +32,8 @@ use crate::controller::{Action, Context, OpId};
 use crate::runtime::RuntimeRequest;
 use crate::store::StoreRequest;
 use crate::time::MonoTime;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::fixed::FixedMap;
+use std::collections::BTreeSet;
 
 /// Whether an operation is a store request or a runtime request.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -95,17 +96,19 @@ impl<Op, S> Tracked<Op, S> {
 /// The tracker. `Op` is the controller's own enum of operation kinds; `S` its per-object state.
 #[derive(Debug)]
 pub struct OpTracker<Op, S> {
-    objects: BTreeMap<Uid, Tracked<Op, S>>,
+    /// The entries by uid: hashed, looked up several times per reconcile. Their order is
+    /// restored (sorted by uid) before anything iterates them.
+    objects: FixedMap<Uid, Tracked<Op, S>>,
     /// Which object each op in flight belongs to.
-    routes: BTreeMap<OpId, Uid>,
+    routes: FixedMap<OpId, Uid>,
     /// The entries of each key (more than one while an earlier object of that name still has an
-    /// op in flight).
-    by_key: BTreeMap<ObjectKey, BTreeSet<Uid>>,
+    /// op in flight), in uid order.
+    by_key: FixedMap<ObjectKey, BTreeSet<Uid>>,
 }
 
 impl<Op, S> Default for OpTracker<Op, S> {
     fn default() -> Self {
-        OpTracker { objects: BTreeMap::new(), routes: BTreeMap::new(), by_key: BTreeMap::new() }
+        OpTracker { objects: FixedMap::default(), routes: FixedMap::default(), by_key: FixedMap::default() }
     }
 }
 
@@ -154,7 +157,7 @@ impl<Op, S> OpTracker<Op, S> {
     /// in flight).
     /// (A scan of every entry: [`OpTracker::for_key_each`] looks them up instead.)
     pub fn for_key_mut<'a>(&'a mut self, key: &'a ObjectKey) -> impl Iterator<Item = &'a mut Tracked<Op, S>> + 'a {
-        self.objects.values_mut().filter(move |t| t.key == *key)
+        self.iter_mut().filter(move |t| t.key == *key)
     }
 
     /// Call `f` with each entry of `key`, in uid order (looked up, not scanned).
@@ -167,8 +170,9 @@ impl<Op, S> OpTracker<Op, S> {
         }
     }
 
-    /// Every entry.
+    /// Every entry, in uid order.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Tracked<Op, S>> {
+        self.objects.sort_unstable_keys();
         self.objects.values_mut()
     }
 
@@ -205,7 +209,7 @@ impl<Op, S> OpTracker<Op, S> {
     /// The entry whose current in-flight op is `id`, with that op, which is no longer in flight.
     /// `None` for any other reply: it is not this tracker's, or it is stale.
     pub fn claim(&mut self, id: OpId) -> Option<(InFlight<Op>, &mut Tracked<Op, S>)> {
-        let uid = self.routes.remove(&id)?;
+        let uid = self.routes.swap_remove(&id)?;
         let tracked = self.objects.get_mut(&uid)?;
         let in_flight = tracked.in_flight.take_if(|f| f.id == id)?;
         Some((in_flight, tracked))
@@ -217,7 +221,7 @@ impl<Op, S> OpTracker<Op, S> {
         let tracked = self.objects.get_mut(uid)?;
         let cancelled = tracked.in_flight.take_if(|f| f.kind == RequestKind::Runtime)?;
         ctx.cancel(cancelled.id);
-        self.routes.remove(&cancelled.id);
+        self.routes.swap_remove(&cancelled.id);
         Some(cancelled)
     }
 
@@ -227,12 +231,12 @@ impl<Op, S> OpTracker<Op, S> {
         uids.retain(|uid| {
             let idle = self.objects.get(uid).is_none_or(|t| t.in_flight.is_none());
             if idle {
-                self.objects.remove(uid);
+                self.objects.swap_remove(uid);
             }
             !idle
         });
         if uids.is_empty() {
-            self.by_key.remove(key);
+            self.by_key.swap_remove(key);
         }
     }
 }
