@@ -46,6 +46,7 @@ use drydock_engine::api::{
 use drydock_engine::controllers::image::pull_lease_name;
 use drydock_engine::runtime::{ContainerState, RuntimeReply, RuntimeRequest};
 use drydock_engine::store::{StoreReply, StoreRequest};
+use drydock_engine::fixed::FixedSet;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Counts the probes a run reaches. Most are recognised in what happens; a few are hit by the
@@ -54,13 +55,13 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct Probes {
     hits: BTreeMap<Probe, u64>,
     /// Owner uids whose create reply was lost.
-    uncertain_uids: BTreeSet<String>,
+    uncertain_uids: FixedSet<String>,
     /// (process, object key) whose last store write hit a Conflict.
-    conflicted: BTreeSet<(usize, String)>,
+    conflicted: FixedSet<(usize, String)>,
     /// Containers an inspection was told were not there (notfound-after-create).
-    was_hidden: BTreeSet<String>,
+    was_hidden: FixedSet<String>,
     /// Logical containers seen reporting NotFound.
-    waited_existing: BTreeSet<String>,
+    waited_existing: FixedSet<String>,
 }
 
 impl Probes {
@@ -128,7 +129,7 @@ impl Probes {
                     self.hit(Probe::RemovalSeenInProgress);
                 }
                 let id = view.runtime.container(id).map(|c| c.id.clone()).unwrap_or_default();
-                if self.was_hidden.remove(&id) {
+                if self.was_hidden.swap_remove(&id) {
                     self.hit(Probe::NotFoundAfterCreateRetried);
                 }
             }
@@ -163,7 +164,7 @@ impl Probes {
             }
             (_, Ok(StoreReply::Object(object))) => {
                 // Most writes follow no conflict: name the key only when one is on record.
-                if !self.conflicted.is_empty() && self.conflicted.remove(&(process, written_key(request))) {
+                if !self.conflicted.is_empty() && self.conflicted.swap_remove(&(process, written_key(request))) {
                     self.hit(Probe::ConflictRetried);
                 }
                 self.stored(view, request, object);
@@ -210,7 +211,7 @@ impl Probes {
                 let uid = object.metadata.uid.0.clone();
                 if phase == LogicalPhase::NotFound {
                     self.waited_existing.insert(uid);
-                } else if phase == LogicalPhase::Running && self.waited_existing.remove(&uid) {
+                } else if phase == LogicalPhase::Running && self.waited_existing.swap_remove(&uid) {
                     self.hit(Probe::ExistingAdoptedAfterWait);
                 }
             }

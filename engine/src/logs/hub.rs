@@ -3,7 +3,7 @@
 use super::{Channel, LogLine, LogRecord, Subject};
 use crate::api::Uid;
 use crate::time::WallTime;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// How much the hub keeps.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -54,7 +54,8 @@ pub struct Read {
 /// number is never reused; memory is bounded by [`Limits`] per stream, whatever the readers do.
 #[derive(Clone, Debug, Default)]
 pub struct LogHub {
-    streams: BTreeMap<(Subject, Channel), Stream>,
+    /// Hashed: looked up per line; nothing observable depends on its order.
+    streams: crate::fixed::FixedMap<(Subject, Channel), Stream>,
     limits: Limits,
     /// Deleted objects and removed containers, oldest first, whose streams go when more than
     /// `limits.deleted_objects` follow.

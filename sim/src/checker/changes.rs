@@ -6,7 +6,7 @@ use crate::runtime::{Journal, SimRuntime};
 use drydock_engine::api::{Object, ObjectKey};
 use drydock_engine::runtime::ContainerInfo;
 use drydock_engine::store::{EventType, Store, WatchEvent};
-use std::collections::BTreeMap;
+use drydock_engine::fixed::FixedMap;
 use std::sync::Arc;
 
 /// What may have changed since the last check.
@@ -74,8 +74,8 @@ fn same(a: &Object, b: &Object) -> bool {
 /// store's events.
 #[derive(Default)]
 pub struct Recorded {
-    by_object: BTreeMap<ObjectKey, Vec<String>>,
-    by_container: BTreeMap<String, Vec<ObjectKey>>,
+    by_object: FixedMap<ObjectKey, Vec<String>>,
+    by_container: FixedMap<String, Vec<ObjectKey>>,
 }
 
 impl Recorded {
@@ -101,12 +101,12 @@ impl Recorded {
 
     fn set(&mut self, object: &Object, deleted: bool) {
         let key = object.key();
-        if let Some(old) = self.by_object.remove(&key) {
+        if let Some(old) = self.by_object.swap_remove(&key) {
             for id in old {
                 if let Some(keys) = self.by_container.get_mut(&id) {
                     keys.retain(|k| *k != key);
                     if keys.is_empty() {
-                        self.by_container.remove(&id);
+                        self.by_container.swap_remove(&id);
                     }
                 }
             }

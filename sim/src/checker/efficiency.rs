@@ -12,7 +12,7 @@
 //! work too).
 
 use drydock_engine::api::ObjectKey;
-use std::collections::BTreeMap;
+use drydock_engine::fixed::FixedMap;
 use std::time::Duration;
 
 /// The work budgets, per window.
@@ -60,7 +60,7 @@ pub struct WorkCounter {
     limits: WorkLimits,
     /// The window being counted, by index from the heal.
     window: u64,
-    work: BTreeMap<ObjectKey, Work>,
+    work: FixedMap<ObjectKey, Work>,
     /// Per process: its reconcile count when the window began.
     reconciles_at_start: Vec<Option<u64>>,
     /// The most objects the store held during the window (objects deleted during it were work
@@ -74,7 +74,7 @@ impl WorkCounter {
         WorkCounter {
             limits,
             window: 0,
-            work: BTreeMap::new(),
+            work: FixedMap::default(),
             reconciles_at_start: Vec::new(),
             objects: 0,
             peaks: WorkPeaks::default(),

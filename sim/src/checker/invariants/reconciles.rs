@@ -4,7 +4,8 @@ use super::named;
 use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
 use drydock_engine::OpId;
 use drydock_engine::api::ObjectKey;
-use std::collections::{BTreeMap, BTreeSet};
+use drydock_engine::fixed::FixedMap;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// A controller and key in one process (shared with the request's origin, not copied).
@@ -28,9 +29,9 @@ type Work = (usize, Arc<str>, Arc<ObjectKey>);
 #[derive(Default)]
 pub(super) struct ReconcilesNeverOverlap {
     /// Per (process, controller, key): the reconcile in progress and its unanswered store requests.
-    open: BTreeMap<Work, (u64, BTreeSet<OpId>)>,
+    open: FixedMap<Work, (u64, BTreeSet<OpId>)>,
     /// Per (process, store request): the reconcile it belongs to.
-    requests: BTreeMap<(usize, OpId), Work>,
+    requests: FixedMap<(usize, OpId), Work>,
     seen: Seen,
 }
 
@@ -68,11 +69,11 @@ impl Invariant for ReconcilesNeverOverlap {
                 }
             }
             Happening::Answered { process, id } => {
-                let Some(work) = self.requests.remove(&(*process, *id)) else { return };
+                let Some(work) = self.requests.swap_remove(&(*process, *id)) else { return };
                 if let Some((_, outstanding)) = self.open.get_mut(&work) {
                     outstanding.remove(id);
                     if outstanding.is_empty() {
-                        self.open.remove(&work);
+                        self.open.swap_remove(&work);
                     }
                 }
             }
