@@ -24,13 +24,14 @@ pub struct Cache {
     objects: crate::fixed::SortedMap<ObjectKey, Arc<Object>>,
     /// The indexes kept (see [`Index`]), and what they hold: (index, value) -> keys.
     indexes: Vec<Index>,
-    indexed: BTreeMap<(&'static str, String), BTreeSet<ObjectKey>>,
+    /// (Hashed: looked up, never iterated; the keys of one value are in key order.)
+    indexed: crate::fixed::FixedMap<(&'static str, String), BTreeSet<ObjectKey>>,
     /// uid -> key (hashed: looked up, never iterated).
     uids: crate::fixed::FixedMap<Uid, ObjectKey>,
     /// The cached namespaces by name: looked up for nearly every event, without making a key.
     namespaces: crate::fixed::FixedMap<String, Arc<Object>>,
     /// owner uid -> dependents that reference it.
-    dependents: BTreeMap<Uid, BTreeSet<ObjectKey>>,
+    dependents: crate::fixed::FixedMap<Uid, BTreeSet<ObjectKey>>,
     tombstones: BTreeMap<ObjectKey, u64>,
     /// Every watch event of every kind up to this version has been applied (the last resync's).
     synced_rv: u64,
@@ -47,7 +48,7 @@ pub struct Cache {
 /// copies), so what was decoded from it stays true; the entry goes when the cache lets go of
 /// it, before its address can be reused.
 #[derive(Default)]
-struct TypedMemo(BTreeMap<usize, Vec<DecodedPart>>);
+struct TypedMemo(crate::fixed::FixedMap<usize, Vec<DecodedPart>>);
 
 /// One decoded part of a cached object: its type, whether it is the status (else the spec), and
 /// the decoded value.
@@ -187,6 +188,19 @@ impl Cache {
         self.indexed.get(&(index, value.to_string())).into_iter().flatten()
     }
 
+    /// Move `new`, a new version of `old`, to where it belongs in the indexes of its kind: most
+    /// changes (a status) change no index value, and then nothing is touched.
+    fn reindex(&mut self, old: &Object, new: &Object) {
+        if !self.indexes.iter().any(|i| i.kind == new.kind) {
+            return;
+        }
+        let unchanged = self.indexes.iter().filter(|i| i.kind == new.kind).all(|i| (i.values)(old) == (i.values)(new));
+        if !unchanged {
+            self.index(old, false);
+            self.index(new, true);
+        }
+    }
+
     /// Put `object` into (`add`) or take it out of the indexes of its kind.
     fn index(&mut self, object: &Object, add: bool) {
         if !self.indexes.iter().any(|i| i.kind == object.kind) {
@@ -201,7 +215,7 @@ impl Cache {
                 } else if let Some(keys) = self.indexed.get_mut(&slot) {
                     keys.remove(&key);
                     if keys.is_empty() {
-                        self.indexed.remove(&slot);
+                        self.indexed.swap_remove(&slot);
                     }
                 }
             }
@@ -335,13 +349,12 @@ impl Cache {
         {
             // A new version of the same object (most changes): touch only what it changes.
             let old = std::mem::replace(slot, object.clone());
-            self.typed.get_mut().0.remove(&address(&old));
+            self.typed.get_mut().0.swap_remove(&address(&old));
             if old.metadata.owner_references != object.metadata.owner_references {
                 self.unlink_dependent(&key, &old);
                 self.link_dependent(&key, &object);
             }
-            self.index(&old, false);
-            self.index(&object, true);
+            self.reindex(&old, &object);
             if object.kind == Namespace::KIND {
                 self.namespaces.insert(object.metadata.name.clone(), object);
             }
@@ -359,7 +372,7 @@ impl Cache {
 
     fn remove(&mut self, key: &ObjectKey) {
         let Some(old) = self.objects.remove(key) else { return };
-        self.typed.get_mut().0.remove(&address(&old));
+        self.typed.get_mut().0.swap_remove(&address(&old));
         if old.kind == Namespace::KIND {
             self.namespaces.swap_remove(&old.metadata.name);
         }
@@ -381,7 +394,7 @@ impl Cache {
             if let Some(set) = self.dependents.get_mut(&owner.uid) {
                 set.remove(key);
                 if set.is_empty() {
-                    self.dependents.remove(&owner.uid);
+                    self.dependents.swap_remove(&owner.uid);
                 }
             }
         }

@@ -77,7 +77,7 @@ impl SimRuntime {
         match self.containers.get_mut(&info.id) {
             Some(existing) => {
                 if existing.info.name != info.name && self.names.get(&existing.info.name) == Some(&info.id) {
-                    self.names.remove(&existing.info.name);
+                    self.names.swap_remove(&existing.info.name);
                 }
                 if image_id.is_some() {
                     existing.image_id = image_id;

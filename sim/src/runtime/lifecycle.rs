@@ -126,7 +126,7 @@ impl SimRuntime {
         self.set_exit_due(id, None);
         self.unindex_ports(id);
         if let Some(removed) = self.containers.remove(id) {
-            self.names.remove(&removed.info.name);
+            self.names.swap_remove(&removed.info.name);
             self.index_labels(id, &removed.info.labels, false);
         }
         true

@@ -65,9 +65,9 @@ pub const STOPPED_EXIT_CODE: i64 = shell::KILLED;
 #[derive(Clone, Debug, Default)]
 pub struct SimRuntime {
     /// Container id -> container.
-    containers: BTreeMap<String, SimContainer>,
+    containers: drydock_engine::fixed::SortedMap<String, SimContainer>,
     /// Container name -> id, for every container in `containers`.
-    names: BTreeMap<String, String>,
+    names: drydock_engine::fixed::FixedMap<String, String>,
     /// The last host port handed out for a port published without one (Docker's ephemeral range).
     next_host_port: u16,
     /// Host ports processes outside any container listen on.
