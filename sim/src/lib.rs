@@ -8,6 +8,7 @@ mod catalog;
 pub mod checker;
 pub mod facts;
 pub mod logs;
+pub mod markup;
 pub mod probes;
 pub mod runtime;
 pub mod scheduler;

@@ -44,9 +44,9 @@ use drydock_engine::api::{
     reasons,
 };
 use drydock_engine::controllers::image::pull_lease_name;
+use drydock_engine::fixed::FixedSet;
 use drydock_engine::runtime::{ContainerState, RuntimeReply, RuntimeRequest};
 use drydock_engine::store::{StoreReply, StoreRequest};
-use drydock_engine::fixed::FixedSet;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Counts the probes a run reaches. Most are recognised in what happens; a few are hit by the

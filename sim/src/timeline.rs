@@ -388,23 +388,12 @@ fn before_violation(page: &mut String, run: &ExplainedRun) {
 
 /// Simulated nanoseconds as the trace writes them: `12.000345s`.
 fn seconds(nanos: u64) -> String {
-    format!("{}.{:06}s", nanos / 1_000_000_000, (nanos % 1_000_000_000) / 1_000)
+    drydock_engine::time::MonoTime(nanos).to_string()
 }
 
 /// Text as HTML text or attribute value.
 fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::markup::escape(text, true)
 }
 
 #[cfg(test)]

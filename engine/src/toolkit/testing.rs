@@ -6,7 +6,6 @@ use crate::cache::Cache;
 use crate::controller::{Context, Issued};
 use crate::store::{Registry, StoreRequest};
 use crate::time::{MonoTime, Now, WallTime};
-use std::collections::BTreeSet;
 
 #[derive(Default)]
 pub(crate) struct Harness {

@@ -29,10 +29,10 @@
 use super::retry::RetryGate;
 use crate::api::{Object, ObjectKey, Uid};
 use crate::controller::{Action, Context, OpId};
+use crate::fixed::FixedMap;
 use crate::runtime::RuntimeRequest;
 use crate::store::StoreRequest;
 use crate::time::MonoTime;
-use crate::fixed::FixedMap;
 use std::collections::BTreeSet;
 
 /// Whether an operation is a store request or a runtime request.

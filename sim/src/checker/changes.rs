@@ -4,9 +4,9 @@
 
 use crate::runtime::{Journal, SimRuntime};
 use drydock_engine::api::{Object, ObjectKey};
+use drydock_engine::fixed::FixedMap;
 use drydock_engine::runtime::ContainerInfo;
 use drydock_engine::store::{EventType, Store, WatchEvent};
-use drydock_engine::fixed::FixedMap;
 use std::sync::Arc;
 
 /// What may have changed since the last check.

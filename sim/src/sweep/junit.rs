@@ -1,6 +1,7 @@
 //! A sweep's summary as JUnit XML, the test report format CI systems render.
 
 use super::SweepSummary;
+use crate::markup::escape;
 use std::fmt::Write as _;
 
 impl SweepSummary {
@@ -140,39 +141,4 @@ fn attr(value: &str) -> String {
 /// `value` escaped for element content.
 fn text(value: &str) -> String {
     escape(value, false)
-}
-
-fn escape(value: &str, in_attribute: bool) -> String {
-    let mut escaped = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&apos;"),
-            '\n' | '\r' | '\t' if in_attribute => {
-                let _ = write!(escaped, "&#{};", u32::from(c));
-            }
-            // Carriage returns would be normalised away in content; keep them as references.
-            '\r' => escaped.push_str("&#13;"),
-            '\n' | '\t' => escaped.push(c),
-            // XML 1.0 has no way to carry these, not even as character references.
-            '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => escaped.push('\u{fffd}'),
-            c => escaped.push(c),
-        }
-    }
-    escaped
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escape;
-
-    #[test]
-    fn markup_and_unwritable_characters_are_escaped() {
-        let message = "a \"quoted\" <tag> & 'it' — ok\nnext\u{1}";
-        assert_eq!(escape(message, false), "a &quot;quoted&quot; &lt;tag&gt; &amp; &apos;it&apos; — ok\nnext\u{fffd}");
-        assert_eq!(escape("a\nb\tc\rd", true), "a&#10;b&#9;c&#13;d");
-    }
 }
