@@ -147,7 +147,7 @@ mod tests {
         for step in 0..5_000u32 {
             state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
             let key = format!("k{}", (state >> 8) % 300);
-            if (state >> 4) % 3 == 0 {
+            if (state >> 4).is_multiple_of(3) {
                 assert_eq!(sorted.remove(&key), btree.remove(&key), "remove {key} at step {step}");
             } else {
                 assert_eq!(sorted.insert(key.clone(), step), btree.insert(key, step), "insert at step {step}");
