@@ -159,7 +159,6 @@ impl Objects {
     /// kind, or one kind in one namespace, is a range of the keys, not a scan.
     #[inline]
     pub(super) fn list(&self, kind: Option<&str>, namespace: Option<&str>) -> Vec<Arc<Object>> {
-        let matches = |o: &&Arc<Object>| namespace.is_none_or(|ns| o.metadata.namespace.as_deref() == Some(ns));
         match kind {
             Some(kind) => {
                 let start =
@@ -171,7 +170,12 @@ impl Objects {
                     .cloned()
                     .collect()
             }
-            None => self.by_key.values().filter(matches).cloned().collect(),
+            None => self
+                .by_key
+                .values()
+                .filter(|o| namespace.is_none_or(|ns| o.metadata.namespace.as_deref() == Some(ns)))
+                .cloned()
+                .collect(),
         }
     }
 
