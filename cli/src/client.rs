@@ -256,7 +256,13 @@ pub fn delete(args: &DeleteArgs, registry: &drydock_engine::store::Registry) -> 
             (Some(file), None) => crate::manifest::load(file, registry)?
                 .into_iter()
                 .rev()
-                .map(|o| Ok((kinds.by_kind(&o.kind)?, o.metadata.namespace.clone(), o.metadata.name.clone())))
+                .map(|o| {
+                    Ok((
+                        kinds.by_kind(&o.kind)?,
+                        o.metadata.namespace.as_deref().map(str::to_string),
+                        o.metadata.name.to_string(),
+                    ))
+                })
                 .collect::<Result<_>>()?,
             (None, Some(resource)) => {
                 let (resource, name) = split_target(resource, args.name.as_deref());

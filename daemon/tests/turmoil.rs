@@ -178,7 +178,7 @@ async fn record_history(store: Arc<SharedStore>, record: Arc<Mutex<Record>>) {
             let since = s.events_since(seen).expect("the history recorder fell behind the store's log");
             let events = since
                 .filter(|e| e.object.kind == KIND)
-                .map(|e| (e.resource_version(), e.event, e.object.metadata.name.clone()))
+                .map(|e| (e.resource_version(), e.event, e.object.metadata.name.to_string()))
                 .collect();
             (events, s.resource_version())
         });
@@ -252,7 +252,7 @@ fn stored(db: &Path) -> BTreeMap<String, Value> {
             .map(|o| {
                 let request_id = o.metadata.annotations.get(REQUEST_ID_ANNOTATION).cloned().unwrap_or_default();
                 (
-                    o.metadata.name.clone(),
+                    o.metadata.name.to_string(),
                     json!({"uid": o.metadata.uid.0, "requestId": request_id,
                     "resourceVersion": o.metadata.resource_version}),
                 )

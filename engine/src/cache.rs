@@ -115,11 +115,7 @@ impl Cache {
     /// kind in one namespace is a range of the cache, not a scan.
     pub fn list<'a>(&'a self, kind: &'a str, namespace: Option<&'a str>) -> impl Iterator<Item = &'a Arc<Object>> + 'a {
         let all = kind == "*";
-        let start = ObjectKey {
-            kind: if all { String::new() } else { kind.to_string() },
-            namespace: namespace.filter(|_| !all).map(str::to_string),
-            name: String::new(),
-        };
+        let start = ObjectKey::new(if all { "" } else { kind }, namespace.filter(|_| !all), "");
         self.objects
             .range(start..)
             .take_while(move |(k, _)| {
@@ -256,10 +252,10 @@ impl Cache {
         let rv = event.resource_version();
         let kind = &event.object.kind;
         let reached = self.watch_resource_version(kind).max(rv);
-        match self.kind_rv.get_mut(kind) {
+        match self.kind_rv.get_mut(kind.as_str()) {
             Some(at) => *at = reached,
             None => {
-                self.kind_rv.insert(kind.clone(), reached);
+                self.kind_rv.insert(kind.to_string(), reached);
             }
         }
         let applied = self.apply(&event.object, event.event == EventType::Deleted);
@@ -280,7 +276,7 @@ impl Cache {
 
     /// Tombstones of `kind` the watch of that kind has passed: no older event of them can come.
     fn prune_tombstones(&mut self, kind: &str, reached: u64) {
-        let start = ObjectKey { kind: kind.to_string(), namespace: None, name: String::new() };
+        let start = ObjectKey::new(kind, None, "");
         let passed: Vec<ObjectKey> = self
             .tombstones
             .range(start..)
@@ -356,7 +352,7 @@ impl Cache {
             }
             self.reindex(&old, &object);
             if object.kind == Namespace::KIND {
-                self.namespaces.insert(object.metadata.name.clone(), object);
+                self.namespaces.insert(object.metadata.name.to_string(), object);
             }
             return;
         }
@@ -365,7 +361,7 @@ impl Cache {
         self.link_dependent(&key, &object);
         self.index(&object, true);
         if object.kind == Namespace::KIND {
-            self.namespaces.insert(object.metadata.name.clone(), object.clone());
+            self.namespaces.insert(object.metadata.name.to_string(), object.clone());
         }
         self.objects.insert(key, object);
     }
@@ -374,7 +370,7 @@ impl Cache {
         let Some(old) = self.objects.remove(key) else { return };
         self.typed.get_mut().0.swap_remove(&address(&old));
         if old.kind == Namespace::KIND {
-            self.namespaces.swap_remove(&old.metadata.name);
+            self.namespaces.swap_remove(old.metadata.name.as_str());
         }
         self.index(&old, false);
         self.uids.swap_remove(&old.metadata.uid);

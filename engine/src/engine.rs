@@ -457,14 +457,14 @@ impl Engine {
     fn namespaces_not_ours(&self, changing: Option<&crate::api::Object>) -> NotOurs {
         match changing {
             Some(object) if object.kind == crate::api::Namespace::KIND => {
-                NotOurs::One((!self.namespace_is_ours(&object.metadata.name)).then(|| object.metadata.name.clone()))
+                NotOurs::One((!self.namespace_is_ours(&object.metadata.name)).then(|| object.metadata.name.to_string()))
             }
             Some(_) => NotOurs::One(None),
             None => NotOurs::AllBut(
                 self.cache
                     .list(crate::api::Namespace::KIND, None)
                     .filter(|ns| self.namespace_is_ours(&ns.metadata.name))
-                    .map(|ns| ns.metadata.name.clone())
+                    .map(|ns| ns.metadata.name.to_string())
                     .collect(),
             ),
         }
@@ -479,7 +479,7 @@ impl Engine {
             NotOurs::AllBut(ours) => self
                 .cache
                 .list(crate::api::Namespace::KIND, None)
-                .map(|ns| ns.metadata.name.clone())
+                .map(|ns| ns.metadata.name.to_string())
                 .filter(|name| !ours.contains(name))
                 .collect(),
         };

@@ -215,10 +215,10 @@ impl LeaseClient {
     fn live_other_holder(&mut self, now: Now, lease: &Object, holder: &str) -> Option<String> {
         let spec = lease.spec::<Lease>().ok()?;
         let seen = Observation { holder: spec.holder.clone(), renewed: spec.renew_time, since: now.mono };
-        let since = match self.observed.get(&lease.metadata.name) {
+        let since = match self.observed.get(lease.metadata.name.as_str()) {
             Some(o) if (&o.holder, o.renewed) == (&seen.holder, seen.renewed) => o.since,
             _ => {
-                self.observed.insert(lease.metadata.name.clone(), seen);
+                self.observed.insert(lease.metadata.name.to_string(), seen);
                 now.mono
             }
         };

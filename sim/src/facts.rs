@@ -171,7 +171,7 @@ impl LeaseClaims {
         }
         let Ok(spec) = object.spec::<Lease>() else { return false };
         let true_time = |t: WallTime| WallTime((t.0 as i64 - skew_ms).max(0) as u64);
-        let claims = self.claims.entry(object.metadata.name.clone()).or_default();
+        let claims = self.claims.entry(object.metadata.name.to_string()).or_default();
         match (&spec.holder, spec.renew_time) {
             (Some(holder), Some(renewed)) => {
                 let taken_over = claims.keys().any(|h| h != holder) && !claims.contains_key(holder);

@@ -165,7 +165,7 @@ pub fn table_row(state: &AppState, desc: &KindDesc, object: &Object, include: In
     let engine_json = serde_json::to_value(object).unwrap_or(Value::Null);
     let wire = wire::to_wire(object, desc, &registry);
     let name_of_uid =
-        |uid: &str| state.store.read(|s| s.get_by_uid(&Uid(uid.to_string())).map(|o| o.metadata.name.clone()));
+        |uid: &str| state.store.read(|s| s.get_by_uid(&Uid(uid.to_string())).map(|o| o.metadata.name.to_string()));
     let ctx = Context { now: drydock_adapters::clock::wall_now(), name_of_uid: &name_of_uid };
     table::row(&desc.kind, &engine_json, &wire, include, &ctx)
 }

@@ -92,7 +92,7 @@ impl Plan {
         object.kind == self.path.desc.kind
             && (!self.path.desc.namespaced
                 || self.path.namespace.is_none()
-                || object.metadata.namespace == self.path.namespace)
+                || object.metadata.namespace.as_deref() == self.path.namespace.as_deref())
             && self.labels.matches(&object.metadata.labels)
             && self.fields.matches(object)
     }

@@ -124,7 +124,7 @@ fn truth(store: &SharedStore) -> BTreeMap<String, String> {
     store
         .read(|s| s.list(Some("PhysicalContainer"), Some("demo")))
         .iter()
-        .map(|o| (o.metadata.name.clone(), o.metadata.resource_version.to_string()))
+        .map(|o| (o.metadata.name.to_string(), o.metadata.resource_version.to_string()))
         .collect()
 }
 

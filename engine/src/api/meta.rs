@@ -1,5 +1,6 @@
 use crate::time::WallTime;
 use serde::{Deserialize, Serialize};
+use smol_str::SmolStr;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -23,9 +24,9 @@ impl fmt::Display for Uid {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectMeta {
-    pub name: String,
+    pub name: SmolStr,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
+    pub namespace: Option<SmolStr>,
     #[serde(default)]
     pub uid: Uid,
     #[serde(default)]
@@ -48,7 +49,7 @@ pub struct ObjectMeta {
 
 impl ObjectMeta {
     pub fn named(namespace: Option<&str>, name: &str) -> Self {
-        ObjectMeta { name: name.to_string(), namespace: namespace.map(str::to_string), ..ObjectMeta::default() }
+        ObjectMeta { name: name.into(), namespace: namespace.map(SmolStr::from), ..ObjectMeta::default() }
     }
 
     pub fn has_finalizer(&self, finalizer: &str) -> bool {

@@ -42,7 +42,7 @@ pub use lease::{Lease, LeaseSpec};
 pub use meta::{Condition, ConditionStatus, ObjectMeta, OwnerReference, Uid};
 pub use namespace::{Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus};
 pub use network::{ContainerNetwork, ContainerNetworkSpec};
-pub use object::{Object, ObjectKey, Resource, TypedError};
+pub use object::{Object, ObjectKey, Resource, SmolStr, TypedError};
 pub use physical::{ContainerPhase, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus};
 pub use runtime_names::{familiar_image_reference, is_container_name, is_runtime_name, normalize_image_reference};
 pub use runtime_resource::{ResourcePhase, RuntimeResourceStatus};

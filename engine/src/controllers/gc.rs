@@ -265,7 +265,7 @@ impl GarbageCollector {
             None => {
                 // A namespaced owner's dependents are in its namespace; a cluster-scoped owner's
                 // anywhere (namespace `None` lists everything).
-                let namespace = owner.metadata.namespace.clone();
+                let namespace = owner.metadata.namespace.as_deref().map(str::to_string);
                 release.list = Some(ctx.store(StoreRequest::List { kind: None, namespace }));
                 Ok(None)
             }

@@ -485,7 +485,7 @@ impl LogicalContainerController {
         }
         if !t.cleanup_clear {
             // The cache shows nothing: confirm with the store before letting go.
-            let list = StoreRequest::List { kind: None, namespace: Some(namespace) };
+            let list = StoreRequest::List { kind: None, namespace: Some(namespace.to_string()) };
             self.ops.start_store(ctx, &uid, Op::CleanupCheck, list);
             return Ok(Cleanup::Waiting(Action::done()));
         }

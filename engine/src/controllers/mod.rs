@@ -28,7 +28,7 @@ pub(crate) fn system_labels(
     use crate::api::names;
     let mut labels = caller.clone();
     labels.insert(names::LABEL_OWNER_UID.into(), obj.metadata.uid.0.clone());
-    labels.insert(names::LABEL_NAMESPACE.into(), obj.metadata.namespace.clone().unwrap_or_default());
+    labels.insert(names::LABEL_NAMESPACE.into(), obj.metadata.namespace.as_deref().unwrap_or_default().to_string());
     labels.insert(names::LABEL_NAMESPACE_UID.into(), ns.metadata.uid.0.clone());
     labels.insert(names::LABEL_CREATOR.into(), ctx.identity().to_string());
     if retain {

@@ -138,7 +138,7 @@ pub(super) fn check_namespace_active(backend: &Objects, object: &Object) -> Resu
     };
     Err(StoreError::NamespaceNotActive {
         key: object.key().to_string(),
-        namespace: namespace.clone(),
+        namespace: namespace.to_string(),
         reason: reason.into(),
     })
 }

@@ -161,8 +161,7 @@ impl Objects {
     pub(super) fn list(&self, kind: Option<&str>, namespace: Option<&str>) -> Vec<Arc<Object>> {
         match kind {
             Some(kind) => {
-                let start =
-                    ObjectKey { kind: kind.to_string(), namespace: namespace.map(str::to_string), name: String::new() };
+                let start = ObjectKey::new(kind, namespace, "");
                 self.by_key
                     .range(start..)
                     .take_while(|(k, _)| k.kind == kind && (namespace.is_none() || k.namespace.as_deref() == namespace))

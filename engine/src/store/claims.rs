@@ -35,7 +35,7 @@ pub(super) struct ClaimIndex {
 }
 
 fn key(object: &Object, claim: &Claim) -> ClaimKey {
-    (object.metadata.namespace.clone(), claim.what, claim.value.clone())
+    (object.metadata.namespace.as_deref().map(str::to_string), claim.what, claim.value.clone())
 }
 
 fn claims_of(registry: &Registry, object: &Object) -> Vec<Claim> {

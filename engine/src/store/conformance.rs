@@ -141,7 +141,7 @@ macro_rules! store_conformance_tests {
 
         /// `(event type, object name, resource version)` of every event after `rv`.
         fn events(store: &Store, rv: u64) -> Vec<(EventType, String, u64)> {
-            store.events_since(rv).unwrap().map(|e| (e.event, e.object.metadata.name.clone(), e.resource_version())).collect()
+            store.events_since(rv).unwrap().map(|e| (e.event, e.object.metadata.name.to_string(), e.resource_version())).collect()
         }
 
         /// The only event after `rv`.

@@ -142,7 +142,8 @@ pub enum StoreRequest {
     Update {
         object: Object,
     },
-    /// Status only; `object.metadata.resource_version` is the precondition.
+    /// Status only; `object.metadata.resource_version` is the precondition. Only the object's
+    /// key, uid, resource version and status are read (see [`Object::status_write`]).
     UpdateStatus {
         object: Object,
     },

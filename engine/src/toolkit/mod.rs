@@ -225,9 +225,7 @@ pub fn write_status<R: Resource>(ctx: &mut Context<'_>, obj: &Object, current: &
     if *current == next {
         return false;
     }
-    let mut object = obj.clone();
-    object.set_status::<R>(&next);
-    ctx.store(StoreRequest::UpdateStatus { object });
+    ctx.store(StoreRequest::UpdateStatus { object: obj.status_write::<R>(&next) });
     true
 }
 
@@ -281,6 +279,7 @@ mod tests {
         };
         assert_eq!(written.status::<Namespace>().unwrap(), next);
         assert_eq!(written.metadata.resource_version, object.metadata.resource_version);
+        assert_eq!((written.key(), &written.metadata.uid), (object.key(), &object.metadata.uid));
     }
 
     #[test]

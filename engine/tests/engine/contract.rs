@@ -36,13 +36,13 @@ impl Controller for Probe {
         vec![Watch::own("Widget"), Watch::owners("Gadget", "Widget", false)]
     }
     fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
-        self.log.lock().unwrap().reconciles.push(key.name.clone());
+        self.log.lock().unwrap().reconciles.push(key.name.to_string());
         if let Some(obj) = ctx.get(key) {
             if self.write {
                 ctx.store(StoreRequest::UpdateStatus { object: (**obj).clone() });
             }
             if self.runtime {
-                ctx.runtime(RuntimeRequest::InspectContainer { id: key.name.clone() });
+                ctx.runtime(RuntimeRequest::InspectContainer { id: key.name.to_string() });
             }
         }
         Ok(self.action)

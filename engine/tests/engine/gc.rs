@@ -88,7 +88,7 @@ impl World {
         let events: Vec<WatchEvent> = self.store.events_since(self.fed).unwrap().cloned().collect();
         for event in events {
             self.fed = event.resource_version();
-            if self.hidden.contains(&event.object.metadata.name) {
+            if self.hidden.contains(event.object.metadata.name.as_str()) {
                 self.held.push(event);
             } else {
                 self.engine.handle(now, Input::Watch(event));
@@ -292,7 +292,7 @@ fn foreground_keeps_the_owner_until_blocking_dependents_are_gone_and_loose_ones_
                 .list(None, Some(NS))
                 .iter()
                 .filter(|o| o.metadata.owner_references.iter().any(|r| r.uid == owner_uid && r.block_owner_deletion))
-                .map(|o| o.metadata.name.clone())
+                .map(|o| o.metadata.name.to_string())
                 .collect();
             assert!(blockers.is_empty(), "foregroundDeletion released while {blockers:?} remain");
         }
@@ -399,7 +399,7 @@ fn orphan_leaves_dependents_alive_without_the_owner_reference() {
                 .list(None, None)
                 .iter()
                 .filter(|o| references(o, &orphaned))
-                .map(|o| o.metadata.name.clone())
+                .map(|o| o.metadata.name.to_string())
                 .collect();
             assert!(left.is_empty(), "orphan released while {left:?} still reference the owner");
         }

@@ -54,7 +54,7 @@ impl SandboxController {
         let status = obj.status::<Sandbox>().map_err(|e| ReconcileError(e.to_string()))?;
         match self.ops.entry(obj).state.id.clone() {
             None => {
-                let create = ContainerCreate { name: obj.metadata.name.clone(), ..Default::default() };
+                let create = ContainerCreate { name: obj.metadata.name.to_string(), ..Default::default() };
                 self.ops.start_runtime(ctx, &obj.metadata.uid, Op::Create, RuntimeRequest::CreateContainer(create));
             }
             Some(id) => {

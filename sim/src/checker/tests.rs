@@ -133,7 +133,7 @@ fn container(id: &str, name: &str, labels: BTreeMap<String, String>, state: Cont
 fn labels_for(pc: &Object, ns: &Object) -> BTreeMap<String, String> {
     BTreeMap::from([
         (names::LABEL_OWNER_UID.to_string(), pc.metadata.uid.0.clone()),
-        (names::LABEL_NAMESPACE.to_string(), ns.metadata.name.clone()),
+        (names::LABEL_NAMESPACE.to_string(), ns.metadata.name.to_string()),
         (names::LABEL_NAMESPACE_UID.to_string(), ns.metadata.uid.0.clone()),
         (names::LABEL_CREATOR.to_string(), "engine-0".to_string()),
     ])
@@ -326,7 +326,7 @@ fn no_owner_cycles_allows_a_diamond_and_dangling_owners() {
 
 fn namespace_labels(ns: &Object) -> BTreeMap<String, String> {
     BTreeMap::from([
-        (names::LABEL_NAMESPACE.to_string(), ns.metadata.name.clone()),
+        (names::LABEL_NAMESPACE.to_string(), ns.metadata.name.to_string()),
         (names::LABEL_NAMESPACE_UID.to_string(), ns.metadata.uid.0.clone()),
     ])
 }

@@ -19,7 +19,7 @@ use super::env::{Env, Event};
 use super::latency::Latency;
 use super::processes::Processes;
 use drydock_engine::MonoTime;
-use drydock_engine::api::Object;
+use drydock_engine::api::{Object, SmolStr};
 use drydock_engine::runtime::RuntimeEvent;
 use drydock_engine::store::{Store, WatchEvent};
 use drydock_faults::FaultKind;
@@ -91,7 +91,7 @@ impl Default for WatchKnobs {
 }
 
 /// An ordering group: the whole stream, a kind, or one object.
-type Group = (String, Option<String>, String);
+type Group = (SmolStr, Option<SmolStr>, SmolStr);
 
 /// One process's two streams.
 #[derive(Default)]
@@ -321,7 +321,7 @@ impl Watches {
     fn group(&self, object: &Object) -> Group {
         match self.knobs.ordering {
             WatchOrdering::Total => Group::default(),
-            WatchOrdering::PerKind => (object.kind.clone(), None, String::new()),
+            WatchOrdering::PerKind => (object.kind.clone(), None, SmolStr::default()),
             WatchOrdering::PerObject => {
                 (object.kind.clone(), object.metadata.namespace.clone(), object.metadata.name.clone())
             }

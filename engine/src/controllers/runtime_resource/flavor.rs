@@ -182,7 +182,7 @@ pub(crate) fn mounted_by_drydock(cache: &Cache, volume: &Object) -> Vec<String> 
             let status = pc.status::<PhysicalContainer>().unwrap_or_default();
             mounts && status.runtime_id.is_some() && status.phase != ContainerPhase::Missing
         })
-        .map(|pc| pc.metadata.name.clone())
+        .map(|pc| pc.metadata.name.to_string())
         .collect()
 }
 
