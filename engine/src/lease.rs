@@ -120,7 +120,7 @@ impl LeaseClient {
                     (self.read(ctx, name), Acquire::Pending)
                 } else if spec.renew_time.is_none_or(|t| now.0.saturating_sub(t.0) > spec.duration_ms / 3) {
                     let mut renewed = (*object).clone();
-                    renewed.spec = lease_spec(key, holder, spec.acquire_time.unwrap_or(now), now, duration);
+                    renewed.spec = lease_spec(key, holder, spec.acquire_time.unwrap_or(now), now, duration).into();
                     let id = ctx.store(StoreRequest::Update { object: renewed });
                     (State::Renewing(id, object), Acquire::Held)
                 } else {
@@ -134,14 +134,14 @@ impl LeaseClient {
             Some(s @ (State::Reading(_) | State::Writing(_) | State::Releasing)) => (s, Acquire::Pending),
             Some(State::Absent) => {
                 let mut object = Object::new(Lease::KIND, ObjectMeta::named(None, name), serde_json::Value::Null);
-                object.spec = lease_spec(key, holder, now, now, duration);
+                object.spec = lease_spec(key, holder, now, now, duration).into();
                 (State::Writing(ctx.store(StoreRequest::Create { object })), Acquire::Pending)
             }
             Some(State::Free(object)) => {
                 let spec = object.spec::<Lease>().unwrap_or_default();
                 let acquired = if spec.live_holder(now) == Some(holder) { spec.acquire_time } else { None };
                 let mut next = (*object).clone();
-                next.spec = lease_spec(key, holder, acquired.unwrap_or(now), now, duration);
+                next.spec = lease_spec(key, holder, acquired.unwrap_or(now), now, duration).into();
                 (State::Writing(ctx.store(StoreRequest::Update { object: next })), Acquire::Pending)
             }
             // Report the contention now; read again only at the next attempt, which the caller
@@ -166,7 +166,7 @@ impl LeaseClient {
                 let mut spec = object.spec::<Lease>().unwrap_or_default();
                 spec.holder = None;
                 let mut next = (*object).clone();
-                next.spec = serde_json::to_value(spec).unwrap_or_default();
+                next.spec = Arc::new(serde_json::to_value(spec).unwrap_or_default());
                 let id = ctx.store(StoreRequest::Update { object: next });
                 self.ops.insert(id, claim.clone());
                 self.leases.insert(claim, State::Releasing);

@@ -63,7 +63,7 @@ async fn engine_runs_stops_and_cleans_up_a_namespace_on_docker() {
     // Stop one through its spec.
     let key = ObjectKey::namespaced(PhysicalContainer::KIND, &ns, "api");
     let mut api = (*store.get(&key).unwrap()).clone();
-    api.spec["stop"] = serde_json::Value::Bool(true);
+    api.spec_mut()["stop"] = serde_json::Value::Bool(true);
     store.execute(StoreRequest::Update { object: api }).unwrap();
     let api_exited = |s: &Store| phase(s, &ns, "api") == Some(ContainerPhase::Exited);
     assert!(driver.run_for(Duration::from_secs(30), api_exited).await, "api did not reach Exited");

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 pub use smol_str::SmolStr;
 use std::fmt;
+use std::sync::Arc;
 
 /// Where an object lives: kind, namespace (none for cluster-scoped kinds) and name.
 ///
@@ -54,10 +55,17 @@ pub struct Object {
     pub api_version: Option<String>,
     pub kind: SmolStr,
     pub metadata: ObjectMeta,
-    #[serde(default = "empty_map")]
-    pub spec: Value,
+    /// Shared between the versions of an object that do not change it (a status write, a new
+    /// finalizer): a store keeps many versions, and most changes are status changes. Edit it
+    /// with [`Object::spec_mut`].
+    #[serde(default = "empty_shared_map")]
+    pub spec: Arc<Value>,
     #[serde(default = "empty_map")]
     pub status: Value,
+}
+
+fn empty_shared_map() -> Arc<Value> {
+    Arc::new(empty_map())
 }
 
 fn empty_map() -> Value {
@@ -66,7 +74,7 @@ fn empty_map() -> Value {
 
 impl Object {
     pub fn new(kind: &str, metadata: ObjectMeta, spec: Value) -> Self {
-        Object { api_version: None, kind: kind.into(), metadata, spec, status: empty_map() }
+        Object { api_version: None, kind: kind.into(), metadata, spec: Arc::new(spec), status: empty_map() }
     }
 
     /// A new object of a typed kind.
@@ -108,6 +116,11 @@ impl Object {
         }
     }
 
+    /// The spec, to edit: copied first if another version of the object shares it.
+    pub fn spec_mut(&mut self) -> &mut Value {
+        Arc::make_mut(&mut self.spec)
+    }
+
     pub fn set_status<R: Resource>(&mut self, status: &R::Status) {
         self.status = serde_json::to_value(status).unwrap_or_else(|_| empty_map());
     }
@@ -125,8 +138,13 @@ impl Object {
             resource_version: self.metadata.resource_version,
             ..ObjectMeta::default()
         };
-        let mut write =
-            Object { api_version: None, kind: self.kind.clone(), metadata, spec: empty_map(), status: empty_map() };
+        let mut write = Object {
+            api_version: None,
+            kind: self.kind.clone(),
+            metadata,
+            spec: empty_shared_map(),
+            status: empty_map(),
+        };
         write.set_status::<R>(status);
         write
     }

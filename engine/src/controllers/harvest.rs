@@ -263,7 +263,7 @@ mod tests {
 
     fn object(uid: &str, spec: serde_json::Value, status: serde_json::Value) -> Arc<Object> {
         let metadata = ObjectMeta { name: uid.into(), uid: Uid(uid.into()), ..Default::default() };
-        Arc::new(Object { api_version: None, kind: "PhysicalContainer".into(), metadata, spec, status })
+        Arc::new(Object { api_version: None, kind: "PhysicalContainer".into(), metadata, spec: Arc::new(spec), status })
     }
 
     #[test]

@@ -93,7 +93,7 @@ struct Logical {
     /// A backing create failed or its outcome is unknown: read the store before anything else.
     verify: bool,
     /// The spec of the backing we last asked to create, to recognise it when verifying.
-    expected_spec: Option<serde_json::Value>,
+    expected_spec: Option<std::sync::Arc<serde_json::Value>>,
     /// An uncached read found this logical container in the store, not being deleted.
     confirmed: bool,
     /// An uncached read found it gone or being deleted while the cache shows it live: the
@@ -389,7 +389,7 @@ impl LogicalContainerController {
             && ctx.cache().spec::<PhysicalContainer>(backing).is_ok_and(|s| !s.stop)
         {
             let mut next = backing.clone();
-            next.spec["stop"] = serde_json::Value::Bool(true);
+            next.spec_mut()["stop"] = serde_json::Value::Bool(true);
             ctx.store(StoreRequest::Update { object: next });
             return Ok(Action::done());
         }

@@ -77,7 +77,7 @@ macro_rules! store_conformance_tests {
             let mut spec = object.spec::<PhysicalContainer>().unwrap();
             edit(&mut spec);
             let mut next = object.clone();
-            next.spec = serde_json::to_value(&spec).unwrap();
+            next.spec = std::sync::Arc::new(serde_json::to_value(&spec).unwrap());
             next
         }
 
@@ -886,11 +886,11 @@ macro_rules! store_conformance_tests {
         fn admission_rejects_an_unknown_spec_field_with_its_path() {
             let mut store = store();
             let mut object = container(NS, "a");
-            object.spec = serde_json::json!({ "image": "busybox", "imagee": "typo" });
+            object.spec = std::sync::Arc::new(serde_json::json!({ "image": "busybox", "imagee": "typo" }));
             assert_invalid_at(store.create(NOW, object), "spec.imagee");
 
             let mut ns = namespace("other");
-            ns.spec = serde_json::json!({ "finalize": true });
+            ns.spec = std::sync::Arc::new(serde_json::json!({ "finalize": true }));
             let paths = invalid_paths(store.create(NOW, ns));
             assert!(paths[0].contains("finalize"), "{paths:?}");
             assert_unchanged(&store, 1);
@@ -900,12 +900,12 @@ macro_rules! store_conformance_tests {
         fn admission_rejects_a_spec_that_is_not_of_the_kind() {
             let mut store = store();
             let mut object = container(NS, "a");
-            object.spec = serde_json::json!({ "image": 5 });
+            object.spec = std::sync::Arc::new(serde_json::json!({ "image": 5 }));
             let paths = invalid_paths(store.create(NOW, object));
             assert!(paths[0].starts_with("spec") && paths[0].contains("image"), "{paths:?}");
 
             let mut object = container(NS, "a");
-            object.spec = serde_json::json!("busybox");
+            object.spec = std::sync::Arc::new(serde_json::json!("busybox"));
             assert!(invalid_paths(store.create(NOW, object))[0].starts_with("spec"));
         }
 
@@ -913,7 +913,7 @@ macro_rules! store_conformance_tests {
         fn admission_reports_a_missing_spec_field_at_a_well_formed_path() {
             let mut store = store();
             let mut object = container(NS, "a");
-            object.spec = serde_json::json!({});
+            object.spec = std::sync::Arc::new(serde_json::json!({}));
             let paths = invalid_paths(store.create(NOW, object));
             assert!(paths == ["spec"] || paths == ["spec.image"], "{paths:?}");
         }
@@ -993,7 +993,7 @@ macro_rules! store_conformance_tests {
             let a = store.create(NOW, container(NS, "a")).unwrap();
             let rv = store.resource_version();
             let mut broken = (*a).clone();
-            broken.spec = serde_json::json!({ "image": "busybox:latest", "imagee": "x" });
+            broken.spec = std::sync::Arc::new(serde_json::json!({ "image": "busybox:latest", "imagee": "x" }));
             let paths = invalid_paths(store.update(broken));
             assert!(paths.iter().any(|p| p.contains("imagee")), "{paths:?}");
             assert_unchanged(&store, rv);

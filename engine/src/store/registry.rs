@@ -50,7 +50,7 @@ impl KindInfo {
             namespaced,
             default_finalizers: Vec::new(),
             cleanup_rank: 50,
-            validate: Arc::new(|o| match o.spec {
+            validate: Arc::new(|o| match *o.spec {
                 serde_json::Value::Object(_) => Vec::new(),
                 _ => vec![FieldError::new("spec", "must be an object")],
             }),

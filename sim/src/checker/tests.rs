@@ -96,7 +96,7 @@ fn set_stop(store: &mut Store, pc: &Object) -> Arc<Object> {
     let mut next = (*latest(store, pc)).clone();
     let mut spec = next.spec::<PhysicalContainer>().unwrap();
     spec.stop = true;
-    next.spec = serde_json::to_value(&spec).unwrap();
+    next.spec = std::sync::Arc::new(serde_json::to_value(&spec).unwrap());
     store.update(next).unwrap()
 }
 

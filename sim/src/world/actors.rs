@@ -95,7 +95,7 @@ impl World<'_> {
                 let key = ObjectKey::namespaced(PhysicalContainer::KIND, namespace, name);
                 match self.store.get(&key).map(|o| (**o).clone()) {
                     Some(mut object) => {
-                        if let Some(spec) = object.spec.as_object_mut() {
+                        if let Some(spec) = object.spec_mut().as_object_mut() {
                             spec.insert("stop".into(), serde_json::Value::Bool(true));
                         }
                         self.store.update(object)
@@ -186,7 +186,7 @@ impl World<'_> {
     fn set_stop(&mut self, key: ObjectKey) -> Result<Arc<Object>, StoreError> {
         match self.store.get(&key).map(|o| (**o).clone()) {
             Some(mut object) => {
-                object.spec["stop"] = serde_json::Value::Bool(true);
+                object.spec_mut()["stop"] = serde_json::Value::Bool(true);
                 self.store.update(object)
             }
             None => Err(StoreError::NotFound { key: key.to_string() }),
@@ -202,7 +202,7 @@ impl World<'_> {
         let Some(mut object) = self.store.get(key).map(|o| (**o).clone()) else {
             return Err(StoreError::NotFound { key: key.to_string() });
         };
-        edit(&mut object.spec);
+        edit(object.spec_mut());
         self.store.update(object)
     }
 
@@ -279,7 +279,7 @@ impl World<'_> {
                     self.env.note(format_args!("external hold lease {name}: held by {holder}, not taken"));
                     return;
                 }
-                existing.spec = serde_json::to_value(&spec).unwrap_or_default();
+                existing.spec = Arc::new(serde_json::to_value(&spec).unwrap_or_default());
                 self.store.update(existing)
             }
             None => self.store.create(wall, Object::from_spec::<Lease>(ObjectMeta::named(None, &name), &spec)),
