@@ -41,12 +41,16 @@ pub struct Cache {
     typed: RefCell<TypedMemo>,
 }
 
-/// Decoded parts of cached objects, by the address of the cached object and the part's type.
+/// Decoded parts of cached objects, by the part's type and address: a status by the address of
+/// the cached object, a spec by the address of the spec, which the versions of an object share
+/// until one edits it (see [`Object::spec_mut`]), so that a spec is decoded once however often
+/// its object's status changes.
 ///
-/// *Guarantees*: an entry lives exactly as long as its object is in the cache. While the cache
-/// holds an object's `Arc`, nobody can change the object (`Arc::get_mut` fails, `make_mut`
-/// copies), so what was decoded from it stays true; the entry goes when the cache lets go of
-/// it, before its address can be reused.
+/// *Guarantees*: an entry lives no longer than the cache holds what it was decoded from. While
+/// the cache holds an object's `Arc`, nobody can change the object or its spec (`Arc::get_mut`
+/// fails, `make_mut` copies), so what was decoded from them stays true; an entry goes when the
+/// cache lets go of its object (a status) or of the spec (a spec: a new version with another
+/// spec, or the object's removal), before the address can be reused.
 #[derive(Default)]
 struct TypedMemo(crate::fixed::FixedMap<usize, Vec<DecodedPart>>);
 
@@ -64,10 +68,14 @@ fn address(object: &Object) -> usize {
     std::ptr::from_ref(object) as usize
 }
 
+fn spec_address(object: &Object) -> usize {
+    Arc::as_ptr(&object.spec) as usize
+}
+
 /// A secondary index over the cached objects of one kind, as an informer's indexer: `values`
 /// says what an object is found by, and [`Cache::indexed`] finds the objects by it without a
-/// scan. `values` must be a pure function of the object (read it from the stored JSON: it runs
-/// on every change of an object of `kind`).
+/// scan. `values` must be a pure function of the object's key and spec (read it from the stored
+/// JSON: it runs on every change of an object of `kind` but for those that keep its spec).
 #[derive(Clone, Copy)]
 pub struct Index {
     pub name: &'static str,
@@ -149,7 +157,8 @@ impl Cache {
         spec: bool,
         decode: impl FnOnce() -> Result<T, TypedError>,
     ) -> Result<Arc<T>, TypedError> {
-        let (addr, type_id) = (address(object), TypeId::of::<T>());
+        let addr = if spec { spec_address(object) } else { address(object) };
+        let type_id = TypeId::of::<T>();
         let known = self.typed.borrow().0.get(&addr).and_then(|parts| {
             parts.iter().find(|(t, s, _)| *t == type_id && *s == spec).map(|(_, _, value)| value.clone())
         });
@@ -184,10 +193,21 @@ impl Cache {
         self.indexed.get(&(index, value.to_string())).into_iter().flatten()
     }
 
+    /// Drop what was decoded from `old`, which the cache lets go of for `new` (or for nothing):
+    /// its status, and its spec unless `new` shares it.
+    fn forget_decoded(&mut self, old: &Object, new: Option<&Object>) {
+        let memo = &mut self.typed.get_mut().0;
+        memo.swap_remove(&address(old));
+        if !new.is_some_and(|new| Arc::ptr_eq(&old.spec, &new.spec)) {
+            memo.swap_remove(&spec_address(old));
+        }
+    }
+
     /// Move `new`, a new version of `old`, to where it belongs in the indexes of its kind: most
-    /// changes (a status) change no index value, and then nothing is touched.
+    /// changes (a status) change no index value, and then nothing is touched. A version that
+    /// shares its spec with `old` is not even read: index values come from the key and the spec.
     fn reindex(&mut self, old: &Object, new: &Object) {
-        if !self.indexes.iter().any(|i| i.kind == new.kind) {
+        if Arc::ptr_eq(&old.spec, &new.spec) || !self.indexes.iter().any(|i| i.kind == new.kind) {
             return;
         }
         let unchanged = self.indexes.iter().filter(|i| i.kind == new.kind).all(|i| (i.values)(old) == (i.values)(new));
@@ -345,7 +365,7 @@ impl Cache {
         {
             // A new version of the same object (most changes): touch only what it changes.
             let old = std::mem::replace(slot, object.clone());
-            self.typed.get_mut().0.swap_remove(&address(&old));
+            self.forget_decoded(&old, Some(&object));
             if old.metadata.owner_references != object.metadata.owner_references {
                 self.unlink_dependent(&key, &old);
                 self.link_dependent(&key, &object);
@@ -368,7 +388,7 @@ impl Cache {
 
     fn remove(&mut self, key: &ObjectKey) {
         let Some(old) = self.objects.remove(key) else { return };
-        self.typed.get_mut().0.swap_remove(&address(&old));
+        self.forget_decoded(&old, None);
         if old.kind == Namespace::KIND {
             self.namespaces.swap_remove(old.metadata.name.as_str());
         }
@@ -516,5 +536,48 @@ mod tests {
 
     fn ev(object: Arc<Object>) -> WatchEvent {
         WatchEvent { event: EventType::Modified, object }
+    }
+
+    /// A version that keeps the spec (a status write) keeps its decoded spec and its index
+    /// entries; a version with another spec is decoded and indexed afresh; a removal forgets.
+    #[test]
+    fn a_decoded_spec_outlives_status_changes_but_not_its_spec() {
+        use crate::api::physical::{PhysicalContainer, PhysicalContainerSpec};
+        fn image(o: &Object) -> Vec<String> {
+            o.spec.get("image").and_then(|v| v.as_str()).map(str::to_string).into_iter().collect()
+        }
+        let mut cache = Cache::default();
+        cache.add_index(Index { name: "image", kind: "PhysicalContainer", values: image });
+        let mut first = (*obj("a", 1, false)).clone();
+        first.spec = Arc::new(serde_json::json!({ "image": "one" }));
+        let first = Arc::new(first);
+        assert!(cache.apply_watched_some(&ev(first.clone())));
+        let decoded = cache.spec::<PhysicalContainer>(cache.get(&first.key()).unwrap()).unwrap();
+
+        let mut status_write = (*first).clone();
+        status_write.metadata.resource_version = 2;
+        status_write.status = serde_json::json!({ "phase": "Running" });
+        assert!(cache.apply_watched_some(&ev(Arc::new(status_write))));
+        let cached = cache.get(&first.key()).unwrap().clone();
+        let again: Arc<PhysicalContainerSpec> = cache.spec::<PhysicalContainer>(&cached).unwrap();
+        assert!(Arc::ptr_eq(&decoded, &again), "the shared spec was decoded again");
+        assert!(cache.status::<PhysicalContainer>(&cached).is_ok());
+        assert_eq!(cache.indexed("image", "one").collect::<Vec<_>>(), [&first.key()]);
+
+        let mut edited = (*cached).clone();
+        edited.metadata.resource_version = 3;
+        edited.spec_mut()["image"] = serde_json::json!("two");
+        assert!(cache.apply_watched_some(&ev(Arc::new(edited))));
+        let cached = cache.get(&first.key()).unwrap().clone();
+        let fresh = cache.spec::<PhysicalContainer>(&cached).unwrap();
+        assert_eq!(fresh.image.as_deref(), Some("two"), "a stale decode of the old spec");
+        assert_eq!(cache.indexed("image", "one").count(), 0);
+        assert_eq!(cache.indexed("image", "two").collect::<Vec<_>>(), [&first.key()]);
+
+        let mut gone = (*cached).clone();
+        gone.metadata.resource_version = 4;
+        assert!(cache.apply_watched_some(&WatchEvent { event: EventType::Deleted, object: Arc::new(gone) }));
+        assert!(cache.typed.borrow().0.is_empty(), "a removed object's decoded parts linger");
+        assert_eq!(cache.indexed("image", "two").count(), 0);
     }
 }
