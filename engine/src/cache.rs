@@ -419,6 +419,7 @@ impl Cache {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::api::ObjectMeta;
     use crate::time::WallTime;
