@@ -12,7 +12,7 @@
 //! never reappears from an older event (tombstones are kept until the watch stream of their kind
 //! has passed them).
 
-use crate::api::{Namespace, Object, ObjectKey, Resource, TypedError, Uid};
+use crate::api::{Namespace, Object, ObjectKey, Resource, SmolStr, TypedError, Uid};
 use crate::store::{EventType, WatchEvent};
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
@@ -29,7 +29,7 @@ pub struct Cache {
     /// uid -> key (hashed: looked up, never iterated).
     uids: crate::fixed::FixedMap<Uid, ObjectKey>,
     /// The cached namespaces by name: looked up for nearly every event, without making a key.
-    namespaces: crate::fixed::FixedMap<String, Arc<Object>>,
+    namespaces: crate::fixed::FixedMap<SmolStr, Arc<Object>>,
     /// owner uid -> dependents that reference it.
     dependents: crate::fixed::FixedMap<Uid, BTreeSet<ObjectKey>>,
     tombstones: BTreeMap<ObjectKey, u64>,
@@ -133,9 +133,10 @@ impl Cache {
             .filter(move |o| namespace.is_none_or(|ns| o.metadata.namespace.as_deref() == Some(ns)))
     }
 
-    /// The typed spec of `object`, decoded once while `object` is the cached state of its key
-    /// (an object that is not, say an older state or a copy, is decoded afresh every time).
-    /// Reconciles, mappers and indexes read the same objects many times between changes.
+    /// The typed spec of `object`, decoded once while the cached state of its key holds that spec:
+    /// versions share their spec until one edits it, so status changes keep the decoded spec (a
+    /// spec no cached object holds is decoded afresh every time). Reconciles, mappers and
+    /// indexes read the same objects many times between changes.
     pub fn spec<R: Resource>(&self, object: &Object) -> Result<Arc<R::Spec>, TypedError>
     where
         R::Spec: Send + Sync,
@@ -143,7 +144,8 @@ impl Cache {
         self.typed(object, true, || object.spec::<R>())
     }
 
-    /// The typed status of `object`, as [`Cache::spec`] decodes the spec.
+    /// The typed status of `object`, decoded once while `object` is the cached state of its key
+    /// (any other object, say an older state or a copy, is decoded afresh every time).
     pub fn status<R: Resource>(&self, object: &Object) -> Result<Arc<R::Status>, TypedError>
     where
         R::Status: Send + Sync,
@@ -372,7 +374,7 @@ impl Cache {
             }
             self.reindex(&old, &object);
             if object.kind == Namespace::KIND {
-                self.namespaces.insert(object.metadata.name.to_string(), object);
+                self.namespaces.insert(object.metadata.name.clone(), object);
             }
             return;
         }
@@ -381,7 +383,7 @@ impl Cache {
         self.link_dependent(&key, &object);
         self.index(&object, true);
         if object.kind == Namespace::KIND {
-            self.namespaces.insert(object.metadata.name.to_string(), object.clone());
+            self.namespaces.insert(object.metadata.name.clone(), object.clone());
         }
         self.objects.insert(key, object);
     }
