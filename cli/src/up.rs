@@ -35,7 +35,8 @@ pub struct UpArgs {
     wait_timeout_secs: u64,
     /// How long teardown may take before what is left is reported. After a run that was killed
     /// (no clean stop recorded), deleted containers are confirmed gone only 30 s after start, in
-    /// case a create the killed run sent still lands.
+    /// case a create the killed run sent still lands. The report then waits at most 30 s more for
+    /// the runtime.
     #[arg(long, default_value_t = 60, value_name = "SECS")]
     teardown_timeout_secs: u64,
 }
@@ -50,7 +51,8 @@ pub struct DownArgs {
     state_dir: Option<PathBuf>,
     /// How long teardown may take before what is left is reported. After a run that was killed
     /// (no clean stop recorded), deleted containers are confirmed gone only 30 s after start, in
-    /// case a create the killed run sent still lands.
+    /// case a create the killed run sent still lands. The report then waits at most 30 s more for
+    /// the runtime.
     #[arg(long, default_value_t = 60, value_name = "SECS")]
     teardown_timeout_secs: u64,
 }
@@ -128,6 +130,11 @@ async fn stop<R: Runtime>(driver: Driver<R>, state: &crate::state::UpState) {
         eprintln!("warning: {e:#}; the next run will wait for this one's requests as after a crash");
     }
 }
+
+/// How long teardown's last look at the runtime (removing an earlier run's leftovers, listing
+/// what is left) may take: a runtime that stopped answering must not hold `down` past its timeout
+/// by more than this.
+const REPORT_LIMIT: Duration = Duration::from_secs(30);
 
 /// How long a stop waits for runtime requests in flight.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -301,8 +308,25 @@ async fn report_leftovers<R: Runtime>(
     started: Instant,
 ) -> Result<ExitCode> {
     let objects: Vec<ObjectKey> = applied.iter().filter(|k| store.get(k).is_some()).cloned().collect();
-    harvest(store, runtime, identity).await;
-    let all = list_created(runtime, identity).await;
+    let ask_runtime = async {
+        harvest(store, runtime, identity).await;
+        list_created(runtime, identity).await
+    };
+    let Ok(all) = tokio::time::timeout(REPORT_LIMIT, ask_runtime).await else {
+        eprintln!(
+            "teardown incomplete after {:.1} s: the runtime did not answer within {} s when asked what is left",
+            started.elapsed().as_secs_f64(),
+            REPORT_LIMIT.as_secs()
+        );
+        for key in objects {
+            eprintln!("  object still present: {key}");
+        }
+        eprintln!(
+            "  containers this run created may remain: docker ps -a --filter label={}={identity}",
+            names::LABEL_CREATOR
+        );
+        return Ok(ExitCode::from(1));
+    };
     // Persistent and retained containers stay on purpose.
     let (kept, containers): (Vec<_>, Vec<_>) =
         all.into_iter().partition(|c| c.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true"));
@@ -405,5 +429,30 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use drydock_engine::runtime::RuntimeResult;
+
+    /// A runtime that never answers, as a wedged Docker daemon does.
+    struct Wedged;
+
+    impl Runtime for Wedged {
+        fn execute(&self, _request: RuntimeRequest) -> impl Future<Output = RuntimeResult> + Send {
+            std::future::pending()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_leftover_report_gives_up_on_a_runtime_that_does_not_answer() {
+        let store = SharedStore::in_memory();
+        let asked = tokio::time::Instant::now();
+        let code =
+            report_leftovers(&store, &Wedged, "test", &[], true, Instant::now()).await.expect("a report, not an error");
+        assert_eq!(code, ExitCode::from(1), "a runtime that cannot say what is left is not a clean teardown");
+        assert_eq!(asked.elapsed(), REPORT_LIMIT, "waited for the runtime exactly as long as the limit");
     }
 }

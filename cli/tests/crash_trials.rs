@@ -26,7 +26,7 @@
 //! Without Docker (and without `CI`) each test prints SKIPPED and passes.
 #![allow(clippy::unwrap_used)]
 
-use drydock_adapters::testing::{TEST_IMAGE, docker_or_skip, ensure_test_image};
+use drydock_adapters::testing::{TEST_IMAGE, docker_bounded, docker_or_skip, ensure_test_image};
 use drydock_engine::api::names;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -447,12 +447,9 @@ fn docker_containers(identity: &str) -> Vec<DockerContainer> {
         names::LABEL_OWNER_UID,
         names::LABEL_RETAIN
     );
-    let out = Command::new("docker")
-        .args(["ps", "-a", "--no-trunc", "--filter"])
-        .arg(format!("label={}={identity}", names::LABEL_CREATOR))
-        .args(["--format", &format])
-        .output()
-        .unwrap();
+    let filter = format!("label={}={identity}", names::LABEL_CREATOR);
+    let out = docker_bounded(&["ps", "-a", "--no-trunc", "--filter", &filter, "--format", &format])
+        .unwrap_or_else(|error| panic!("{error}"));
     assert!(out.status.success(), "docker ps: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -474,7 +471,10 @@ fn docker_containers(identity: &str) -> Vec<DockerContainer> {
 fn remove_containers(identity: &str) {
     let ids: Vec<String> = docker_containers(identity).into_iter().map(|c| c.id).collect();
     if !ids.is_empty() {
-        let _ = Command::new("docker").args(["rm", "-f"]).args(&ids).stdout(Stdio::null()).status();
+        let args: Vec<&str> = ["rm", "-f"].into_iter().chain(ids.iter().map(String::as_str)).collect();
+        if let Err(error) = docker_bounded(&args) {
+            eprintln!("cleanup: {error}");
+        }
     }
 }
 

@@ -10,8 +10,8 @@
 
 mod support;
 
-use drydock_adapters::testing::{RemoveOnDrop, TEST_IMAGE, docker_or_skip, ensure_test_image};
-use std::process::{Command, Output};
+use drydock_adapters::testing::{RemoveOnDrop, TEST_IMAGE, docker_bounded, docker_or_skip, ensure_test_image};
+use std::process::Output;
 use std::time::Duration;
 use support::{Daemon, eventually, unique};
 
@@ -20,7 +20,7 @@ fn text(out: &Output) -> String {
 }
 
 fn docker(args: &[&str]) -> String {
-    text(&Command::new("docker").args(args).output().unwrap())
+    text(&docker_bounded(args).unwrap_or_else(|error| panic!("{error}")))
 }
 
 /// Removes what the test made in Docker beyond containers, however it ends.
@@ -31,17 +31,21 @@ struct Leftovers {
 
 impl Drop for Leftovers {
     fn drop(&mut self) {
-        for name in docker(&["network", "ls", "--format", "{{.Name}}"]).lines() {
+        // No panics here: this may run while a failed test unwinds.
+        let list = |what: &str| {
+            docker_bounded(&[what, "ls", "--format", "{{.Name}}"]).map(|out| text(&out)).unwrap_or_default()
+        };
+        for name in list("network").lines() {
             if name.starts_with(&self.prefix) {
-                let _ = Command::new("docker").args(["network", "rm", name]).output();
+                let _ = docker_bounded(&["network", "rm", name]);
             }
         }
-        for name in docker(&["volume", "ls", "--format", "{{.Name}}"]).lines() {
+        for name in list("volume").lines() {
             if name.starts_with(&self.prefix) {
-                let _ = Command::new("docker").args(["volume", "rm", name]).output();
+                let _ = docker_bounded(&["volume", "rm", name]);
             }
         }
-        let _ = Command::new("docker").args(["rmi", "-f", &self.image]).output();
+        let _ = docker_bounded(&["rmi", "-f", &self.image]);
     }
 }
 

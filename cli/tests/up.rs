@@ -1,7 +1,9 @@
 //! `drydock up`: bad manifests are refused whole; a good one runs on Docker and tears down.
 #![allow(clippy::unwrap_used)]
 
-use drydock_adapters::testing::{RemoveOnDrop, TEST_IMAGE, docker_names_with, docker_or_skip, ensure_test_image};
+use drydock_adapters::testing::{
+    RemoveOnDrop, TEST_IMAGE, docker_bounded, docker_names_with, docker_or_skip, ensure_test_image,
+};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -186,7 +188,7 @@ async fn logical_containers_session_goes_persistent_stays_and_is_reused_then_rep
     up_until_running(&manifest_with("2"), &keys);
     let third = container_id(&persistent_name).expect("a persistent container");
     assert_ne!(third, first, "replaced after the key changed");
-    let _ = Command::new("docker").args(["rm", "-f", &persistent_name]).output();
+    let _ = docker_bounded(&["rm", "-f", &persistent_name]);
 }
 
 /// A proxy on a Unix socket in front of the Docker daemon that records the request line of every

@@ -52,17 +52,105 @@ pub fn running_names_with(prefix: &str) -> Vec<String> {
 }
 
 fn docker_ps(args: &[&str], prefix: &str) -> Vec<String> {
-    let out = match Command::new("docker").args(args).output() {
+    let out = match docker_bounded(args) {
         Ok(out) => out,
-        Err(error) => panic!("docker {} does not run: {error}", args.join(" ")),
+        Err(error) => panic!("{error}"),
     };
     String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
 }
 
-/// `docker rm -f` every container whose name starts with `prefix` (what a failed test left).
+/// How long one `docker` command of a test's checks or cleanup may take.
+const DOCKER_CLI_LIMIT: Duration = Duration::from_secs(60);
+
+/// Run `docker args...` and wait at most [`DOCKER_CLI_LIMIT`] for it: the output, or why there is
+/// none. A wedged daemon (seen on Docker 20.10: `docker rm -f` of a just-killed container hanging
+/// until `dockerd` restarts) then fails the test that met it, instead of hanging its cleanup and
+/// with it the whole test run.
+pub fn docker_bounded(args: &[&str]) -> Result<std::process::Output, String> {
+    run_bounded("docker", args, DOCKER_CLI_LIMIT).map_err(|error| {
+        if error.timed_out {
+            format!(
+                "{error}: the Docker daemon is not answering (wedged? `docker info` tells; restarting dockerd mends it)"
+            )
+        } else {
+            error.to_string()
+        }
+    })
+}
+
+/// Why [`run_bounded`] has no output.
+#[derive(Debug)]
+struct Unfinished {
+    command: String,
+    why: String,
+    timed_out: bool,
+}
+
+impl std::fmt::Display for Unfinished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` {}", self.command, self.why)
+    }
+}
+
+/// Run `program args...`, killing it if it has not finished within `limit`.
+fn run_bounded(program: &str, args: &[&str], limit: Duration) -> Result<std::process::Output, Unfinished> {
+    let command = format!("{program} {}", args.join(" "));
+    let unfinished = |why: String, timed_out: bool| Unfinished { command: command.clone(), why, timed_out };
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|error| unfinished(format!("does not run: {error}"), false))?;
+    // Drain the pipes on their own threads so that a chatty command cannot block on a full pipe.
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(unfinished(format!("did not finish in {:.1} s", limit.as_secs_f64()), true));
+            }
+            Err(error) => return Err(unfinished(format!("cannot be waited for: {error}"), false)),
+        }
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    Ok(std::process::Output { status, stdout, stderr })
+}
+
+/// Read `pipe` to its end on a thread of its own.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
+/// `docker rm -f` every container whose name starts with `prefix` (what a failed test left). A
+/// command that does not finish in time is reported on stderr and left behind.
 pub fn remove_containers_with(prefix: &str) {
-    for name in docker_names_with(prefix) {
-        let _ = Command::new("docker").args(["rm", "-f", &name]).output();
+    let names = match docker_bounded(&["ps", "-a", "--format", "{{.Names}}"]) {
+        Ok(out) => {
+            String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
+        }
+        Err(error) => {
+            eprintln!("cleanup of {prefix}*: {error}");
+            Vec::new()
+        }
+    };
+    for name in names {
+        if let Err(error) = docker_bounded(&["rm", "-f", &name]) {
+            eprintln!("cleanup: {error}");
+        }
     }
 }
 
@@ -324,5 +412,29 @@ fn repository_name(reference: &str) -> &str {
     match reference[slash..].rfind(':') {
         Some(colon) => &reference[..slash + colon],
         None => reference,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_past_its_limit_is_killed_and_reported() {
+        let started = std::time::Instant::now();
+        let error = run_bounded("sleep", &["30"], Duration::from_millis(200)).expect_err("sleep 30 outlives 0.2 s");
+        assert!(error.timed_out, "{error}");
+        assert_eq!(error.to_string(), "`sleep 30` did not finish in 0.2 s");
+        assert!(started.elapsed() < Duration::from_secs(20), "killed, not waited for: {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn a_command_within_its_limit_gives_its_output() {
+        let out =
+            run_bounded("sh", &["-c", "echo out; echo err >&2; exit 3"], Duration::from_secs(20)).expect("sh runs");
+        assert_eq!(
+            (out.status.code(), out.stdout.as_slice(), out.stderr.as_slice()),
+            (Some(3), &b"out\n"[..], &b"err\n"[..])
+        );
     }
 }
