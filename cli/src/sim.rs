@@ -116,7 +116,8 @@ pub struct RunArgs {
 #[derive(Args)]
 pub struct MergeArgs {
     /// The shards' results: files that end with the JSON line of `sim run --shard K/N --json`
-    /// (the lines before it are skipped). Every shard 1..N of one sweep, each once, in any order.
+    /// (the lines before it are skipped). Every shard 1..N of one sweep, each once, in any order,
+    /// all run by one build of drydock (the same `drydock --version`, so the same commit).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Merge even if shards are missing or stopped early: the summary covers what ran and says
@@ -455,6 +456,7 @@ fn sweep(args: &RunArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Result<
     let repro = |seed| catalog.repro_command(&named, seed, &args.faults);
     let mut summary = report.summarize(&scenario.name, Some(&args.faults), wall, repro);
     summary.size = args.size;
+    summary.build = Some(crate::VERSION.to_string());
     summary.stopped = match stopped_by {
         Some(c) if c == StopCause::Interrupted as u8 => Some("interrupted".to_string()),
         Some(c) if c == StopCause::TimeUp as u8 => Some("time-up".to_string()),

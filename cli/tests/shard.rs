@@ -208,6 +208,15 @@ fn shards_that_do_not_fit_are_refused() {
     let whole = dir2.path().join("whole.json");
     std::fs::write(&whole, drydock(&[&["sim", "run"], &range[..], &["--json"]].concat()).stdout).unwrap();
     refused(&[whole], "is the result of a whole range (no --shard)");
+    // A shard run by another build: its JSON names the `drydock --version` that ran it.
+    let version = stdout(&drydock(&["--version"])).trim().trim_start_matches("drydock ").to_string();
+    let mine = last_json(&drydock(&[&["sim", "run"], &range[..], &["--shard", "2/3", "--json"]].concat()));
+    assert_eq!(mine["build"], version.as_str(), "a shard says which build ran it");
+    let mut theirs = mine.clone();
+    theirs["build"] = "0.0.9 (commit 0123456789ab)".into();
+    let stale = dir2.path().join("stale.json");
+    std::fs::write(&stale, theirs.to_string()).unwrap();
+    refused(&[shards[0].clone(), stale, shards[2].clone()], "has build 0.0.9 (commit 0123456789ab), but");
     let junk = dir2.path().join("junk.json");
     std::fs::write(&junk, "no json here\n").unwrap();
     refused(&[junk], "its last line is not the JSON of `drydock sim run --json`");

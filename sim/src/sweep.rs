@@ -289,6 +289,7 @@ impl SweepReport {
             probes_reachable: self.probes_reachable.iter().map(|p| p.name().to_string()).collect(),
             groups: Vec::new(),
             work_after_heal: self.work_after_heal.clone(),
+            build: None,
         };
         summary.groups = FailureGroup::of(&summary.failures);
         summary.set_wall_seconds(wall_seconds);
@@ -572,6 +573,15 @@ mod tests {
         let mut longer = shard(2, 2);
         longer.end += 1;
         assert!(describe(merge(&[shard(1, 2), longer], false).unwrap_err()).contains("range end"));
+        let built = |k, commit: &str| SweepSummary { build: Some(format!("0.1.0 (commit {commit})")), ..shard(k, 2) };
+        assert!(
+            describe(merge(&[built(1, "aaa"), built(2, "bbb")], false).unwrap_err())
+                .contains("file1 has build 0.1.0 (commit bbb), but file0 has 0.1.0 (commit aaa)"),
+            "shards of two builds do not merge"
+        );
+        let merged = merge(&[built(1, "aaa"), built(2, "aaa")], false).expect("one build");
+        assert_eq!(merged.build.as_deref(), Some("0.1.0 (commit aaa)"));
+        assert!(merge(&[built(1, "aaa"), shard(2, 2)], false).is_ok(), "a shard that names no build is not refused");
         let whole = fake_summary(30, None, None);
         assert_eq!(merge(&[whole], false), Err(MergeError::NotAShard { input: 0 }));
         assert_eq!(merge(&[], false), Err(MergeError::NoInput));

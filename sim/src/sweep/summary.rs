@@ -71,6 +71,11 @@ pub struct SweepSummary {
     pub probes_reachable: Vec<String>,
     /// The most work any object of any seed did in one window after the heal.
     pub work_after_heal: WorkPeaks,
+    /// What ran the sweep, as the caller names it (`drydock --version`'s `0.1.0 (commit ...)`);
+    /// `None` if it did not say. Shards merge only if they name the same build, or one says none:
+    /// seeds mean another world under another engine. Two builds of one `-dirty` tree look alike.
+    #[serde(default)]
+    pub build: Option<String>,
 }
 
 /// A failing seed in a [`SweepSummary`]: its first violation and how to run it again.
@@ -276,7 +281,7 @@ impl MergeError {
             }
             MergeError::Mismatch { input, field, first, found } => format!(
                 "{} has {field} {found}, but {} has {first}: merge only the shards of one sweep (same \
-                 scenario, size, start, seeds, faults, determinism sampling and shard count)",
+                 build, scenario, size, start, seeds, faults, determinism sampling and shard count)",
                 name(*input),
                 name(0)
             ),
@@ -347,6 +352,10 @@ pub fn merge(shards: &[SweepSummary], allow_partial: bool) -> Result<SweepSummar
             mismatch("fault selection", show(&first.fault_selection), show(&summary.fault_selection)),
             mismatch("determinism sampling (check_every)", show(&first.check_every), show(&summary.check_every)),
             mismatch("shard count", count.to_string(), run.count.to_string()),
+            match (&first.build, &summary.build) {
+                (Some(a), Some(b)) => mismatch("build", a.clone(), b.clone()),
+                _ => None,
+            },
         ];
         if let Some(error) = checks.into_iter().flatten().next() {
             return Err(error);
