@@ -120,6 +120,11 @@ impl<K: Ord + std::hash::Hash + Clone, V> SortedMap<K, V> {
     pub fn range<R: std::ops::RangeBounds<K>>(&self, range: R) -> impl Iterator<Item = (&K, &V)> {
         self.order.range(range).filter_map(|key| self.entries.get_key_value(key))
     }
+
+    /// The keys in `range`, in key order, without reading their values.
+    pub fn keys_range<R: std::ops::RangeBounds<K>>(&self, range: R) -> impl Iterator<Item = &K> {
+        self.order.range(range)
+    }
 }
 
 impl<K: Ord + std::hash::Hash + Clone, V> FromIterator<(K, V)> for SortedMap<K, V> {
