@@ -101,6 +101,9 @@ pub struct SimRuntime {
     journal: Journal,
     /// (label, value) -> the ids of the containers carrying it.
     labelled: BTreeMap<(String, String), BTreeSet<String>>,
+    /// Network id -> the ids of the containers with an attachment to it (running or not): a
+    /// network's endpoints are the running ones, found without reading every container.
+    attached: BTreeMap<String, BTreeSet<String>>,
     /// When each main process due to end by itself ends, and its container: every
     /// `exit_due` there is, in time order.
     due: BTreeSet<(WallTime, String)>,

@@ -144,8 +144,9 @@ impl SimRuntime {
                     record.info.name
                 )));
             }
-            let attachment = Attachment { aliases: aliases.to_vec(), network_id: Some(net_id) };
+            let attachment = Attachment { aliases: aliases.to_vec(), network_id: Some(net_id.clone()) };
             record.networks.insert(net_name, attachment);
+            self.attached.entry(net_id).or_default().insert(id);
             return Ok(RuntimeReply::Done);
         }
         let (key, attachment) = self.attachment(network, aliases);
@@ -173,6 +174,7 @@ impl SimRuntime {
             return match key {
                 Some(key) => {
                     record.networks.remove(&key);
+                    self.index_attachment(&id, &net_id, false);
                     Ok(RuntimeReply::Done)
                 }
                 None => Err(RuntimeError::NotFound(format!("container {id} is not connected to network {net_name}"))),
@@ -180,7 +182,12 @@ impl SimRuntime {
         }
         let key = found.map_or_else(|| network.to_string(), |(_, name)| name);
         match record.networks.remove(&key) {
-            Some(_) => Ok(RuntimeReply::Done),
+            Some(removed) => {
+                if let Some(net_id) = removed.network_id {
+                    self.index_attachment(&id, &net_id, false);
+                }
+                Ok(RuntimeReply::Done)
+            }
             None => Err(RuntimeError::NotFound(format!("container {id} is not connected to the network {key}"))),
         }
     }
@@ -210,22 +217,51 @@ impl SimRuntime {
     /// Container `id` started on the networks `resolved` found: each attachment remembers its
     /// network's id.
     pub(super) fn activate_attachments(&mut self, id: &str, resolved: BTreeMap<String, String>) {
-        if let Some(record) = self.containers.get_mut(id) {
-            for (key, network_id) in resolved {
-                if let Some(attachment) = record.networks.get_mut(&key) {
-                    attachment.network_id = Some(network_id);
+        let Some(record) = self.containers.get_mut(id) else { return };
+        let mut moved = Vec::new();
+        for (key, network_id) in resolved {
+            if let Some(attachment) = record.networks.get_mut(&key) {
+                let before = attachment.network_id.replace(network_id.clone());
+                if before.as_ref() != Some(&network_id) {
+                    moved.push((before, network_id));
                 }
+            }
+        }
+        for (before, after) in moved {
+            if let Some(before) = before {
+                self.index_attachment(id, &before, false);
+            }
+            self.index_attachment(id, &after, true);
+        }
+    }
+
+    /// Record (`add`) that container `id` has an attachment to network `network_id`, or forget
+    /// it unless another of its attachments (one by name, one by id) is to that network too.
+    pub(super) fn index_attachment(&mut self, id: &str, network_id: &str, add: bool) {
+        let still = |c: &super::containers::SimContainer| {
+            c.networks.values().any(|a| a.network_id.as_deref() == Some(network_id))
+        };
+        if add {
+            self.attached.entry(network_id.to_string()).or_default().insert(id.to_string());
+            return;
+        }
+        if self.containers.get(id).is_some_and(still) {
+            return;
+        }
+        if let Some(ids) = self.attached.get_mut(network_id) {
+            ids.remove(id);
+            if ids.is_empty() {
+                self.attached.remove(network_id);
             }
         }
     }
 
     /// The running containers with an endpoint on network `network_id`, in id order.
     fn endpoints(&self, network_id: &str) -> Vec<String> {
-        self.containers
-            .values()
-            .filter(|c| c.info.state == ContainerState::Running)
-            .filter(|c| c.networks.values().any(|a| a.network_id.as_deref() == Some(network_id)))
-            .map(|c| c.info.id.clone())
+        let attached = self.attached.get(network_id).into_iter().flatten();
+        attached
+            .filter(|id| self.containers.get(*id).is_some_and(|c| c.info.state == ContainerState::Running))
+            .cloned()
             .collect()
     }
 

@@ -219,3 +219,58 @@ fn connect_and_disconnect_follow_the_container_state() {
         Err(RuntimeError::NotFound(format!("container {c} is not connected to the network n2")))
     );
 }
+
+/// The endpoint index against its definition: after any sequence of creates, starts, stops,
+/// connects, disconnects, removals (of containers and networks) and daemon restarts, a network's
+/// endpoints are exactly the running containers with an attachment to it, in id order.
+#[test]
+fn the_endpoint_index_agrees_with_a_scan_of_every_container() {
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::{RngCore, SeedableRng};
+    let scan = |rt: &SimRuntime, network_id: &str| -> Vec<String> {
+        rt.containers
+            .values()
+            .filter(|c| c.info.state == ContainerState::Running)
+            .filter(|c| c.networks.values().any(|a| a.network_id.as_deref() == Some(network_id)))
+            .map(|c| c.info.id.clone())
+            .collect()
+    };
+    let mut endpoints_seen = 0;
+    for seed in 0..150 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut rt = runtime();
+        rt.set_now(drydock_engine::time::WallTime(1_000_000));
+        for net in ["n1", "n2"] {
+            let _ = create_network(&mut rt, net, &[]);
+        }
+        for _ in 0..80 {
+            let container = format!("c{}", rng.next_u32() % 3);
+            let net = ["n1", "n2", "bridge"][(rng.next_u32() % 3) as usize];
+            let _ = match rng.next_u32() % 10 {
+                0 => rt.execute(&on(&container, &[net])),
+                1 | 2 => start(&mut rt, &container),
+                3 => rt.execute(&RuntimeRequest::StopContainer { id: container, timeout_secs: 0 }),
+                4 => connect(&mut rt, net, &container),
+                5 => disconnect(&mut rt, net, &container),
+                6 => rt.execute(&RuntimeRequest::RemoveContainer { id: container, force: true }),
+                7 => remove(&mut rt, net).or_else(|_| create_network(&mut rt, net, &[])),
+                8 => Ok(RuntimeReply::Done).inspect(|_| {
+                    rt.restart_daemon();
+                }),
+                _ => Ok(RuntimeReply::Done).inspect(|_| {
+                    // What is due: a removal finishing, a stopped container's exit.
+                    if let Some(due) = rt.next_due() {
+                        rt.advance(due);
+                    }
+                }),
+            };
+            let ids: Vec<String> = rt.all_networks().map(|n| n.id.clone()).collect();
+            for id in ids {
+                let indexed = rt.endpoints(&id);
+                assert_eq!(indexed, scan(&rt, &id), "seed {seed}: network {id}");
+                endpoints_seen += indexed.len();
+            }
+        }
+    }
+    assert!(endpoints_seen > 1000, "the sequences attach running containers: {endpoints_seen} endpoints seen");
+}
