@@ -238,14 +238,12 @@ impl SimRuntime {
     /// Record (`add`) that container `id` has an attachment to network `network_id`, or forget
     /// it unless another of its attachments (one by name, one by id) is to that network too.
     pub(super) fn index_attachment(&mut self, id: &str, network_id: &str, add: bool) {
-        let still = |c: &super::containers::SimContainer| {
-            c.networks.values().any(|a| a.network_id.as_deref() == Some(network_id))
-        };
         if add {
             self.attached.entry(network_id.to_string()).or_default().insert(id.to_string());
             return;
         }
-        if self.containers.get(id).is_some_and(still) {
+        let record = self.containers.get(id);
+        if record.is_some_and(|c| c.networks.values().any(|a| a.network_id.as_deref() == Some(network_id))) {
             return;
         }
         if let Some(ids) = self.attached.get_mut(network_id) {
