@@ -52,11 +52,13 @@ pub fn running_names_with(prefix: &str) -> Vec<String> {
 }
 
 fn docker_ps(args: &[&str], prefix: &str) -> Vec<String> {
-    let out = match docker_bounded(args) {
-        Ok(out) => out,
-        Err(error) => panic!("{error}"),
-    };
-    String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
+    names_listed(args, prefix).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// The names `docker args...` prints, one per line, that start with `prefix`.
+fn names_listed(args: &[&str], prefix: &str) -> Result<Vec<String>, String> {
+    let out = docker_bounded(args)?;
+    Ok(String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect())
 }
 
 /// How long one `docker` command of a test's checks or cleanup may take.
@@ -138,15 +140,10 @@ fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Ve
 /// `docker rm -f` every container whose name starts with `prefix` (what a failed test left). A
 /// command that does not finish in time is reported on stderr and left behind.
 pub fn remove_containers_with(prefix: &str) {
-    let names = match docker_bounded(&["ps", "-a", "--format", "{{.Names}}"]) {
-        Ok(out) => {
-            String::from_utf8_lossy(&out.stdout).lines().filter(|n| n.starts_with(prefix)).map(str::to_string).collect()
-        }
-        Err(error) => {
-            eprintln!("cleanup of {prefix}*: {error}");
-            Vec::new()
-        }
-    };
+    let names = names_listed(&["ps", "-a", "--format", "{{.Names}}"], prefix).unwrap_or_else(|error| {
+        eprintln!("cleanup of {prefix}*: {error}");
+        Vec::new()
+    });
     for name in names {
         if let Err(error) = docker_bounded(&["rm", "-f", &name]) {
             eprintln!("cleanup: {error}");

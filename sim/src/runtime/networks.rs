@@ -146,7 +146,7 @@ impl SimRuntime {
             }
             let attachment = Attachment { aliases: aliases.to_vec(), network_id: Some(net_id.clone()) };
             record.networks.insert(net_name, attachment);
-            self.attached.entry(net_id).or_default().insert(id);
+            self.index_attachment(&id, &net_id, true);
             return Ok(RuntimeReply::Done);
         }
         let (key, attachment) = self.attachment(network, aliases);
