@@ -40,8 +40,8 @@ use crate::checker::{Happening, View};
 use crate::facts::process_identity;
 use drydock_engine::api::logical::{LogicalContainer, LogicalMode, LogicalPhase};
 use drydock_engine::api::{
-    ContainerImage, ContainerPhase, ImagePhase, Lease, Namespace, Object, PhysicalContainer, Resource, Uid, names,
-    reasons,
+    ContainerImage, ContainerPhase, ImagePhase, Lease, Namespace, Object, ObjectKey, PhysicalContainer, Resource, Uid,
+    names, reasons,
 };
 use drydock_engine::controllers::image::pull_lease_name;
 use drydock_engine::fixed::FixedSet;
@@ -57,7 +57,7 @@ pub struct Probes {
     /// Owner uids whose create reply was lost.
     uncertain_uids: FixedSet<String>,
     /// (process, object key) whose last store write hit a Conflict.
-    conflicted: FixedSet<(usize, String)>,
+    conflicted: FixedSet<(usize, Option<ObjectKey>)>,
     /// Containers an inspection was told were not there (notfound-after-create).
     was_hidden: FixedSet<String>,
     /// Logical containers seen reporting NotFound.
@@ -221,13 +221,14 @@ impl Probes {
 }
 
 /// The key of the object a store request is about.
-fn written_key(request: &StoreRequest) -> String {
+/// (The key itself, not its printed form: most writes look it up.)
+fn written_key(request: &StoreRequest) -> Option<ObjectKey> {
     match request {
         StoreRequest::Create { object } | StoreRequest::Update { object } | StoreRequest::UpdateStatus { object } => {
-            object.key().to_string()
+            Some(object.key())
         }
-        StoreRequest::Delete { key, .. } | StoreRequest::Get { key } => key.to_string(),
-        StoreRequest::List { .. } => String::new(),
+        StoreRequest::Delete { key, .. } | StoreRequest::Get { key } => Some(key.clone()),
+        StoreRequest::List { .. } => None,
     }
 }
 

@@ -313,9 +313,11 @@ impl Store {
     /// Carry out one request.
     pub fn execute(&mut self, now: WallTime, request: StoreRequest) -> StoreResult {
         match request {
-            StoreRequest::Get { key } => {
-                self.get(&key).cloned().map(StoreReply::Object).ok_or(StoreError::NotFound { key: key.to_string() })
-            }
+            StoreRequest::Get { key } => self
+                .get(&key)
+                .cloned()
+                .map(StoreReply::Object)
+                .ok_or_else(|| StoreError::NotFound { key: key.to_string() }),
             StoreRequest::List { kind, namespace } => {
                 Ok(StoreReply::Objects(self.list(kind.as_deref(), namespace.as_deref())))
             }
@@ -331,9 +333,11 @@ impl Store {
     pub fn execute_ref(&mut self, now: WallTime, request: &StoreRequest) -> StoreResult {
         match request {
             StoreRequest::UpdateStatus { object } => self.update_status_ref(object).map(StoreReply::Object),
-            StoreRequest::Get { key } => {
-                self.get(key).cloned().map(StoreReply::Object).ok_or(StoreError::NotFound { key: key.to_string() })
-            }
+            StoreRequest::Get { key } => self
+                .get(key)
+                .cloned()
+                .map(StoreReply::Object)
+                .ok_or_else(|| StoreError::NotFound { key: key.to_string() }),
             StoreRequest::Delete { key, options } => self.delete(now, key, options).map(StoreReply::Object),
             other => self.execute(now, other.clone()),
         }
@@ -439,7 +443,7 @@ impl Store {
         key: &ObjectKey,
         options: &DeleteOptions,
     ) -> Result<Arc<Object>, StoreError> {
-        let stored = self.objects.get(key).cloned().ok_or(StoreError::NotFound { key: key.to_string() })?;
+        let stored = self.objects.get(key).cloned().ok_or_else(|| StoreError::NotFound { key: key.to_string() })?;
         if let Some(uid) = &options.precondition_uid
             && *uid != stored.metadata.uid
         {
@@ -473,7 +477,7 @@ impl Store {
 
     fn precondition(&self, object: &Object) -> Result<Arc<Object>, StoreError> {
         let key = object.key();
-        let stored = self.objects.get(&key).cloned().ok_or(StoreError::NotFound { key: key.to_string() })?;
+        let stored = self.objects.get(&key).cloned().ok_or_else(|| StoreError::NotFound { key: key.to_string() })?;
         let meta = &object.metadata;
         if !meta.uid.0.is_empty() && meta.uid != stored.metadata.uid {
             return Err(StoreError::Conflict {
