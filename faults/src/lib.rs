@@ -195,7 +195,7 @@ impl FaultKind {
                 "wall clocks that disagree between processes (VM clock drift after sleep): lease expiry must tolerate skew well under the lease duration"
             }
             FaultKind::DisruptWhileUncertain => {
-                "a user or a prune acting in the window where a create's outcome is unknown (`docker rmi` between two create attempts, `docker rm -f` or a daemon restart before the create was verified): the retry meets a different world, and must not conclude from it what the first attempt did"
+                "a user or a prune acting in the window where a create's outcome is unknown (`docker rmi` between two create attempts, `docker rm -f`, or a daemon restart where runtime-restart faults are enabled, before the create was verified): the retry meets a different world, and must not conclude from it what the first attempt did"
             }
             FaultKind::ReaderStall => {
                 "a log client that stops reading (DCP's resource logging could deadlock on a blocked sink): the engine, deletion and every other reader must go on, and the stalled reader's stream must end once it reads again"

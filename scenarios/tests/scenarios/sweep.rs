@@ -164,3 +164,29 @@ fn a_scenarios_own_invariant_is_checked_by_the_world() {
     assert_eq!(report.violations[0].invariant, "at-most-one-container", "{:?}", report.violations);
     assert_eq!(report.violations[0].message, "2 containers");
 }
+
+/// `disrupt-while-uncertain` restarts the daemon only where the plan has `runtime-restart` too: a
+/// plan without restarts (as `scale`'s) never stops every container, by a disruption or otherwise.
+#[test]
+fn a_disruption_restarts_the_daemon_only_where_restarts_are_faults() {
+    use drydock_faults::FaultSelection;
+    let scenario = drydock_scenarios::find("basic").unwrap();
+    let count = |faults: &str| {
+        let selection = FaultSelection::parse(faults).unwrap();
+        let (mut disruptions, mut restarts) = (0, 0);
+        for seed in 0..40 {
+            let report = scenario.run_with(seed, true, &selection);
+            assert!(report.ok, "seed {seed} with {faults}: {:?}", report.violations);
+            for event in report.trace.as_ref().unwrap() {
+                disruptions += event.line.matches("[fault disrupt-while-uncertain:").count();
+                restarts += event.line.matches("[fault disrupt-while-uncertain: RestartDaemon").count();
+            }
+        }
+        (disruptions, restarts)
+    };
+    let (disruptions, restarts) = count("uncertain-create=0.5,disrupt-while-uncertain=1");
+    assert!(disruptions > 20, "only {disruptions} disruptions");
+    assert_eq!(restarts, 0, "a daemon restart in a plan without runtime-restart");
+    let (disruptions, restarts) = count("uncertain-create=0.5,disrupt-while-uncertain=1,runtime-restart=0.01");
+    assert!(restarts > 3 && restarts < disruptions, "{restarts} restarts of {disruptions} disruptions");
+}

@@ -170,6 +170,11 @@ impl Env {
         fired
     }
 
+    /// Whether the plan has fault `kind` at all (healed or not); no draw.
+    pub fn enables(&self, kind: FaultKind) -> bool {
+        self.faults.enabled().any(|(k, rate)| k == kind && rate > 0.0)
+    }
+
     pub fn draw(&mut self, latency: Latency) -> Duration {
         latency.draw(&mut self.rng)
     }

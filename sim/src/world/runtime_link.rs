@@ -364,9 +364,12 @@ impl RuntimeLink {
         if !env.fires(FaultKind::DisruptWhileUncertain) {
             return;
         }
+        // A daemon restart is a runtime restart: a plan without those (as `scale`'s, where a
+        // restart stops the whole world) removes the container instead. One draw either way.
+        let restarts = env.enables(FaultKind::RuntimeRestart);
         let disruption = match env.rng.next_u32() % 3 {
             0 => Disruption::RemoveImage(create.image.clone()),
-            1 => Disruption::RestartDaemon,
+            1 if restarts => Disruption::RestartDaemon,
             _ => Disruption::RemoveContainer(create.name.clone()),
         };
         let at = now + env.draw(self.knobs.disrupt_within);
