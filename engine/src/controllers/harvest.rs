@@ -25,7 +25,7 @@
 //! *Caveats*: a container removed by the harvester is removed with force, as the physical
 //! controller's own cleanup would.
 
-use crate::api::{Object, ObjectKey, Uid, names};
+use crate::api::{Object, ObjectKey, names};
 use crate::controller::{Action, Context, Controller, OpId, ReconcileResult, Watch};
 use crate::runtime::{ContainerInfo, RuntimeReply, RuntimeRequest, RuntimeResult};
 use crate::store::{StoreReply, StoreRequest, StoreResult};
@@ -49,17 +49,34 @@ pub fn harvest_key() -> ObjectKey {
 /// The containers of `listed` (all carrying our creator label) that nobody wants: created by
 /// `identity` for an object (an owner uid label), not retained, whose owner uid no object in
 /// `objects` has and whose id no object records. Sorted by id.
+///
+/// The candidates come first (ours, not retained, made for an object), then one read of the
+/// objects' uids strikes those whose owner lives; only if some are left are the objects' specs and
+/// statuses read for recorded ids. Usually none is left, and a big world's objects are read once,
+/// uid only, rather than sorted into sets.
 pub fn leftovers<'a>(identity: &str, listed: &'a [ContainerInfo], objects: &[Arc<Object>]) -> Vec<&'a ContainerInfo> {
-    let uids: BTreeSet<&Uid> = objects.iter().map(|o| &o.metadata.uid).collect();
-    let recorded: BTreeSet<&str> = objects.iter().flat_map(|o| recorded_ids(o)).collect();
-    let mut found: Vec<&ContainerInfo> = listed
+    let mut by_owner: BTreeMap<&str, Vec<&ContainerInfo>> = BTreeMap::new();
+    for c in listed
         .iter()
         .filter(|c| c.labels.get(names::LABEL_CREATOR).map(String::as_str) == Some(identity))
         .filter(|c| c.labels.get(names::LABEL_RETAIN).map(String::as_str) != Some("true"))
+    {
         // Without an owner uid it was not made for an object: not ours to judge.
-        .filter(|c| c.labels.get(names::LABEL_OWNER_UID).is_some_and(|uid| !uids.contains(&Uid(uid.clone()))))
-        .filter(|c| !recorded.contains(c.id.as_str()))
-        .collect();
+        if let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) {
+            by_owner.entry(uid.as_str()).or_default().push(c);
+        }
+    }
+    for object in objects {
+        if by_owner.is_empty() {
+            return Vec::new();
+        }
+        by_owner.remove(object.metadata.uid.0.as_str());
+    }
+    let mut found: Vec<&ContainerInfo> = by_owner.into_values().flatten().collect();
+    if !found.is_empty() {
+        let recorded: BTreeSet<&str> = objects.iter().flat_map(|o| recorded_ids(o)).collect();
+        found.retain(|c| !recorded.contains(c.id.as_str()));
+    }
     found.sort_by(|a, b| a.id.cmp(&b.id));
     found
 }
@@ -81,8 +98,8 @@ enum Phase {
     Listed(Vec<ContainerInfo>),
     /// Listing the store.
     ListingStore(OpId, Vec<ContainerInfo>),
-    /// Both lists are in: what the runtime holds, and every object of the store.
-    Fetched { listed: Vec<ContainerInfo>, objects: Vec<Arc<Object>> },
+    /// Both lists are in: the leftovers they show, to remove.
+    Fetched(Vec<ContainerInfo>),
     /// Removing leftovers: the removes still in flight, and whether one failed.
     Removing { pending: BTreeSet<OpId>, failed: bool },
 }
@@ -95,11 +112,19 @@ pub struct Harvester {
     failures: u32,
     /// When the pass in progress began.
     pass_began: MonoTime,
+    /// This engine's identity, as the pass in progress began (what our creator label says).
+    identity: String,
 }
 
 impl Harvester {
     pub fn new(interval: Duration) -> Self {
-        Harvester { interval, phase: Phase::Idle { due: MonoTime(0) }, failures: 0, pass_began: MonoTime(0) }
+        Harvester {
+            interval,
+            phase: Phase::Idle { due: MonoTime(0) },
+            failures: 0,
+            pass_began: MonoTime(0),
+            identity: String::new(),
+        }
     }
 
     /// The pass ended: when is the next one due?
@@ -133,14 +158,9 @@ impl Harvester {
     }
 
     /// Remove every leftover of the pass; none: the pass is done.
-    fn remove_leftovers(
-        &mut self,
-        ctx: &mut Context<'_>,
-        listed: &[ContainerInfo],
-        objects: &[Arc<Object>],
-    ) -> ReconcileResult {
+    fn remove_leftovers(&mut self, ctx: &mut Context<'_>, leftovers: &[ContainerInfo]) -> ReconcileResult {
         let mut pending = BTreeSet::new();
-        for leftover in leftovers(ctx.identity(), listed, objects) {
+        for leftover in leftovers {
             tracing::info!(container = %leftover.id, name = %leftover.name, "harvesting a container whose object is gone");
             pending.insert(ctx.runtime(RuntimeRequest::RemoveContainer { id: leftover.id.clone(), force: true }));
         }
@@ -185,6 +205,7 @@ impl Controller for Harvester {
             }
             Phase::Idle { .. } => {
                 self.pass_began = now;
+                self.identity = ctx.identity().to_string();
                 let labels = BTreeMap::from([(names::LABEL_CREATOR.to_string(), ctx.identity().to_string())]);
                 let op = ctx.runtime(RuntimeRequest::ListContainers { labels });
                 self.phase = Phase::ListingRuntime(op);
@@ -196,7 +217,7 @@ impl Controller for Harvester {
                 self.phase = Phase::ListingStore(op, listed);
                 Ok(Action::done())
             }
-            Phase::Fetched { listed, objects } => self.remove_leftovers(ctx, &listed, &objects),
+            Phase::Fetched(found) => self.remove_leftovers(ctx, &found),
             Phase::Removing { pending, failed } if pending.is_empty() => Ok(self.end_pass(ctx, !failed)),
             busy => {
                 // A request of the pass is in flight; its reply brings us back.
@@ -234,7 +255,10 @@ impl Controller for Harvester {
             return;
         };
         match result {
-            Ok(StoreReply::Objects(objects)) => self.phase = Phase::Fetched { listed, objects: objects.clone() },
+            Ok(StoreReply::Objects(objects)) => {
+                let found = leftovers(&self.identity, &listed, objects).into_iter().cloned().collect();
+                self.phase = Phase::Fetched(found);
+            }
             Ok(StoreReply::Object(_)) => self.fail(now, "unexpected reply to a list", &"one object"),
             Err(e) => self.fail(now, "cannot list the store", e),
         }
@@ -245,7 +269,7 @@ impl Controller for Harvester {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::api::ObjectMeta;
+    use crate::api::{ObjectMeta, Uid};
     use crate::runtime::ContainerState;
 
     fn container(id: &str, labels: &[(&str, &str)]) -> ContainerInfo {
