@@ -30,6 +30,7 @@ mod containers;
 mod dockerfile;
 mod files;
 mod images;
+mod label_index;
 mod lifecycle;
 mod mounts;
 mod networks;
@@ -100,7 +101,7 @@ pub struct SimRuntime {
     /// What changed since the journal was last taken.
     journal: Journal,
     /// (label, value) -> the ids of the containers carrying it.
-    labelled: BTreeMap<(String, String), BTreeSet<String>>,
+    labelled: label_index::LabelIndex,
     /// Network id -> the ids of the containers with an attachment to it (running or not): a
     /// network's endpoints are the running ones, found without reading every container.
     attached: BTreeMap<String, BTreeSet<String>>,
@@ -149,26 +150,12 @@ impl SimRuntime {
         label: &str,
         value: &str,
     ) -> impl Iterator<Item = &'a drydock_engine::runtime::ContainerInfo> + 'a {
-        self.labelled
-            .get(&(label.to_string(), value.to_string()))
-            .into_iter()
-            .flatten()
-            .filter_map(|id| self.containers.get(id).map(|c| &c.info))
+        self.labelled.ids(label, value).filter_map(|id| self.containers.get(id).map(|c| &c.info))
     }
 
     /// Index the labels of container `id` (`add`), or forget them.
     pub(super) fn index_labels(&mut self, id: &str, labels: &BTreeMap<String, String>, add: bool) {
-        for (label, value) in labels {
-            let key = (label.clone(), value.clone());
-            if add {
-                self.labelled.entry(key).or_default().insert(id.to_string());
-            } else if let Some(ids) = self.labelled.get_mut(&key) {
-                ids.remove(id);
-                if ids.is_empty() {
-                    self.labelled.remove(&key);
-                }
-            }
-        }
+        if add { self.labelled.add(id, labels) } else { self.labelled.remove(id, labels) }
     }
 
     /// Container `id` changed.
