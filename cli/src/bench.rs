@@ -7,7 +7,7 @@
 //! - Cost per event: scenario `scale` at world sizes 10, 100 and 1,000 containers, on one
 //!   thread, measured in CPU time (the process's, from `/proc`), which a busy machine disturbs
 //!   far less than wall time: nanoseconds per event, and the ratio of the largest size to the
-//!   smallest.
+//!   smallest. The runs go in rounds of every size, so that a busy spell weighs on all sizes.
 //!
 //! *Caveats*: CPU time and resident memory come from Linux's `/proc`; elsewhere those figures
 //! are absent and the wall time stands in for the CPU time.
@@ -100,18 +100,27 @@ pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> 
     }
     let peak = peak_memory_bytes();
 
+    // Each round measures every size once, so that a spell of a busy machine weighs on all sizes
+    // alike rather than on whichever size it fell on.
     let mut scaling = Vec::new();
     for &size in &args.sizes {
         let sized = scale.with_size(size).map_err(|e| anyhow::anyhow!("--sizes: {e}"))?;
         let seeds = seeds_for(&sized, args.events);
-        eprintln!("cost per event: scale --size {size}, {seeds} seeds on one thread, {} runs", args.repeat);
-        let mut samples = Vec::new();
-        for run in 0..args.repeat {
-            let sample = sweep(&sized, 0, seeds, 1);
-            eprintln!("  run {}: {:.0} ns/event over {} events", run + 1, sample.nanos_per_event(), sample.events);
+        scaling.push((size, seeds, sized, Vec::new()));
+    }
+    let plan: Vec<String> = scaling.iter().map(|(size, seeds, _, _)| format!("size {size}: {seeds} seeds")).collect();
+    eprintln!("cost per event: scale on one thread, {} rounds of every size ({})", args.repeat, plan.join(", "));
+    for run in 0..args.repeat {
+        for (size, seeds, sized, samples) in &mut scaling {
+            let sample = sweep(sized, 0, *seeds, 1);
+            eprintln!(
+                "  round {}, size {size}: {:.0} ns/event over {} events",
+                run + 1,
+                sample.nanos_per_event(),
+                sample.events
+            );
             samples.push(sample);
         }
-        scaling.push((size, seeds, samples));
     }
 
     let median_of = |samples: &[Sample], f: fn(&Sample) -> f64| median(samples.iter().map(f).collect());
@@ -134,7 +143,7 @@ pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> 
     writeln!(out, "cost per event of scale, one thread, {clock} time (median of {}):", args.repeat)?;
     let costs: Vec<(usize, u64, f64, &Vec<Sample>)> = scaling
         .iter()
-        .map(|(size, seeds, samples)| (*size, *seeds, median_of(samples, Sample::nanos_per_event), samples))
+        .map(|(size, seeds, _, samples)| (*size, *seeds, median_of(samples, Sample::nanos_per_event), samples))
         .collect();
     let base = costs.first().map(|c| c.2).filter(|c| *c > 0.0);
     for (size, seeds, cost, samples) in &costs {
