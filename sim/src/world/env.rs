@@ -26,7 +26,9 @@ pub(super) enum Event {
     StoreApply {
         process: usize,
         id: OpId,
-        request: StoreRequest,
+        /// Boxed, as are the runtime's requests and results: an event waits in the scheduler's
+        /// slab, whose slots are as big as the biggest event (328 bytes unboxed, 96 boxed).
+        request: Box<StoreRequest>,
     },
     StoreReply {
         process: usize,
@@ -36,12 +38,12 @@ pub(super) enum Event {
     RuntimeApply {
         process: usize,
         id: OpId,
-        request: RuntimeRequest,
+        request: Box<RuntimeRequest>,
     },
     RuntimeReply {
         process: usize,
         id: OpId,
-        result: RuntimeResult,
+        result: Box<RuntimeResult>,
     },
     /// A runtime event reaching a process.
     Notify {

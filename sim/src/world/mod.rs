@@ -172,7 +172,7 @@ impl<'w> World<'w> {
                 self.client(now, i);
             }
             Event::Deliver { process, stream, event } => self.deliver(now, process, stream, event),
-            Event::StoreApply { process, id, request } => self.store_apply(now, process, id, request),
+            Event::StoreApply { process, id, request } => self.store_apply(now, process, id, *request),
             Event::StoreReply { process, id, result } => {
                 self.env.paid();
                 if let Some(explainer) = &mut self.explainer {
@@ -188,7 +188,7 @@ impl<'w> World<'w> {
                 }
                 self.input(now, process, Input::StoreDone { id, result });
             }
-            Event::RuntimeApply { process, id, request } => self.runtime_apply(now, process, id, request),
+            Event::RuntimeApply { process, id, request } => self.runtime_apply(now, process, id, *request),
             Event::RuntimeReply { process, id, result } => {
                 self.env.paid();
                 if let Some(explainer) = &mut self.explainer {
@@ -199,7 +199,7 @@ impl<'w> World<'w> {
                 if !self.processes.is_down(process) {
                     self.observe(Happening::Answered { process, id });
                 }
-                self.input(now, process, Input::RuntimeDone { id, result });
+                self.input(now, process, Input::RuntimeDone { id, result: *result });
             }
             Event::Notify { process, stream, event } => {
                 self.env.paid();

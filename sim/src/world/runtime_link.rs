@@ -120,7 +120,7 @@ impl RuntimeLink {
             latency = latency.mul_f64(factor.draw(&mut env.rng));
             env.note(format_args!(" [fault slow-runtime: {id} takes {latency:?}]"));
         }
-        env.owe(now + latency, Event::RuntimeApply { process, id, request });
+        env.owe(now + latency, Event::RuntimeApply { process, id, request: Box::new(request) });
     }
 
     /// `process` cancelled request `id`: if it has not applied it never will. Returns whether it
@@ -399,6 +399,6 @@ impl RuntimeLink {
         }
         let at = (now + env.draw(self.knobs.latency) / self.knobs.reply_divisor).max(busy_until.unwrap_or(now));
         // The request's debt carries over to its reply.
-        env.at(at, Event::RuntimeReply { process, id, result });
+        env.at(at, Event::RuntimeReply { process, id, result: Box::new(result) });
     }
 }

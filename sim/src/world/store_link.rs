@@ -34,7 +34,7 @@ impl StoreLink {
     /// `process` sent `request`: it reaches the store after its latency.
     pub fn send(&self, env: &mut Env, now: MonoTime, process: usize, id: OpId, request: StoreRequest) {
         let at = now + env.draw(self.knobs.latency);
-        env.owe(at, Event::StoreApply { process, id, request });
+        env.owe(at, Event::StoreApply { process, id, request: Box::new(request) });
     }
 
     /// A competing writer gets there first (an update only), so the request does not apply.
