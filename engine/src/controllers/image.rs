@@ -41,6 +41,9 @@ use std::time::Duration;
 const LOOK_WHILE_WAITING: Duration = Duration::from_secs(2);
 /// How long a pull lease lasts without renewal.
 pub const PULL_LEASE_DURATION: Duration = Duration::from_secs(15);
+/// How soon a pull's lease renewal that did not go through (a conflict, a read in between) is
+/// tried again.
+const RENEW_AGAIN: Duration = Duration::from_millis(100);
 /// Inspections allowed to answer NotFound right after a pull before the image counts as failed.
 pub const VERIFY_BUDGET: u32 = 5;
 /// Progress lines kept in status.
@@ -414,11 +417,17 @@ impl ContainerImageController {
     fn apply(&mut self, ctx: &mut Context<'_>, obj: &Object) -> ReconcileResult {
         if let Some(in_flight) = self.ops.get(&obj.metadata.uid).and_then(|t| t.in_flight()) {
             if in_flight.op == Op::Pull {
-                // Keep the lease alive for as long as the pull takes.
+                // Keep the lease alive for as long as the pull takes. A renewal that met a
+                // conflict is read and written again soon, not a quarter of the lease later: two
+                // conflicts in a row, each followed by that wait, outlasted the lease, and
+                // another resource took it and pulled the same reference beside ours.
                 let (uid, reference) =
                     (obj.metadata.uid.clone(), obj.spec::<ContainerImage>().map(|s| s.image).unwrap_or_default());
-                self.lease(ctx, &uid, &reference);
-                return Ok(Action::requeue(PULL_LEASE_DURATION / 4));
+                let again = match self.lease(ctx, &uid, &reference) {
+                    Acquire::Held => PULL_LEASE_DURATION / 4,
+                    Acquire::Pending | Acquire::Contended { .. } => RENEW_AGAIN,
+                };
+                return Ok(Action::requeue(again));
             }
             return Ok(Action::done());
         }
