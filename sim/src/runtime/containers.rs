@@ -69,9 +69,9 @@ impl SimRuntime {
         self.touched(&info.id);
         let started_at = (info.state == ContainerState::Running).then_some(self.now);
         if let Some(old) = self.containers.get(&info.id).map(|c| c.info.labels.clone()) {
-            self.index_labels(&info.id, &old, false);
+            self.labelled.remove(&info.id, &old);
         }
-        self.index_labels(&info.id, &info.labels, true);
+        self.labelled.add(&info.id, &info.labels);
         self.unindex_ports(&info.id);
         let id = info.id.clone();
         match self.containers.get_mut(&info.id) {
@@ -183,7 +183,7 @@ impl SimRuntime {
             exit_due: None,
         };
         self.names.insert(name, id.clone());
-        self.index_labels(&id, &record.info.labels, true);
+        self.labelled.add(&id, &record.info.labels);
         self.containers.insert(id.clone(), record);
         self.index_ports(&id);
         self.event(&id, EventAction::Create);

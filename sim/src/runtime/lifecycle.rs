@@ -127,7 +127,7 @@ impl SimRuntime {
         self.unindex_ports(id);
         if let Some(removed) = self.containers.remove(id) {
             self.names.swap_remove(&removed.info.name);
-            self.index_labels(id, &removed.info.labels, false);
+            self.labelled.remove(id, &removed.info.labels);
             for network_id in removed.networks.values().filter_map(|a| a.network_id.as_deref()) {
                 self.index_attachment(id, network_id, false);
             }

@@ -153,11 +153,6 @@ impl SimRuntime {
         self.labelled.ids(label, value).filter_map(|id| self.containers.get(id).map(|c| &c.info))
     }
 
-    /// Index the labels of container `id` (`add`), or forget them.
-    pub(super) fn index_labels(&mut self, id: &str, labels: &BTreeMap<String, String>, add: bool) {
-        if add { self.labelled.add(id, labels) } else { self.labelled.remove(id, labels) }
-    }
-
     /// Container `id` changed.
     pub(super) fn touched(&mut self, id: &str) {
         if !self.journal.containers.contains(id) {
