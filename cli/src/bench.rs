@@ -5,12 +5,14 @@
 //!   without the determinism self-check: seeds/s, events/s, simulated seconds per wall second,
 //!   and the sweep's peak resident memory.
 //! - Cost per event: scenario `scale` at world sizes 10, 100 and 1,000 containers, on one
-//!   thread, measured in CPU time (the process's, from `/proc`), which a busy machine disturbs
-//!   far less than wall time: nanoseconds per event, and the ratio of the largest size to the
-//!   smallest. The runs go in rounds of every size, so that a busy spell weighs on all sizes.
+//!   thread, measured in the process's CPU time (`clock_gettime`, in nanoseconds), which a busy
+//!   machine disturbs far less than wall time: nanoseconds per event, and the ratio of the
+//!   largest size to the smallest. One unmeasured seed of every size warms up first, so that no
+//!   measurement pays for the process's heap growing to a big world's size for the first time.
+//!   The runs go in rounds of every size, so that a busy spell weighs on all sizes.
 //!
-//! *Caveats*: CPU time and resident memory come from Linux's `/proc`; elsewhere those figures
-//! are absent and the wall time stands in for the CPU time.
+//! *Caveats*: resident memory comes from Linux's `/proc`, and is absent elsewhere; off Unix the
+//! wall time stands in for the CPU time.
 
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
@@ -110,6 +112,10 @@ pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> 
     }
     let plan: Vec<String> = scaling.iter().map(|(size, seeds, _, _)| format!("size {size}: {seeds} seeds")).collect();
     eprintln!("cost per event: scale on one thread, {} rounds of every size ({})", args.repeat, plan.join(", "));
+    for (size, _, sized, _) in &scaling {
+        let warm = sweep(sized, 0, 1, 1);
+        eprintln!("  warm-up, size {size}: 1 seed, {} events, not measured", warm.events);
+    }
     for run in 0..args.repeat {
         for (size, seeds, sized, samples) in &mut scaling {
             let sample = sweep(sized, 0, *seeds, 1);
@@ -215,22 +221,17 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
-/// CPU time this process has used, user and system, all its threads (those ended included):
-/// `utime` and `stime` of `/proc/self/stat`, in clock ticks of 10 ms.
+/// CPU time this process has used, user and system, all its threads (those ended included),
+/// in nanoseconds: `/proc/self/stat` would count it in ticks of 10 ms.
+#[cfg(unix)]
 fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The fields after the command (which may hold spaces) in parentheses.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the command.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / clock_ticks_per_second())
+    let time = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Some(time.tv_sec as f64 + time.tv_nsec as f64 * 1e-9)
 }
 
-/// Linux's USER_HZ: 100 on every architecture drydock builds for (the kernel reports
-/// `/proc/*/stat` times in it whatever its internal tick rate).
-fn clock_ticks_per_second() -> f64 {
-    100.0
+#[cfg(not(unix))]
+fn cpu_seconds() -> Option<f64> {
+    None
 }
 
 /// Start measuring peak resident memory from now (Linux: `clear_refs` 5 resets `VmHWM`).

@@ -1,6 +1,6 @@
 //! What a person reads at the end of a sweep: failures grouped, a last PASS or FAIL line, probes
 //! only where they can be reached, repro commands that run as printed, `--jobs 0` refused, and
-//! the commit in `--version`.
+//! the commit in `--version`, and the figures `sim bench` measures.
 #![allow(clippy::unwrap_used)]
 
 mod output;
@@ -191,6 +191,46 @@ fn zero_jobs_are_refused() {
     let out = drydock(&["sim", "run", "--scenario", "basic-calm", "--seeds", "1", "--jobs", "two"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("\"two\" is not a number of threads"), "{}", stderr(&out));
+}
+
+/// `sim bench --json` gives every figure the README's Speed table quotes, measured: throughput,
+/// peak memory, and a cost per event in CPU time at each size, after an unmeasured warm-up seed.
+#[test]
+fn bench_measures_throughput_memory_and_cost_per_event_by_size() {
+    let args = ["sim", "bench", "--seeds", "6", "--repeat", "3", "--sizes", "2,6", "--events", "300", "--jobs", "1"];
+    let out = drydock(&[&args[..], &["--json"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bench = last_json(&out);
+    for figure in ["seeds_per_second", "events_per_second", "sim_seconds_per_wall_second", "peak_rss_bytes"] {
+        assert!(bench[figure].as_f64().unwrap() > 0.0, "{figure}: {bench}");
+    }
+    assert_eq!(bench["throughput_runs"].as_array().unwrap().len(), 3);
+    assert_eq!(bench["cost_clock"], "CPU");
+    let costs = bench["cost_per_event"].as_array().unwrap();
+    let sizes: Vec<u64> = costs.iter().map(|c| c["size"].as_u64().unwrap()).collect();
+    assert_eq!(sizes, [2, 6]);
+    assert_eq!(costs[0]["ratio_to_smallest"], 1.0);
+    for cost in costs {
+        let runs = cost["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 3, "{cost}");
+        // Each run reaches the events asked for with whole seeds, and its CPU time is measured
+        // finely enough to be non-zero however short the run.
+        let mut per_event: Vec<f64> = runs
+            .iter()
+            .map(|run| {
+                assert!(run["events"].as_u64().unwrap() >= 300, "{run}");
+                run["cpu_seconds"].as_f64().unwrap() * 1e9 / run["events"].as_f64().unwrap()
+            })
+            .collect();
+        assert!(per_event.iter().all(|ns| *ns > 0.0), "{cost}");
+        per_event.sort_by(f64::total_cmp);
+        assert_eq!(cost["nanos_per_event"].as_f64().unwrap(), per_event[1], "the median of three: {cost}");
+    }
+    let progress = stderr(&out);
+    assert!(progress.contains("warm-up, size 2: 1 seed") && progress.contains("warm-up, size 6: 1 seed"), "{progress}");
+    let report = stdout(&out);
+    assert!(report.contains("cost per event of scale, one thread, CPU time (median of 3)"), "{report}");
+    assert!(report.contains("size     6"), "{report}");
 }
 
 /// A scenario whose workload has no images, containers or log readers does not list the probes
