@@ -8,6 +8,10 @@
 //!   `missing` a waiter also looks for the image now and then while it waits (an inspection
 //!   needs no lease), so N resources of one reference wait for one pull, not for N turns of
 //!   the lease.
+//! - Within one process the lease is not the only guard: a resource holding the lease does not
+//!   start a pull of a reference while another resource of this process has one of it in
+//!   flight (it waits as for a held lease, keeping the lease). A lease can expire under a
+//!   running pull whose renewals keep failing; the process still knows its own pull runs.
 //! - At most `pullRetryLimit + 1` pulls per resource; then Failed (`PullFailed`), terminally,
 //!   with the last pull's error. A pull or an inspection the runtime refuses as invalid (Docker's
 //!   400) is Failed at once (`ReferenceRefused`): no attempt can succeed.
@@ -35,6 +39,7 @@ use crate::runtime::{ImageBuild, RuntimeError, RuntimeReply, RuntimeRequest, Run
 use crate::store::StoreResult;
 use crate::time::{MonoTime, Now};
 use crate::toolkit::{self, Cleanup, Finalizer, OpTracker, Retry, RetryPolicy, write_status};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// How often a resource waiting for another's pull lease looks whether the image is there.
@@ -140,11 +145,19 @@ pub struct ContainerImageController {
     monitor_interval: Duration,
     ops: OpTracker<Op, Image>,
     leases: LeaseClient,
+    /// The resource that last started a pull of each normalized reference in this process. An
+    /// entry is stale once that resource has no pull in flight (see [`Self::pulling_beside`]).
+    pulls: BTreeMap<String, Uid>,
 }
 
 impl ContainerImageController {
     pub fn new(monitor_interval: Duration) -> Self {
-        ContainerImageController { monitor_interval, ops: OpTracker::new(), leases: LeaseClient::default() }
+        ContainerImageController {
+            monitor_interval,
+            ops: OpTracker::new(),
+            leases: LeaseClient::default(),
+            pulls: BTreeMap::new(),
+        }
     }
 
     /// Start `op`; its reply reconciles the object again.
@@ -158,6 +171,18 @@ impl ContainerImageController {
         let normalized = normalize_image_reference(reference);
         let holder = crate::lease::holder(ctx.identity(), uid);
         self.leases.acquire(ctx, &lease_name("pull", &normalized), &normalized, &holder, PULL_LEASE_DURATION)
+    }
+
+    /// Another resource of this process whose pull of `normalized` is in flight (forgetting a
+    /// record whose pull has ended).
+    fn pulling_beside(&mut self, uid: &Uid, normalized: &str) -> Option<Uid> {
+        let puller = self.pulls.get(normalized)?.clone();
+        let in_flight = self.ops.get(&puller).and_then(|t| t.in_flight()).is_some_and(|f| f.op == Op::Pull);
+        if !in_flight {
+            self.pulls.remove(normalized);
+            return None;
+        }
+        (puller != *uid).then_some(puller)
     }
 
     fn release(&mut self, ctx: &mut Context<'_>, uid: &Uid, reference: &str) {
@@ -233,36 +258,20 @@ impl ContainerImageController {
         status: &ContainerImageStatus,
     ) -> ReconcileResult {
         let uid = obj.metadata.uid.clone();
+        let normalized = normalize_image_reference(&spec.image);
         match self.lease(ctx, &uid, &spec.image) {
             // The lease write's reply does not trigger a reconcile by itself (nothing watches
             // leases): ask for one as soon as it is in.
             Acquire::Pending => Ok(Action::requeue(Duration::from_millis(1))),
             Acquire::Contended { holder } => {
-                let message = format!(
-                    "waiting for the pull lease of {} (held by {holder})",
-                    normalize_image_reference(&spec.image)
-                );
-                // What we wait for now is the lease: the message of an earlier failed attempt must
-                // not be written back over this one on the next reconcile (the two would alternate).
-                if let Some(t) = self.ops.get_mut(&uid) {
-                    t.state.waiting = Some(message.clone());
-                }
-                let next =
-                    ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..(*status).clone() };
-                write_status::<ContainerImage>(ctx, obj, status, next);
-                // What the holder pulls may be there already: look (no lease needed to look).
-                let now = ctx.now().mono;
-                if spec.pull_policy == PullPolicy::Missing
-                    && spec.build.is_none()
-                    && let Some(t) = self.ops.get_mut(&uid).map(|t| &mut t.state)
-                    && t.step == Step::NeedPull
-                    && t.looked_while_waiting.is_none_or(|at| now.since(at) >= LOOK_WHILE_WAITING)
-                {
-                    t.looked_while_waiting = Some(now);
-                    let look = RuntimeRequest::InspectImage { reference: spec.image.clone() };
-                    return self.runtime(ctx, &uid, Op::Check, look);
-                }
-                Ok(Action::requeue(Duration::from_millis(500)))
+                let message = format!("waiting for the pull lease of {normalized} (held by {holder})");
+                self.wait_for_pull(ctx, obj, spec, status, message)
+            }
+            // Ours, but the lease expired under this process's running pull of the reference
+            // (its renewals kept failing) and this resource took it: wait for that pull too.
+            Acquire::Held if let Some(puller) = self.pulling_beside(&uid, &normalized) => {
+                let message = format!("waiting for this engine's pull of {normalized} (by resource {puller})");
+                self.wait_for_pull(ctx, obj, spec, status, message)
             }
             Acquire::Held => {
                 let Some(t) = self.ops.get_mut(&uid).map(|t| &mut t.state) else { return Ok(Action::done()) };
@@ -286,6 +295,7 @@ impl ContainerImageController {
                     // The attempt is durably counted (our write is in the cache): pull.
                     Step::Counting { attempt } if status.pull_attempts >= attempt => {
                         t.step = Step::PullNow;
+                        self.pulls.insert(normalized, uid.clone());
                         self.runtime(ctx, &uid, Op::Pull, make_request(spec))?;
                         // Come back to renew the lease for as long as the pull takes.
                         Ok(Action::requeue(PULL_LEASE_DURATION / 4))
@@ -317,6 +327,39 @@ impl ContainerImageController {
                 }
             }
         }
+    }
+
+    /// Someone else pulls the reference (`message` says who): stay Pending and look now and then
+    /// whether the image is there already.
+    fn wait_for_pull(
+        &mut self,
+        ctx: &mut Context<'_>,
+        obj: &Object,
+        spec: &ContainerImageSpec,
+        status: &ContainerImageStatus,
+        message: String,
+    ) -> ReconcileResult {
+        let uid = obj.metadata.uid.clone();
+        // What we wait for now is the other pull: the message of an earlier failed attempt must
+        // not be written back over this one on the next reconcile (the two would alternate).
+        if let Some(t) = self.ops.get_mut(&uid) {
+            t.state.waiting = Some(message.clone());
+        }
+        let next = ContainerImageStatus { phase: ImagePhase::Pending, message: Some(message), ..(*status).clone() };
+        write_status::<ContainerImage>(ctx, obj, status, next);
+        // What the other pulls may be there already: look (no lease needed to look).
+        let now = ctx.now().mono;
+        if spec.pull_policy == PullPolicy::Missing
+            && spec.build.is_none()
+            && let Some(t) = self.ops.get_mut(&uid).map(|t| &mut t.state)
+            && t.step == Step::NeedPull
+            && t.looked_while_waiting.is_none_or(|at| now.since(at) >= LOOK_WHILE_WAITING)
+        {
+            t.looked_while_waiting = Some(now);
+            let look = RuntimeRequest::InspectImage { reference: spec.image.clone() };
+            return self.runtime(ctx, &uid, Op::Check, look);
+        }
+        Ok(Action::requeue(Duration::from_millis(500)))
     }
 
     /// Cancel an in-flight pull and let the lease go; the runtime image stays.

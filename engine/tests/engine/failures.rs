@@ -5,14 +5,16 @@
 
 use drydock_engine::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalMode, LogicalPhase};
 use drydock_engine::api::{
-    ContainerImage, ContainerImageSpec, ContainerPhase, ImagePhase, Namespace, NamespaceSpec, Object, ObjectKey,
+    ContainerImage, ContainerImageSpec, ContainerPhase, ImagePhase, Lease, Namespace, NamespaceSpec, Object, ObjectKey,
     ObjectMeta, PhysicalContainer, PhysicalContainerSpec, PullPolicy, Resource, reasons,
 };
+use drydock_engine::controller::OpId;
+use drydock_engine::controllers::image::pull_lease_name;
 use drydock_engine::controllers::{ControllerConfig, builtin};
 use drydock_engine::runtime::{
     ContainerInfo, ContainerState, ImageInfo, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult,
 };
-use drydock_engine::store::{Registry, Store, StoreConfig};
+use drydock_engine::store::{DeleteOptions, Registry, Store, StoreConfig};
 use drydock_engine::{Engine, EngineConfig, Input, MonoTime, Now, Output, WallTime};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -49,6 +51,8 @@ struct Runtime {
     /// What every pull answers (`None`: the image arrives).
     pull_error: Option<RuntimeError>,
     inspect_image_error: Option<RuntimeError>,
+    /// Pulls are not answered until [`World::finish_pulls`].
+    hold_pulls: bool,
     /// Every request, with the time it was made (ms).
     requests: Vec<(u64, RuntimeRequest)>,
 }
@@ -63,6 +67,7 @@ impl Runtime {
             start_fault: StartFault::None,
             pull_error: None,
             inspect_image_error: None,
+            hold_pulls: false,
             requests: Vec::new(),
         }
     }
@@ -190,6 +195,8 @@ struct World {
     runtime: Runtime,
     now_ms: u64,
     fed: u64,
+    /// Pulls the runtime has not answered yet (`Runtime::hold_pulls`).
+    held: Vec<(OpId, RuntimeRequest)>,
 }
 
 impl World {
@@ -201,6 +208,7 @@ impl World {
             runtime,
             now_ms: 1_000,
             fed: 0,
+            held: Vec::new(),
         };
         let ns = Object::from_spec::<Namespace>(ObjectMeta::named(None, NS), &NamespaceSpec {});
         world.store.create(WallTime(world.now_ms), ns).unwrap();
@@ -245,6 +253,12 @@ impl World {
                         let result = self.store.execute(now.wall, request);
                         self.engine.handle(now, Input::StoreDone { id, result });
                     }
+                    Output::Runtime { id, request, .. }
+                        if self.runtime.hold_pulls && matches!(request, RuntimeRequest::PullImage { .. }) =>
+                    {
+                        self.runtime.requests.push((self.now_ms, request.clone()));
+                        self.held.push((id, request));
+                    }
                     Output::Runtime { id, request, origin } => {
                         let result = self.runtime.answer(self.now_ms, request);
                         if &*origin.controller == "harvester" {
@@ -268,6 +282,16 @@ impl World {
             }
         }
         panic!("the engine never went quiet: a hot loop");
+    }
+
+    /// The runtime answers the pulls it held.
+    fn finish_pulls(&mut self) {
+        self.runtime.hold_pulls = false;
+        for (id, request) in std::mem::take(&mut self.held) {
+            let result = self.runtime.answer(self.now_ms, request);
+            self.runtime.requests.pop();
+            self.engine.handle(self.now(), Input::RuntimeDone { id, result });
+        }
     }
 
     fn create<R: Resource>(&mut self, name: &str, spec: &R::Spec) -> ObjectKey {
@@ -616,4 +640,42 @@ fn a_restarted_engine_creates_what_its_earlier_life_was_creating_only_once_that_
     );
     let status = w.status::<PhysicalContainer>(&key);
     assert_eq!(status.phase, ContainerPhase::Running, "{status:?}");
+}
+
+/// A pull's lease can be lost while the pull runs (its renewals kept failing until it expired;
+/// here it is deleted behind the engine's back). Another resource of the same process, for the
+/// same reference, may then take the lease, but does not pull beside its own process's pull: it
+/// waits for it, and both end Ready from the one pull.
+#[test]
+fn a_lost_lease_does_not_let_a_second_pull_start_beside_the_process_own() {
+    let mut runtime = Runtime::new();
+    runtime.hold_pulls = true;
+    let mut w = World::new(runtime);
+    let spec = ContainerImageSpec { image: "alpine:3".into(), ..Default::default() };
+    let pulls = |w: &World| w.runtime.times(|r| matches!(r, RuntimeRequest::PullImage { .. })).len();
+    let first = w.create::<ContainerImage>("first", &spec);
+    w.run_for(Duration::from_millis(500));
+    assert_eq!(pulls(&w), 1, "the first resource pulls");
+
+    let lease = ObjectKey::cluster(Lease::KIND, &pull_lease_name("alpine:3"));
+    w.store.delete(WallTime(w.now_ms), &lease, &DeleteOptions::default()).unwrap();
+    let second = w.create::<ContainerImage>("second", &spec);
+    w.run_for(Duration::from_secs(30));
+    assert_eq!(pulls(&w), 1, "no second pull while the first runs");
+    let waiting = w.status::<ContainerImage>(&second);
+    assert_eq!(waiting.phase, ImagePhase::Pending, "{waiting:?}");
+    let message = waiting.message.unwrap_or_default();
+    assert!(message.starts_with("waiting for this engine's pull of docker.io/library/alpine:3"), "{message}");
+    let holder = w.store.get(&lease).unwrap().spec::<Lease>().unwrap().holder.unwrap_or_default();
+    let second_uid = w.store.get(&second).unwrap().metadata.uid.to_string();
+    assert!(holder.ends_with(&second_uid), "the waiting resource took the free lease: {holder}");
+
+    w.finish_pulls();
+    w.run_for(Duration::from_secs(10));
+    for key in [&first, &second] {
+        let status = w.status::<ContainerImage>(key);
+        assert_eq!(status.phase, ImagePhase::Ready, "{key}: {status:?}");
+        assert_eq!(status.image_id.as_deref(), Some("sha256:alpine:3"));
+    }
+    assert_eq!(pulls(&w), 1, "one pull made both Ready");
 }
