@@ -145,8 +145,9 @@ pub struct ContainerImageController {
     monitor_interval: Duration,
     ops: OpTracker<Op, Image>,
     leases: LeaseClient,
-    /// The resource that last started a pull of each normalized reference in this process. An
-    /// entry is stale once that resource has no pull in flight (see [`Self::pulling_beside`]).
+    /// The resource of this process pulling each normalized reference: set when a pull starts,
+    /// dropped when its reply comes or it is cancelled (and, should a pull end another way,
+    /// when [`Self::pulling_beside`] finds it no longer in flight).
     pulls: BTreeMap<String, Uid>,
 }
 
@@ -177,8 +178,7 @@ impl ContainerImageController {
     /// record whose pull has ended).
     fn pulling_beside(&mut self, uid: &Uid, normalized: &str) -> Option<Uid> {
         let puller = self.pulls.get(normalized)?.clone();
-        let in_flight = self.ops.get(&puller).and_then(|t| t.in_flight()).is_some_and(|f| f.op == Op::Pull);
-        if !in_flight {
+        if !pull_in_flight(&self.ops, &puller) {
             self.pulls.remove(normalized);
             return None;
         }
@@ -367,6 +367,7 @@ impl ContainerImageController {
         let uid = obj.metadata.uid.clone();
         let reference = obj.spec::<ContainerImage>().map(|s| s.image).unwrap_or_default();
         self.ops.cancel(ctx, &uid);
+        self.pulls.retain(|_, puller| *puller != uid);
         self.release(ctx, &uid, &reference);
         Ok(Cleanup::Done)
     }
@@ -518,6 +519,11 @@ impl ContainerImageController {
     }
 }
 
+/// Whether resource `uid` has a pull (or build) in flight.
+fn pull_in_flight(ops: &OpTracker<Op, Image>, uid: &Uid) -> bool {
+    ops.get(uid).and_then(|t| t.in_flight()).is_some_and(|f| f.op == Op::Pull)
+}
+
 /// The request that makes the image: a pull of the reference, or a build tagged with it.
 fn make_request(spec: &ContainerImageSpec) -> RuntimeRequest {
     match &spec.build {
@@ -557,5 +563,10 @@ impl Controller for ContainerImageController {
     fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
         let Some((done, tracked)) = self.ops.claim(op) else { return };
         Self::handle(tracked, now, done.op, result);
+        if done.op == Op::Pull {
+            // That pull is over: only pulls in flight stay on record.
+            let ops = &self.ops;
+            self.pulls.retain(|_, puller| pull_in_flight(ops, puller));
+        }
     }
 }
