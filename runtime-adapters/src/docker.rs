@@ -498,7 +498,7 @@ pub(crate) fn container_info(response: ContainerInspectResponse) -> Result<Conta
         }
         other => return Err(RuntimeError::Transient(format!("unexpected container status {other:?}"))),
     };
-    let mut ports: Vec<PublishedPort> = response
+    let bindings = response
         .network_settings
         .and_then(|n| n.ports)
         .unwrap_or_default()
@@ -508,18 +508,12 @@ pub(crate) fn container_info(response: ContainerInspectResponse) -> Result<Conta
             let (port, protocol) = key.split_once('/').unwrap_or((key.as_str(), "tcp"));
             let container_port: u16 = port.parse().unwrap_or(0);
             let protocol = if protocol == "udp" { Protocol::Udp } else { Protocol::Tcp };
-            bindings
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(move |b| {
-                    Some(PublishedPort { container_port, protocol, host_port: b.host_port?.parse().ok()? })
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    // Docker lists a binding once per address family (0.0.0.0 and ::): one per port is enough.
-    ports.sort();
-    ports.dedup();
+            bindings.unwrap_or_default().into_iter().filter_map(move |b| {
+                let port = PublishedPort { container_port, protocol, host_port: b.host_port?.parse().ok()? };
+                Some((b.host_ip, port))
+            })
+        });
+    let ports = published_ports(bindings);
     Ok(ContainerInfo {
         ports,
         id: response.id.unwrap_or_default(),
@@ -530,6 +524,27 @@ pub(crate) fn container_info(response: ContainerInspectResponse) -> Result<Conta
         exit_code,
         error,
     })
+}
+
+/// The ports a container publishes, from Docker's bindings (host address, port).
+///
+/// Docker lists a binding once per address family, `0.0.0.0` and `::`, where the host has IPv6;
+/// Docker 20.10 may even give the two different ephemeral host ports. A port published on both
+/// is reported once, with its IPv4 host port; a port bound to an IPv6 address only keeps it, and
+/// two host ports asked for one container port are both kept.
+fn published_ports(bindings: impl IntoIterator<Item = (Option<String>, PublishedPort)>) -> Vec<PublishedPort> {
+    let bindings: Vec<(bool, PublishedPort)> =
+        bindings.into_iter().map(|(ip, port)| (ip.is_some_and(|ip| ip.contains(':')), port)).collect();
+    let on_ipv4: std::collections::BTreeSet<(u16, Protocol)> =
+        bindings.iter().filter(|(ipv6, _)| !ipv6).map(|(_, p)| (p.container_port, p.protocol)).collect();
+    let mut ports: Vec<PublishedPort> = bindings
+        .into_iter()
+        .filter(|(ipv6, p)| !ipv6 || !on_ipv4.contains(&(p.container_port, p.protocol)))
+        .map(|(_, port)| port)
+        .collect();
+    ports.sort();
+    ports.dedup();
+    ports
 }
 
 /// One progress message as the line `docker pull` prints (`latest: Pulling from library/busybox`,
@@ -775,6 +790,38 @@ mod tests {
         assert_eq!(facts(inspected(S::REMOVING, 137, "", THEN)), (ContainerState::Removing, Some(137), None));
         assert_eq!(facts(inspected(S::REMOVING, 0, "", NEVER)), (ContainerState::Removing, None, None), "never ran");
         assert_eq!(inspected(S::CREATED, 0, "", NEVER).name, "web");
+    }
+
+    /// Docker 20.10 on a host with IPv6: `{"80/tcp":[{"HostIp":"0.0.0.0","HostPort":"32773"},
+    /// {"HostIp":"::","HostPort":"32772"}]}` (seen on this project's machines) is one port.
+    #[test]
+    fn a_port_bound_on_both_address_families_is_reported_once_with_its_ipv4_host_port() {
+        let port = |container_port, protocol, host_port| PublishedPort { container_port, protocol, host_port };
+        let v4 = Some("0.0.0.0".to_string());
+        let v6 = Some("::".to_string());
+        let bindings = [
+            (v4.clone(), port(80, Protocol::Tcp, 32773)),
+            (v6.clone(), port(80, Protocol::Tcp, 32772)),
+            (v4.clone(), port(53, Protocol::Udp, 32769)),
+            (v6.clone(), port(53, Protocol::Udp, 32769)),
+            // Two host ports asked for one container port: both are published.
+            (v4.clone(), port(8080, Protocol::Tcp, 8080)),
+            (v4.clone(), port(8080, Protocol::Tcp, 9090)),
+            // Bound to an IPv6 address only, or over UDP only: nothing to prefer it to.
+            (Some("::1".to_string()), port(443, Protocol::Tcp, 8443)),
+            (v6.clone(), port(80, Protocol::Udp, 32800)),
+        ];
+        assert_eq!(
+            published_ports(bindings),
+            [
+                port(53, Protocol::Udp, 32769),
+                port(80, Protocol::Tcp, 32773),
+                port(80, Protocol::Udp, 32800),
+                port(443, Protocol::Tcp, 8443),
+                port(8080, Protocol::Tcp, 8080),
+                port(8080, Protocol::Tcp, 9090),
+            ]
+        );
     }
 
     #[test]
