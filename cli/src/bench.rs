@@ -7,9 +7,10 @@
 //! - Cost per event: scenario `scale` at world sizes 10, 100 and 1,000 containers, run on the
 //!   bench's own thread and measured in that thread's CPU time (`clock_gettime`, in
 //!   nanoseconds), which a busy machine disturbs far less than wall time: nanoseconds per event,
-//!   and the ratio of the largest size to the smallest. One unmeasured seed of every size warms up first, so that no
-//!   measurement pays for the process's heap growing to a big world's size for the first time.
-//!   The runs go in rounds of every size, so that a busy spell weighs on all sizes.
+//!   and the ratio of the largest size to the smallest. One unmeasured seed of every size warms
+//!   up first, so that no measurement pays for the process's heap growing to a big world's size
+//!   for the first time. The runs go in rounds of every size, so that a busy spell weighs on all
+//!   sizes.
 //!
 //! *Caveats*: resident memory comes from Linux's `/proc`, and is absent elsewhere; off Unix the
 //! wall time stands in for the CPU time.

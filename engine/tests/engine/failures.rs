@@ -289,6 +289,7 @@ impl World {
         self.runtime.hold_pulls = false;
         for (id, request) in std::mem::take(&mut self.held) {
             let result = self.runtime.answer(self.now_ms, request);
+            // Recorded when it was held: count each pull once.
             self.runtime.requests.pop();
             self.engine.handle(self.now(), Input::RuntimeDone { id, result });
         }
