@@ -375,7 +375,7 @@ fn runtime_event(message: bollard::models::EventMessage) -> Option<RuntimeEvent>
         container_id: actor.id.unwrap_or_default(),
         action,
         time: WallTime(u64::try_from(millis).unwrap_or(0)),
-        labels,
+        labels: labels.into(),
     })
 }
 
@@ -519,7 +519,7 @@ pub(crate) fn container_info(response: ContainerInspectResponse) -> Result<Conta
         id: response.id.unwrap_or_default(),
         name: response.name.unwrap_or_default().trim_start_matches('/').to_string(),
         image: config.image.unwrap_or_default(),
-        labels: config.labels.unwrap_or_default().into_iter().collect(),
+        labels: std::sync::Arc::new(config.labels.unwrap_or_default().into_iter().collect()),
         state,
         exit_code,
         error,

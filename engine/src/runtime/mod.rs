@@ -224,12 +224,17 @@ pub enum ContainerState {
     Removing,
 }
 
+/// A container's labels, shared: a container's labels never change after its create, and they
+/// travel in every inspect, list and event about it. Cloning them is a count, not a copy of a
+/// dozen strings (a runtime with a thousand containers copied cold labels on every inspect).
+pub type Labels = std::sync::Arc<BTreeMap<String, String>>;
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerInfo {
     pub id: String,
     pub name: String,
     pub image: String,
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     pub state: ContainerState,
     /// Set once the container has exited, or failed to start (Docker's 127 for a missing command).
     pub exit_code: Option<i64>,
@@ -266,7 +271,7 @@ pub struct RuntimeEvent {
     pub time: WallTime,
     /// The container's labels, so an event can be traced to the object it was created for.
     #[serde(default)]
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

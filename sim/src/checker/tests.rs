@@ -122,7 +122,7 @@ fn container(id: &str, name: &str, labels: BTreeMap<String, String>, state: Cont
         id: id.into(),
         name: name.into(),
         image: "busybox".into(),
-        labels,
+        labels: labels.into(),
         state,
         exit_code,
         error: None,
@@ -478,7 +478,7 @@ impl Settled {
 
     fn set_runtime_state(&mut self, state: ContainerState) {
         let c = self.runtime.container(&self.id).unwrap().clone();
-        self.runtime.insert(container(&c.id, &c.name, c.labels, state));
+        self.runtime.insert(container(&c.id, &c.name, (*c.labels).clone(), state));
     }
 }
 

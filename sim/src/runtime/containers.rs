@@ -157,7 +157,7 @@ impl SimRuntime {
             id: id.clone(),
             name: name.clone(),
             image: create.image.clone(),
-            labels: create.labels.clone(),
+            labels: create.labels.clone().into(),
             state: ContainerState::Created,
             exit_code: None,
             error: None,

@@ -47,7 +47,7 @@ fn inserting_again_replaces_the_container_and_its_name() {
         id: "c1".into(),
         name: name.into(),
         image: "absent".into(),
-        labels: BTreeMap::new(),
+        labels: Default::default(),
         state,
         exit_code: None,
         error: None,

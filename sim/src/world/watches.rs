@@ -246,7 +246,7 @@ impl Watches {
     /// Runtime events reach every live process after a watch delay, like store events (no
     /// ordering promise between the two streams).
     pub fn broadcast_runtime(&mut self, env: &mut Env, events: &[RuntimeEvent], processes: &Processes, now: MonoTime) {
-        let fresh = events[self.runtime_events_sent..].to_vec();
+        let fresh = &events[self.runtime_events_sent..];
         self.runtime_events_sent = events.len();
         for event in fresh {
             for process in 0..self.streams.len() {

@@ -566,7 +566,7 @@ mod tests {
             Ok(RuntimeReply::Container(info)) => info,
             other => panic!("{other:?}"),
         };
-        info.labels.insert(names::LABEL_OWNER_UID.into(), ours);
+        std::sync::Arc::make_mut(&mut info.labels).insert(names::LABEL_OWNER_UID.into(), ours);
         handle_result(t, at(10_001), Op::FailureCheck, &Ok(RuntimeReply::Containers(vec![info])));
         assert_eq!((t.state.failure.clone(), t.state.runtime_id.as_deref()), (None, Some("c1")));
         // Nothing found: the failure stands, checked.
@@ -632,7 +632,7 @@ mod tests {
         handle_result(t, at(400_001), Op::Verify, &nothing());
         let mut holder = container(ContainerState::Created, None, None);
         if let Ok(RuntimeReply::Container(info)) = &mut holder {
-            info.labels.insert(names::LABEL_OWNER_UID.into(), ours);
+            std::sync::Arc::make_mut(&mut info.labels).insert(names::LABEL_OWNER_UID.into(), ours);
         }
         handle_result(t, at(400_002), Op::ResolveName, &holder);
         assert_eq!((t.state.runtime_id.as_deref(), t.state.failure.clone()), (Some("c1"), None));

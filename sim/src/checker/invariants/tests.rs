@@ -94,7 +94,7 @@ impl Fixture {
             id: id.into(),
             name: format!("name-{id}"),
             image: "busybox".into(),
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            labels: std::sync::Arc::new(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
             state: ContainerState::Running,
             exit_code: None,
             error: None,
