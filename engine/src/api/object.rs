@@ -13,7 +13,9 @@ use std::sync::Arc;
 /// reads no other memory. Keys are the engine's most copied and most looked-up values; with three
 /// heap `String`s, a lookup in a big world's maps chased three cold pointers. They order, hash,
 /// print and serialize exactly as the `String`s did.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+///
+/// Keys hash by hand (see the `Hash` impl below), not by derive.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ObjectKey {
     pub kind: SmolStr,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,6 +34,40 @@ impl ObjectKey {
 
     pub fn namespaced(kind: &str, namespace: &str, name: &str) -> Self {
         Self::new(kind, Some(namespace), name)
+    }
+}
+
+/// *Why by hand*: the engine's, the store's and the checker's maps hash a key several times per
+/// event (a map of one entry compares instead, so a big world hashes more often than a small one),
+/// and the derived hash fed the hasher seven times: each part's bytes, a terminator after each,
+/// and the namespace's `Option` tag. This feeds it three times: the name's bytes, the namespace's,
+/// and one word holding the kind's length, first and last bytes and the parts' lengths. The kind
+/// is one of a few names that these tell apart; the lengths keep `("ab", "c")` and `("a", "bc")`
+/// apart.
+///
+/// *Guarantees*: equal keys hash equally (the hash reads only the parts equality compares). Two
+/// kinds with the same length and ends collide only in the hash, never in equality. Hash values
+/// decide nothing observable ([`crate::fixed`]).
+impl std::hash::Hash for ObjectKey {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let kind = self.kind.as_bytes();
+        let ends = match (kind.first(), kind.last()) {
+            (Some(&first), Some(&last)) => u64::from(first) << 8 | u64::from(last),
+            _ => 0,
+        };
+        let namespace = self.namespace.as_deref().map(str::as_bytes);
+        let namespace_len = namespace.map_or(0, |ns| ns.len() as u64 + 1);
+        state.write(self.name.as_bytes());
+        if let Some(ns) = namespace {
+            state.write(ns);
+        }
+        state.write_u64(
+            ((kind.len() as u64) << 48)
+                | (ends << 32)
+                | ((namespace_len & 0xffff) << 16)
+                | (self.name.len() as u64 & 0xffff),
+        );
     }
 }
 
