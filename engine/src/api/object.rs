@@ -11,10 +11,8 @@ use std::sync::Arc;
 /// The parts are [`SmolStr`]s: a part of up to 23 bytes (every kind, and the names most worlds
 /// use) lives inside the key, so cloning a key allocates nothing and hashing or comparing one
 /// reads no other memory. Keys are the engine's most copied and most looked-up values; with three
-/// heap `String`s, a lookup in a big world's maps chased three cold pointers. They order, hash,
-/// print and serialize exactly as the `String`s did.
-///
-/// Keys hash by hand (see the `Hash` impl below), not by derive.
+/// heap `String`s, a lookup in a big world's maps chased three cold pointers. They order, print
+/// and serialize exactly as the `String`s did; they hash by hand (see the `Hash` impl below).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ObjectKey {
     pub kind: SmolStr,
