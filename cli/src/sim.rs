@@ -303,9 +303,10 @@ pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
 /// pages for its regions. Each huge-page fault zeroes 2 MiB (as much as a core's L2 cache on this
 /// project's machines, so it also evicts the world being simulated) and may wait while the kernel
 /// compacts memory to find one. Measured at 1,000 containers (`sim run --scenario scale --size
-/// 1000`, alternating runs): 11% less CPU per event and a third of the system time, with the same
-/// cost at 10 containers. The simulator's heap is tens of megabytes, so small pages cost it little
-/// in the TLB.
+/// 1000`, alternating runs) on a host with a 260 MiB shared L3: 11% less CPU per event and a
+/// third of the system time, with the same cost at 10 containers. On another host (a 480 MiB L3)
+/// it made no difference beyond a third of the system time. The simulator's heap is tens of
+/// megabytes, so small pages cost it little in the TLB.
 fn without_huge_pages() {
     #[cfg(target_os = "linux")]
     let _refused = rustix::thread::disable_transparent_huge_pages(true);
