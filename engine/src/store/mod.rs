@@ -48,7 +48,7 @@ pub use backend::{Backend, BackendError, Change, MemoryBackend, ObjectWrite, Sna
 pub use error::StoreError;
 pub use registry::{DRYDOCK_GROUP_VERSION, KindInfo, Registry};
 
-use crate::api::{Object, ObjectKey, Uid};
+use crate::api::{Object, ObjectKey, ObjectMeta, Uid};
 use crate::time::WallTime;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -395,13 +395,29 @@ impl Store {
             });
         }
         admission::check_claims(&self.registry, &self.objects, &self.claims, &object, Some(&stored))?;
-        let mut next = (*stored).clone();
-        let spec_changed = next.spec != object.spec;
-        next.spec = object.spec;
-        next.metadata.labels = object.metadata.labels;
-        next.metadata.annotations = object.metadata.annotations;
-        next.metadata.owner_references = object.metadata.owner_references;
-        next.metadata.finalizers = object.metadata.finalizers;
+        let spec_changed = stored.spec != object.spec;
+        // The client's spec and metadata over the stored identity and status: nothing the client
+        // replaces is copied from the stored object first (cold in a big world, and dropped).
+        let meta = &stored.metadata;
+        let mut next = Object {
+            api_version: stored.api_version.clone(),
+            kind: stored.kind.clone(),
+            metadata: ObjectMeta {
+                name: meta.name.clone(),
+                namespace: meta.namespace.clone(),
+                uid: meta.uid.clone(),
+                resource_version: meta.resource_version,
+                generation: meta.generation,
+                labels: object.metadata.labels,
+                annotations: object.metadata.annotations,
+                owner_references: object.metadata.owner_references,
+                finalizers: object.metadata.finalizers,
+                creation_timestamp: meta.creation_timestamp,
+                deletion_timestamp: meta.deletion_timestamp,
+            },
+            spec: object.spec,
+            status: stored.status.clone(),
+        };
         if next == *stored {
             return Ok(stored);
         }
@@ -430,8 +446,15 @@ impl Store {
         if stored.status == object.status {
             return Ok(stored);
         }
-        let mut next = (*stored).clone();
-        next.status = object.status.clone();
+        // Built from the stored object's parts, not cloned whole: a whole clone would copy the
+        // stored status (cold in a big world) only to drop it.
+        let next = Object {
+            api_version: stored.api_version.clone(),
+            kind: stored.kind.clone(),
+            metadata: stored.metadata.clone(),
+            spec: stored.spec.clone(),
+            status: object.status.clone(),
+        };
         self.commit(EventType::Modified, next)
     }
 
