@@ -157,6 +157,9 @@ pub fn owner_of(request: &RuntimeRequest, runtime: &crate::runtime::SimRuntime) 
 #[derive(Clone, Debug, Default)]
 pub struct LeaseClaims {
     claims: BTreeMap<String, BTreeMap<String, WallTime>>,
+    /// No claim ends before this: until it is past the memory's horizon, pruning finds nothing
+    /// (so the world's check after every event costs nothing here).
+    earliest_until: Option<WallTime>,
 }
 
 /// Claims that expired this long ago are forgotten.
@@ -179,6 +182,7 @@ impl LeaseClaims {
                 // way the store let this write through); lease-exclusive checks it.
                 let until = WallTime(true_time(renewed).0.saturating_add(spec.duration_ms));
                 claims.insert(holder.clone(), until);
+                self.earliest_until = Some(self.earliest_until.map_or(until, |earliest| earliest.min(until)));
                 taken_over
             }
             _ => {
@@ -191,9 +195,13 @@ impl LeaseClaims {
     /// Drop claims that expired long ago, so the record stays small.
     pub fn prune(&mut self, now: WallTime) {
         let horizon = WallTime(now.0.saturating_sub(CLAIM_MEMORY.as_millis() as u64));
+        if self.earliest_until.is_none_or(|earliest| earliest > horizon) {
+            return;
+        }
         for claims in self.claims.values_mut() {
             claims.retain(|_, until| *until > horizon);
         }
+        self.earliest_until = self.claims.values().flat_map(|claims| claims.values()).min().copied();
     }
 
     /// A dead engine process holds nothing: its claims end with it (the lease object stays until
@@ -223,6 +231,7 @@ impl LeaseClaims {
     #[cfg(test)]
     pub fn insert(&mut self, name: &str, holder: &str, until: WallTime) {
         self.claims.entry(name.to_string()).or_default().insert(holder.to_string(), until);
+        self.earliest_until = Some(self.earliest_until.map_or(until, |earliest| earliest.min(until)));
     }
 }
 
@@ -239,7 +248,8 @@ pub struct Facts {
 impl Facts {
     pub const fn new() -> Self {
         let in_flight = InFlight { requests: BTreeMap::new(), pulls: BTreeMap::new(), mutations: BTreeMap::new() };
-        Facts { in_flight, leases: LeaseClaims { claims: BTreeMap::new() }, lost_owners: BTreeSet::new() }
+        let leases = LeaseClaims { claims: BTreeMap::new(), earliest_until: None };
+        Facts { in_flight, leases, lost_owners: BTreeSet::new() }
     }
 }
 

@@ -3,7 +3,7 @@
 use super::named;
 use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
 use crate::runtime::reference_key;
-use drydock_engine::api::{ContainerImage, ObjectKey, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::api::{ContainerImage, Lease, ObjectKey, PhysicalContainer, Resource, Uid, names};
 use drydock_engine::runtime::{RuntimeError, RuntimeRequest};
 use drydock_engine::{OpId, WallTime};
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,15 +34,29 @@ impl Invariant for LeaseExclusive {
     named!(LeaseExclusive);
 
     fn check(&self, view: &View<'_>) -> Result<(), String> {
-        for (lease, claims) in view.facts.leases.iter() {
-            let live: Vec<&str> =
-                claims.iter().filter(|(_, until)| **until > view.now).map(|(h, _)| h.as_str()).collect();
-            if live.len() > 1 {
-                return Err(format!("lease {lease} has {} live holders: {}", live.len(), live.join(", ")));
-            }
-        }
-        Ok(())
+        view.facts.leases.iter().try_for_each(|(lease, claims)| exclusive(lease, claims, view.now))
     }
+
+    /// Time only ends claims, so a second live holder can appear only with a claim, and every
+    /// claim is a write of its lease: only the leases written since the last check are judged.
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.everything {
+            return self.check(view);
+        }
+        changes.written(Lease::KIND).try_for_each(|(lease, _)| {
+            let name = lease.metadata.name.as_str();
+            view.facts.leases.of(name).map_or(Ok(()), |claims| exclusive(name, claims, view.now))
+        })
+    }
+}
+
+/// At most one of `claims` on `lease` is live at `now`.
+fn exclusive(lease: &str, claims: &BTreeMap<String, WallTime>, now: WallTime) -> Result<(), String> {
+    let live: Vec<&str> = claims.iter().filter(|(_, until)| **until > now).map(|(h, _)| h.as_str()).collect();
+    if live.len() > 1 {
+        return Err(format!("lease {lease} has {} live holders: {}", live.len(), live.join(", ")));
+    }
+    Ok(())
 }
 
 /// The image id a ContainerImage pinned never changes.

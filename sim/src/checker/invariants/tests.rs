@@ -333,6 +333,37 @@ fn two_live_lease_holders_are_caught_but_an_expired_one_is_not() {
     assert_eq!(at(&w, 999).as_deref(), Some("lease-exclusive"));
 }
 
+/// Judged by what changed, as the world judges after every event: a second live claim is
+/// caught when its lease is written; a change elsewhere does not look at leases again (time only
+/// ends claims), and pruning keeps live claims.
+#[test]
+fn a_second_live_lease_holder_is_caught_when_the_lease_is_written() {
+    let mut w = Fixture::new();
+    let judge = |w: &mut Fixture, now: u64| {
+        let journal = w.runtime.take_journal();
+        let view = View { store: &w.store, runtime: &w.runtime, facts: &w.facts, logs: &w.logs, now: WallTime(now) };
+        w.checker.check_changes(&view, &journal).map(|(name, _)| name.to_string())
+    };
+    assert_eq!(judge(&mut w, 0), None, "the first check judges everything");
+    let spec = |holder: &str| LeaseSpec {
+        key: "busybox".into(),
+        holder: Some(holder.into()),
+        renew_time: Some(WallTime(1)),
+        duration_ms: 5_000,
+        ..Default::default()
+    };
+    let lease = Object::from_spec::<Lease>(ObjectMeta::named(None, "pull-abc"), &spec("engine-0/a"));
+    let lease = w.store.create(WallTime(1), lease).unwrap();
+    w.facts.leases.record(&lease, 0);
+    assert_eq!(judge(&mut w, 2), None, "one holder");
+    let mut taken = (*lease).clone();
+    taken.spec = Arc::new(serde_json::to_value(spec("engine-1/b")).unwrap());
+    let taken = w.store.update(taken).unwrap();
+    assert!(w.facts.leases.record(&taken, 0), "a take-over");
+    w.facts.leases.prune(WallTime(3));
+    assert_eq!(judge(&mut w, 3).as_deref(), Some("lease-exclusive"), "two live holders after the write");
+}
+
 #[test]
 fn a_pinned_id_that_changes_is_caught() {
     let mut w = Fixture::new();
