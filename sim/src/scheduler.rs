@@ -3,12 +3,12 @@
 //!
 //! The queue is a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan), which needs what a simulation
 //! gives it: nothing is scheduled before the last event taken (the past is clamped to now). An
-//! entry waits in the bucket of the highest bit in which its time differs from now's; taking the
-//! next event empties bucket 0 (the entries due now, in insertion order) or else redistributes
+//! entry due now waits in `due`, in insertion order; a later one waits in the bucket of the highest
+//! bit in which its time differs from now's. Taking the next event pops `due`, or first spreads
 //! the lowest non-empty bucket around its earliest time. So each operation is a push or pop on a
-//! small vector, and an entry moves down at most once per bit: unlike a binary heap, whose every
-//! pop walks log(n) levels of a heap that grows with the world, the cost per event does not grow
-//! with the number of events waiting.
+//! small vector, and an entry moves to a lower bucket at most once per bit: unlike a binary heap,
+//! whose every pop walks log(n) levels of a heap that grows with the world, the amortized cost
+//! per event does not grow with the number of events waiting.
 //!
 //! *Guarantees*: events come out by time, then in the order they were scheduled (exactly the
 //! order of a heap of `(time, seq)`).
@@ -26,7 +26,7 @@ struct Entry {
     slot: usize,
 }
 
-/// Buckets 1 to 64: the entries whose time first differs from now's in bit `i - 1`.
+/// One bucket per bit of a time in which it can first differ from now's.
 const BUCKETS: usize = 64;
 
 pub struct Scheduler<E> {
