@@ -12,8 +12,13 @@
 //!   for the first time. The runs go in rounds of every size, so that a busy spell weighs on all
 //!   sizes.
 //!
-//! *Caveats*: resident memory comes from Linux's `/proc`, and is absent elsewhere; off Unix the
-//! wall time stands in for the CPU time.
+//! - The host's CPU caches (Linux's `/sys`), since the cost at 1,000 containers depends on them:
+//!   a 1,000-container world's heap (about 26 MB) fits a 32 MiB last-level cache only while
+//!   other tenants of the machine leave it room, so the same binary measures from about 1.1x to
+//!   1.6x on one host as its neighbours come and go (see docs/performance.md).
+//!
+//! *Caveats*: resident memory comes from Linux's `/proc` and the caches from its `/sys`, and both
+//! are absent elsewhere; off Unix the wall time stands in for the CPU time.
 
 use anyhow::{Context as _, Result, bail};
 use clap::Args;
@@ -157,7 +162,13 @@ pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> 
     for (size, seeds, cost, samples) in &costs {
         let events = samples.first().map_or(0, |s| s.events);
         let ratio = base.map_or(String::new(), |b| format!("  {:.2}x", cost / b));
-        writeln!(out, "  size {size:>5}  {cost:>8.0} ns/event  ({seeds} seeds, {events} events){ratio}")?;
+        let spread = spread(samples);
+        writeln!(out, "  size {size:>5}  {cost:>8.0} ns/event  ({seeds} seeds, {events} events{spread}){ratio}")?;
+    }
+    let caches = host_caches();
+    if !caches.is_empty() {
+        let named: Vec<String> = caches.iter().map(Cache::describe).collect();
+        writeln!(out, "host caches (cpu0): {}", named.join(", "))?;
     }
     if args.json {
         let samples = |s: &[Sample]| -> Vec<serde_json::Value> {
@@ -187,6 +198,7 @@ pub fn bench(args: &BenchArgs, scenarios: &[Scenario], out: &mut impl Write) -> 
             "throughput_runs": samples(&throughput),
             "cost_clock": clock,
             "cost_per_event": sizes,
+            "caches": caches.iter().map(Cache::to_json).collect::<Vec<_>>(),
         });
         writeln!(out, "{summary}")?;
     }
@@ -238,6 +250,101 @@ fn seeds_for(scenario: &Scenario, events: u64) -> u64 {
     events.div_ceil(first).max(1)
 }
 
+/// `, runs 2539 to 2590`: the range of several runs' cost per event (nothing for one run).
+fn spread(samples: &[Sample]) -> String {
+    let costs = samples.iter().map(Sample::nanos_per_event);
+    let (low, high) = costs.fold((f64::INFINITY, 0.0f64), |(low, high), c| (low.min(c), high.max(c)));
+    if samples.len() < 2 { String::new() } else { format!(", runs {low:.0} to {high:.0}") }
+}
+
+/// One of the CPU caches of the bench's first CPU.
+#[derive(Debug, PartialEq)]
+struct Cache {
+    level: u32,
+    /// `Data`, `Instruction` or `Unified`.
+    kind: String,
+    bytes: u64,
+    /// How many CPUs share it (of those the kernel lists).
+    shared_by: usize,
+}
+
+impl Cache {
+    fn describe(&self) -> String {
+        let kind = match self.kind.as_str() {
+            "Data" => "d",
+            "Instruction" => "i",
+            _ => "",
+        };
+        let size = if self.bytes >= 1 << 20 && self.bytes.is_multiple_of(1 << 20) {
+            format!("{} MiB", self.bytes >> 20)
+        } else {
+            format!("{} KiB", self.bytes >> 10)
+        };
+        let shared = if self.shared_by > 1 { format!(" (shared by {} CPUs)", self.shared_by) } else { String::new() };
+        format!("L{}{kind} {size}{shared}", self.level)
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({ "level": self.level, "type": self.kind, "bytes": self.bytes, "shared_by": self.shared_by })
+    }
+}
+
+/// The caches of cpu0, from Linux's `/sys/devices/system/cpu/cpu0/cache`; none where that is
+/// absent or unreadable (the figures are printed without them).
+fn host_caches() -> Vec<Cache> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    let read = |index: &std::path::Path, file: &str| std::fs::read_to_string(index.join(file)).ok();
+    let mut caches: Vec<Cache> = (0..16)
+        .map_while(|i| {
+            let index = dir.join(format!("index{i}"));
+            index.is_dir().then_some(index)
+        })
+        .filter_map(|index| {
+            Some(Cache {
+                level: read(&index, "level")?.trim().parse().ok()?,
+                kind: read(&index, "type")?.trim().to_string(),
+                bytes: cache_bytes(&read(&index, "size")?)?,
+                shared_by: read(&index, "shared_cpu_list").map_or(1, |list| cpus_in_list(&list)),
+            })
+        })
+        .collect();
+    caches.sort_by(|a, b| (a.level, &a.kind).cmp(&(b.level, &b.kind)));
+    caches
+}
+
+/// `48K`, `1024K`, `32M`: a size as `/sys` writes it.
+fn cache_bytes(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((at, _)) => text.split_at(at),
+        None => (text, ""),
+    };
+    let scale = match unit {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(scale)
+}
+
+/// `0-1`, `0,2,4-7`: how many CPUs a `/sys` CPU list names.
+fn cpus_in_list(list: &str) -> usize {
+    list.trim()
+        .split(',')
+        .filter(|part| !part.is_empty())
+        .map(|part| match part.split_once('-') {
+            Some((first, last)) => match (first.parse::<usize>(), last.parse::<usize>()) {
+                (Ok(first), Ok(last)) if last >= first => last - first + 1,
+                _ => 1,
+            },
+            None => 1,
+        })
+        .sum::<usize>()
+        .max(1)
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     match values.len() {
@@ -286,4 +393,42 @@ fn peak_memory_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_sizes_read_as_sys_writes_them() {
+        assert_eq!(cache_bytes("48K\n"), Some(48 * 1024));
+        assert_eq!(cache_bytes("32768K"), Some(32 << 20));
+        assert_eq!(cache_bytes("2M"), Some(2 << 20));
+        assert_eq!(cache_bytes("512"), Some(512));
+        assert_eq!(cache_bytes("12Q"), None);
+        assert_eq!(cache_bytes(""), None);
+    }
+
+    #[test]
+    fn cpu_lists_count_ranges_and_singles() {
+        assert_eq!(cpus_in_list("0\n"), 1);
+        assert_eq!(cpus_in_list("0-1"), 2);
+        assert_eq!(cpus_in_list("0,2,4-7"), 6);
+        assert_eq!(cpus_in_list(""), 1);
+    }
+
+    #[test]
+    fn caches_are_named_by_level_kind_and_size() {
+        let l1 = Cache { level: 1, kind: "Data".into(), bytes: 48 << 10, shared_by: 1 };
+        let l3 = Cache { level: 3, kind: "Unified".into(), bytes: 32 << 20, shared_by: 2 };
+        assert_eq!(l1.describe(), "L1d 48 KiB");
+        assert_eq!(l3.describe(), "L3 32 MiB (shared by 2 CPUs)");
+    }
+
+    #[test]
+    fn a_spread_names_the_fastest_and_slowest_run() {
+        let run = |cpu| Sample { seeds: 1, events: 1000, sim_seconds: 1.0, wall_seconds: 1.0, cpu_seconds: Some(cpu) };
+        assert_eq!(spread(&[run(0.002), run(0.0025), run(0.0021)]), ", runs 2000 to 2500");
+        assert_eq!(spread(&[run(0.002)]), "");
+    }
 }

@@ -236,6 +236,17 @@ fn bench_measures_throughput_memory_and_cost_per_event_by_size() {
     let report = stdout(&out);
     assert!(report.contains("cost per event of scale, one thread, CPU time (median of 3)"), "{report}");
     assert!(report.contains("size     6"), "{report}");
+    assert!(report.contains(", runs "), "each size's range of runs: {report}");
+    // The host's caches, as Linux lists them: every machine this runs on has a first-level data
+    // cache, and the report names the cpu's caches by level.
+    if std::path::Path::new("/sys/devices/system/cpu/cpu0/cache/index0").is_dir() {
+        let caches = bench["caches"].as_array().unwrap();
+        assert!(
+            caches.iter().any(|c| c["level"] == 1 && c["type"] == "Data" && c["bytes"].as_u64().unwrap() > 0),
+            "{bench}"
+        );
+        assert!(report.contains("host caches (cpu0): L1d "), "{report}");
+    }
 }
 
 /// A scenario whose workload has no images, containers or log readers does not list the probes
