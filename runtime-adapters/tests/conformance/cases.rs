@@ -398,6 +398,24 @@ pub async fn events_for_force_remove_of_a_running_container<R: Runtime>(fx: &Fx<
     fx.eventually("die then destroy", async || Some(actions(&fx.events(&id).await)).filter(|a| *a == want)).await;
 }
 
+/// Docker keeps its last 256 events for replay: once 256 more have happened, a container's first
+/// events are gone from a `since` query, while the newest are still there. (A live stream sees
+/// them all.) On Docker other tests' events count too, which only makes the first ones go sooner.
+pub async fn events_replay_only_the_last_256<R: Runtime>(fx: &Fx<R>) {
+    let first = fx.create("first").await;
+    let want = vec![EventAction::Create];
+    fx.eventually("the first create", async || Some(actions(&fx.events(&first).await)).filter(|a| *a == want)).await;
+    // Each filler makes two events (create, destroy): 280 in all, more than 256.
+    for n in 0..140 {
+        let id = fx.create(&format!("filler-{n}")).await;
+        fx.remove(&id, false).await.unwrap();
+    }
+    let last = fx.create("last").await;
+    fx.eventually("the newest create", async || Some(actions(&fx.events(&last).await)).filter(|a| *a == want)).await;
+    let gone = fx.events(&first).await;
+    assert!(gone.is_empty(), "a replay still reaches the first container's events: {:?}", actions(&gone));
+}
+
 pub async fn image_inspect_of_a_present_image<R: Runtime>(fx: &Fx<R>) {
     match fx.exec(RuntimeRequest::InspectImage { reference: fx.image.clone() }).await.unwrap() {
         RuntimeReply::Image(image) => {

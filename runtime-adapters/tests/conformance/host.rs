@@ -84,8 +84,8 @@ fn candidate_port() -> u16 {
 /// owner-labelled events, as the Docker adapter does.
 pub struct SimAdapter {
     runtime: Arc<Mutex<SimRuntime>>,
-    /// The event streams handed out, and how much of the runtime's event log went to them.
-    streams: Mutex<(Vec<UnboundedSender<RuntimeNotice>>, usize)>,
+    /// The event streams handed out.
+    streams: Mutex<Vec<UnboundedSender<RuntimeNotice>>>,
 }
 
 impl SimAdapter {
@@ -96,19 +96,17 @@ impl SimAdapter {
         runtime.advance(wall_now());
         runtime.add_image(image);
         runtime.registry_push_image(image, &test_registry_image());
-        SimAdapter { runtime: Arc::new(Mutex::new(runtime)), streams: Mutex::new((Vec::new(), 0)) }
+        SimAdapter { runtime: Arc::new(Mutex::new(runtime)), streams: Mutex::new(Vec::new()) }
     }
 
-    /// Send the events logged since the last call to every stream.
-    fn forward_events(&self, runtime: &SimRuntime) {
-        let mut streams = self.streams.lock();
-        let (senders, sent) = &mut *streams;
-        for event in &runtime.events()[*sent..] {
+    /// Send the events recorded since the last call to every stream.
+    fn forward_events(&self, runtime: &mut SimRuntime) {
+        let mut senders = self.streams.lock();
+        for event in runtime.take_events() {
             if event.labels.contains_key(LABEL_OWNER_UID) {
                 senders.retain(|tx| tx.send(RuntimeNotice::Event(event.clone())).is_ok());
             }
         }
-        *sent = runtime.events().len();
     }
 }
 
@@ -117,15 +115,15 @@ impl Runtime for SimAdapter {
         let mut runtime = self.runtime.lock();
         runtime.advance(wall_now());
         let result = runtime.execute(&request);
-        self.forward_events(&runtime);
+        self.forward_events(&mut runtime);
         result
     }
 
     fn events(&self) -> Option<UnboundedReceiver<RuntimeNotice>> {
-        let runtime = self.runtime.lock();
-        self.forward_events(&runtime);
+        let mut runtime = self.runtime.lock();
+        self.forward_events(&mut runtime);
         let (tx, rx) = unbounded_channel();
-        self.streams.lock().0.push(tx);
+        self.streams.lock().push(tx);
         Some(rx)
     }
 

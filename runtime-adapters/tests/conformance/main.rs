@@ -95,6 +95,7 @@ conformance! {
     events_for_create_start_die_destroy,
     events_for_a_container_that_exits_by_itself,
     events_for_force_remove_of_a_running_container,
+    events_replay_only_the_last_256,
     image_inspect_of_a_present_image,
     image_inspect_of_a_missing_image_is_not_found,
     image_inspect_normalizes_references,

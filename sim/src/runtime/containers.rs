@@ -14,6 +14,13 @@ use drydock_engine::runtime::{
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
+/// How many events Docker 20.10 keeps for replay (its daemon's `eventsLimit`): an events query
+/// with `since` sees at most the daemon's last 256 events of any kind, while a live stream sees
+/// every event. (Checked on Docker 20.10.24: after 280 events, a replay from the epoch returned
+/// the last 256.) The simulated runtime counts only container events, so it keeps a container's
+/// event a little longer than Docker, which also counts network, image and volume events.
+pub const EVENTS_KEPT: usize = 256;
+
 /// The network a container is attached to when its create names none.
 pub(super) const DEFAULT_NETWORK: &str = "bridge";
 
@@ -206,9 +213,12 @@ impl SimRuntime {
         RuntimeReply::Containers(found)
     }
 
+    /// A container's events at or after `since`, from the events Docker keeps for replay: the
+    /// last [`EVENTS_KEPT`] of the daemon, so an old container's first events are gone once
+    /// enough has happened since (whatever `since` asks for).
     pub(super) fn container_events(&self, id_or_name: &str, since: WallTime) -> RuntimeReply {
         let id = self.resolve(id_or_name).unwrap_or_else(|_| id_or_name.to_string());
-        RuntimeReply::Events(self.events.iter().filter(|e| e.container_id == id && e.time >= since).cloned().collect())
+        RuntimeReply::Events(self.recent.iter().filter(|e| e.container_id == id && e.time >= since).cloned().collect())
     }
 
     /// The id of the first container (by id) created from image `image_id` that `which` accepts.
@@ -233,7 +243,13 @@ impl SimRuntime {
     pub(super) fn event_at(&mut self, id: &str, action: EventAction, time: WallTime) {
         self.touched(id);
         let labels = self.containers.get(id).map(|c| c.info.labels.clone()).unwrap_or_default();
-        self.events.push(RuntimeEvent { container_id: id.to_string(), action, time, labels });
+        let event = RuntimeEvent { container_id: id.to_string(), action, time, labels };
+        if self.recent.len() == EVENTS_KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(event.clone());
+        self.unsent.push(event);
+        self.recorded += 1;
     }
 
     pub(super) fn event(&mut self, id: &str, action: EventAction) {

@@ -32,12 +32,38 @@ fn a_daemon_restart_stops_running_containers_only() {
     let running = id_of(rt.execute(&create("web", "busybox")));
     rt.execute(&RuntimeRequest::StartContainer { id: running.clone() }).expect("start");
     let created = id_of(rt.execute(&create("db", "busybox")));
-    let events = rt.events().len();
+    let events = rt.recorded_events();
     assert_eq!(rt.restart_daemon(), 1);
     assert_eq!(rt.container(&running).map(|c| (c.state, c.exit_code)), Some((ContainerState::Exited, Some(137))));
     assert_eq!(rt.container(&created).map(|c| c.state), Some(ContainerState::Created));
-    assert_eq!(rt.events().len(), events + 1, "one die event");
+    assert_eq!(rt.recorded_events(), events + 1, "one die event");
     assert_eq!(rt.restart_daemon(), 0, "nothing left running");
+}
+
+/// Docker replays at most its last 256 events (`since` or not); its live streams see them all.
+#[test]
+fn a_replay_reaches_back_only_to_the_last_256_events() {
+    let mut rt = SimRuntime::new(1);
+    rt.add_image("busybox");
+    let first = id_of(rt.execute(&create("first", "busybox")));
+    let streamed = rt.take_events().len();
+    for n in 0..150 {
+        let id = id_of(rt.execute(&create(&format!("c{n}"), "busybox")));
+        rt.execute(&RuntimeRequest::RemoveContainer { id, force: false }).expect("remove");
+    }
+    let last = id_of(rt.execute(&create("last", "busybox")));
+    let since_epoch = |rt: &mut SimRuntime, id: &str| match rt
+        .execute(&RuntimeRequest::ContainerEvents { id: id.to_string(), since: WallTime(0) })
+    {
+        Ok(RuntimeReply::Events(events)) => events.len(),
+        other => panic!("expected events, got {other:?}"),
+    };
+    assert_eq!(since_epoch(&mut rt, &first), 0, "the first container's create fell out of the replay buffer");
+    assert_eq!(since_epoch(&mut rt, &last), 1, "the last container's create is still there");
+    assert_eq!(rt.recent_events().len(), EVENTS_KEPT);
+    assert_eq!(rt.recorded_events(), 1 + 300 + 1);
+    assert_eq!(streamed + rt.take_events().len(), 302, "the streams see every event");
+    assert!(rt.take_events().is_empty(), "and each once");
 }
 
 #[test]
@@ -145,7 +171,7 @@ fn invalid_creates_are_refused_with_dockers_messages_and_create_nothing() {
         assert_eq!(invalid(create_with(&mut rt, create.clone())), message, "{create:?}");
     }
     assert_eq!(rt.containers().count(), 0, "nothing was created");
-    assert!(rt.events().is_empty(), "no event");
+    assert!(rt.recent_events().is_empty(), "no event");
     assert_eq!(rt.volumes().count(), 0);
     assert_eq!(id_of(create_with(&mut rt, spec("ok"))), rt.id_number(1), "failed creates use up no id");
 }

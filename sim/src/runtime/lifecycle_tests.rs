@@ -45,7 +45,7 @@ fn info(rt: &SimRuntime, id: &str) -> ContainerInfo {
 }
 
 fn actions(rt: &SimRuntime, id: &str) -> Vec<EventAction> {
-    rt.events().iter().filter(|e| e.container_id == id).map(|e| e.action.clone()).collect()
+    rt.recent_events().iter().filter(|e| e.container_id == id).map(|e| e.action.clone()).collect()
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn a_script_that_sleeps_ends_when_its_time_comes() {
     rt.advance(WallTime(1_005_000));
     assert_eq!((info(&rt, &id).state, info(&rt, &id).exit_code), (ContainerState::Exited, Some(6)));
     let dies: Vec<(String, WallTime)> = rt
-        .events()
+        .recent_events()
         .iter()
         .filter(|e| matches!(e.action, EventAction::Die { .. }))
         .map(|e| (e.container_id.clone(), e.time))

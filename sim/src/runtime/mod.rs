@@ -10,7 +10,7 @@
 //! One subsystem per module, as in Docker:
 //! - `containers`: one record per container (what `inspect` shows, plus what it was created with:
 //!   command, mounts, requested ports, image id), the name index, creation and its checks, and
-//!   the event log; `lifecycle`: starts, stops, removals, and the main process in time;
+//!   the events (every one for the event streams, the last 256 for a `since` query, as Docker); `lifecycle`: starts, stops, removals, and the main process in time;
 //! - `shell`: what a container runs (its command as runc starts it, busybox's `sh`); `output`:
 //!   what it prints;
 //! - `ports`: host ports; `mounts`: mounts (and the named volumes they make); `volumes`: the
@@ -43,6 +43,7 @@ mod shell;
 mod test_support;
 mod volumes;
 
+pub use containers::EVENTS_KEPT;
 pub use images::DEFAULT_IMAGE_COMMAND;
 pub use output::{ContainerOutput, OutputLine};
 pub use references::{ImageReference, ReferenceError, familiar_reference, normalize_reference, reference_key};
@@ -87,7 +88,12 @@ pub struct SimRuntime {
     build_contexts: BTreeMap<String, BTreeMap<String, String>>,
     images: ImageStore,
     registry: Registry,
-    events: Vec<RuntimeEvent>,
+    /// The events a `since` query replays: the last [`EVENTS_KEPT`], oldest first.
+    recent: std::collections::VecDeque<RuntimeEvent>,
+    /// The events the event streams have not been handed yet ([`SimRuntime::take_events`]).
+    unsent: Vec<RuntimeEvent>,
+    /// Events recorded since the runtime began.
+    recorded: usize,
     now: WallTime,
     /// Container ids handed out so far, for fresh ones.
     ids: u64,
@@ -197,9 +203,20 @@ impl SimRuntime {
         }
     }
 
-    /// Every event so far, oldest first.
-    pub fn events(&self) -> &[RuntimeEvent] {
-        &self.events
+    /// The events a `since` query can still replay (the last [`EVENTS_KEPT`]), oldest first.
+    pub fn recent_events(&self) -> &std::collections::VecDeque<RuntimeEvent> {
+        &self.recent
+    }
+
+    /// The events recorded since the last call, oldest first, for the event streams: a stream
+    /// sees every event, however many, where a `since` query sees only the last ones.
+    pub fn take_events(&mut self) -> Vec<RuntimeEvent> {
+        std::mem::take(&mut self.unsent)
+    }
+
+    /// How many events the runtime has recorded since it began.
+    pub fn recorded_events(&self) -> usize {
+        self.recorded
     }
 }
 

@@ -159,7 +159,7 @@ impl World<'_> {
                     if fault.is_some() { crate::trace::EventKind::Fault } else { crate::trace::EventKind::Client };
                 self.explain(kind, None);
                 self.external(now, op);
-                self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
+                self.broadcast_runtime_events(now);
                 self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
                 return;
             }
@@ -302,7 +302,7 @@ impl World<'_> {
             Disruption::RemoveImage(reference) => self.external(now, &ExternalOp::RemoveImage { reference }),
             Disruption::RestartDaemon => self.restart_runtime(now),
         }
-        self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
+        self.broadcast_runtime_events(now);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
     }
 

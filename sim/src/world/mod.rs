@@ -323,7 +323,8 @@ impl<'w> World<'w> {
         self.explain(EventKind::Fault, None);
         self.runtime.set_now(true_now(now).wall);
         let (stopped, until) = self.runtime_link.restart_daemon(&mut self.env, &mut self.runtime, now);
-        self.watches.drop_runtime_streams(self.runtime.events().len());
+        let _lost_with_the_streams = self.runtime.take_events();
+        self.watches.drop_runtime_streams();
         self.watches.resync_runtime_streams(&mut self.env, &self.processes, until);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
         self.env.note(format_args!("[fault runtime-restart: {stopped} containers stopped, daemon back at {until}] "));

@@ -240,7 +240,7 @@ impl World<'_> {
         if applied_ok && (lost || hangs) {
             self.runtime_link.disrupt_uncertain_create(&mut self.env, now, &request);
         }
-        self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
+        self.broadcast_runtime_events(now);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
         self.runtime_link.reply(&mut self.env, now, process, id, told, hangs, busy_until);
     }
@@ -255,21 +255,27 @@ impl World<'_> {
             short(container),
             if done { "done" } else { "was over" }
         ));
-        self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
+        self.broadcast_runtime_events(now);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
+    }
+
+    /// Queue the runtime's new events on every live process's event stream.
+    pub(super) fn broadcast_runtime_events(&mut self, now: MonoTime) {
+        let fresh = self.runtime.take_events();
+        self.watches.broadcast_runtime(&mut self.env, &fresh, &self.processes, now);
     }
 
     /// The runtime's clock reaches the end of a main process that ends by itself.
     pub(super) fn runtime_due(&mut self, now: MonoTime) {
         self.runtime_link.runtime_clock_woke(now);
-        let before = self.runtime.events().len();
+        let before = self.runtime.recorded_events();
         self.runtime.advance(super::true_now(now).wall);
-        let ended = self.runtime.events().len() - before;
+        let ended = self.runtime.recorded_events() - before;
         if ended > 0 {
             self.probes.hit(Probe::ProcessEndedByItself);
         }
         self.env.note(format_args!("runtime clock: {ended} main processes ended by themselves"));
-        self.watches.broadcast_runtime(&mut self.env, self.runtime.events(), &self.processes, now);
+        self.broadcast_runtime_events(now);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
     }
 }

@@ -138,8 +138,6 @@ pub(super) struct Watches {
     streams: Vec<Streams>,
     /// Store events up to this version have been queued for every process.
     broadcast_rv: u64,
-    /// Runtime events up to this index have been queued.
-    runtime_events_sent: usize,
     /// Deliveries (process, resource version) merged into the next one.
     coalesced: BTreeSet<(usize, u64)>,
 }
@@ -155,7 +153,6 @@ impl Watches {
             knobs: knobs.clone(),
             streams: (0..processes).map(|_| Streams::default()).collect(),
             broadcast_rv: 0,
-            runtime_events_sent: 0,
             coalesced: BTreeSet::new(),
         }
     }
@@ -245,9 +242,7 @@ impl Watches {
 
     /// Runtime events reach every live process after a watch delay, like store events (no
     /// ordering promise between the two streams).
-    pub fn broadcast_runtime(&mut self, env: &mut Env, events: &[RuntimeEvent], processes: &Processes, now: MonoTime) {
-        let fresh = &events[self.runtime_events_sent..];
-        self.runtime_events_sent = events.len();
+    pub fn broadcast_runtime(&mut self, env: &mut Env, fresh: &[RuntimeEvent], processes: &Processes, now: MonoTime) {
         for event in fresh {
             for process in 0..self.streams.len() {
                 if processes.is_down(process) {
@@ -265,9 +260,9 @@ impl Watches {
         self.streams[process].events_gen == stream
     }
 
-    /// The runtime daemon restarted: every runtime event stream drops, with the `events` so far.
-    pub fn drop_runtime_streams(&mut self, events: usize) {
-        self.runtime_events_sent = events;
+    /// The runtime daemon restarted: every runtime event stream drops, with the events not yet
+    /// sent (the caller takes them from the runtime and lets them go).
+    pub fn drop_runtime_streams(&mut self) {
         for s in &mut self.streams {
             s.events_gen += 1;
         }
