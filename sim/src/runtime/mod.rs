@@ -209,7 +209,8 @@ impl SimRuntime {
     }
 
     /// The events recorded since the last call, oldest first, for the event streams: a stream
-    /// sees every event, however many, where a `since` query sees only the last ones.
+    /// sees every event, however many, where a `since` query sees only the last ones. (The world
+    /// takes them after every step; a runtime whose events nobody takes keeps them all.)
     pub fn take_events(&mut self) -> Vec<RuntimeEvent> {
         std::mem::take(&mut self.unsent)
     }
