@@ -10,7 +10,8 @@
 //! One subsystem per module, as in Docker:
 //! - `containers`: one record per container (what `inspect` shows, plus what it was created with:
 //!   command, mounts, requested ports, image id), the name index, creation and its checks, and
-//!   the events (every one for the event streams, the last 256 for a `since` query, as Docker); `lifecycle`: starts, stops, removals, and the main process in time;
+//!   the events (every one for the event streams, the last 256 for a `since` query, as
+//!   Docker); `lifecycle`: starts, stops, removals, and the main process in time;
 //! - `shell`: what a container runs (its command as runc starts it, busybox's `sh`); `output`:
 //!   what it prints;
 //! - `ports`: host ports; `mounts`: mounts (and the named volumes they make); `volumes`: the
