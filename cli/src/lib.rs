@@ -5,7 +5,7 @@
 //! verbs) with a user's kinds, controllers and scenarios added to the built-in ones:
 //!
 //! ```no_run
-//! use drydock::Drydock;
+//! use drydock::{Components, Drydock};
 //! # struct MyController;
 //! # impl drydock_engine::Controller for MyController {
 //! #     fn name(&self) -> &str { "mine" }
@@ -15,7 +15,7 @@
 //! # }
 //! fn main() -> std::process::ExitCode {
 //!     Drydock::new("my-drydock")
-//!         .controller(|| MyController)
+//!         .components(Components::new().controller(|| MyController))
 //!         .main()
 //! }
 //! ```
@@ -31,9 +31,7 @@ mod state;
 mod up;
 
 use clap::{CommandFactory, FromArgMatches, Subcommand};
-pub use drydock_adapters::Components;
-use drydock_engine::Controller;
-use drydock_engine::store::KindInfo;
+pub use drydock_engine::Components;
 use drydock_scenarios::Scenario;
 use std::process::ExitCode;
 
@@ -93,22 +91,14 @@ pub struct Drydock {
 impl Drydock {
     /// The built-in `drydock`, named `name` in help and in the commands it prints.
     pub fn new(name: &str) -> Self {
-        Drydock {
-            name: name.to_string(),
-            components: Components::builtin(),
-            scenarios: drydock_scenarios::all().to_vec(),
-        }
+        Drydock { name: name.to_string(), components: Components::new(), scenarios: drydock_scenarios::all().to_vec() }
     }
 
-    /// Register a kind (admitted with its validation, served by the daemon).
-    pub fn kind(mut self, info: KindInfo) -> Self {
-        self.components = self.components.kind(info);
-        self
-    }
-
-    /// Run a controller beside the built-in ones (fresh for every engine).
-    pub fn controller<C: Controller + 'static>(mut self, make: impl Fn() -> C + Send + Sync + 'static) -> Self {
-        self.components = self.components.controller(make);
+    /// Add a user's kinds (admitted with their validation, served by the daemon, validated by
+    /// the client verbs) and controllers (run beside the built-in ones, fresh for every engine):
+    /// the same [`Components`] a scenario takes (`ScenarioBuilder::components`).
+    pub fn components(mut self, components: Components) -> Self {
+        self.components = self.components.with(components);
         self
     }
 

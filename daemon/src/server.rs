@@ -67,7 +67,7 @@ impl DaemonOptions {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             kubeconfig: None,
             shutdown_grace: Duration::from_secs(10),
-            components: Components::builtin(),
+            components: Components::new(),
         }
     }
 }
@@ -176,7 +176,7 @@ pub async fn run_until(
 /// *Guarantees*: a database that cannot be opened or fails its integrity check is an error naming
 /// the file and what to do; it is never replaced.
 pub fn open_store(state: &StateDir) -> Result<Arc<SharedStore>, DaemonError> {
-    open_store_for(state, &Components::builtin())
+    open_store_for(state, &Components::new())
 }
 
 /// [`open_store`], admitting `components`' kinds.

@@ -86,6 +86,7 @@
 pub mod api;
 pub mod backoff;
 pub mod cache;
+pub mod components;
 pub mod controller;
 pub mod controllers;
 mod engine;
@@ -99,6 +100,7 @@ pub mod store;
 pub mod time;
 pub mod toolkit;
 
+pub use components::Components;
 pub use controller::{Action, Context, Controller, Mapper, OpId, ReconcileError, ReconcileResult, Watch};
 pub use engine::{Engine, EngineConfig, EngineStats, Input, Origin, Output, Trigger, Via};
 pub use time::{MonoTime, Now, WallTime};

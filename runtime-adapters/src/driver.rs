@@ -11,6 +11,7 @@ use crate::runtime::ProgressSink;
 use crate::runtime::{Runtime, RuntimeNotice};
 use crate::store::SharedStore;
 use drydock_engine::api::{ObjectKey, Uid, names};
+use drydock_engine::controllers::ControllerConfig;
 use drydock_engine::logs::{Channel, Subject};
 use drydock_engine::runtime::{RuntimeReply, RuntimeRequest, RuntimeResult};
 use drydock_engine::store::{EventType, Store, WatchEvent};
@@ -95,7 +96,7 @@ impl<R: Runtime> Driver<R> {
 
     /// [`Driver::builtin`], told how the earlier life under `identity` ended.
     pub fn builtin_after(identity: &str, store: Arc<SharedStore>, runtime: Arc<R>, predecessor: Predecessor) -> Self {
-        Self::with_components(identity, store, runtime, predecessor, &crate::Components::builtin())
+        Self::with_components(identity, store, runtime, predecessor, &crate::Components::new())
     }
 
     /// A driver running `components`' controllers (the built-in ones and a user's) as
@@ -115,7 +116,8 @@ impl<R: Runtime> Driver<R> {
             predecessor_stopped_cleanly: predecessor == Predecessor::StoppedCleanly,
             ..EngineConfig::default()
         };
-        let engine = Engine::new(config, components.registry().clone(), components.controllers());
+        let engine =
+            Engine::new(config, components.registry().clone(), components.controllers(&ControllerConfig::default()));
         Driver::new(engine, store, runtime)
     }
 

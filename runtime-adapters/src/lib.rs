@@ -14,7 +14,6 @@
 //! production builds do not compile it.
 
 pub mod clock;
-pub mod components;
 pub mod docker;
 pub mod driver;
 pub mod logs;
@@ -23,9 +22,10 @@ pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use components::Components;
 pub use docker::{DockerError, DockerRuntime};
 pub use driver::{Driver, Predecessor};
+/// The kinds and controllers an engine runs: the engine's own builder, shared with scenarios.
+pub use drydock_engine::Components;
 pub use logs::SharedLogs;
 pub use runtime::{Runtime, RuntimeNotice};
 pub use store::SharedStore;

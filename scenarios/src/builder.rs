@@ -1,5 +1,6 @@
-//! [`ScenarioBuilder`]: a user's controllers, kinds, workload, invariants and convergence
-//! conditions put together into a [`Scenario`], beside the built-in ones.
+//! [`ScenarioBuilder`]: a user's kinds and controllers (the [`Components`] a production binary
+//! runs too), workload, invariants and convergence conditions put together into a [`Scenario`],
+//! beside the built-in ones.
 //!
 //! *Guarantees*: the built-in controllers, invariants and convergence condition stay on; the
 //! user's controllers run after the built-in ones in every engine process and every life of it
@@ -10,8 +11,7 @@
 //! or the same seed would not give the same run.
 
 use crate::{Generate, MakeWorld, Scenario};
-use drydock_engine::Controller;
-use drydock_engine::store::KindInfo;
+use drydock_engine::Components;
 use drydock_sim::checker::{Invariant, View};
 use drydock_sim::probes::Probe;
 use drydock_sim::workload::Workload;
@@ -28,7 +28,7 @@ pub struct ScenarioBuilder {
     description: String,
     generate: Option<Generate>,
     world: MakeWorld,
-    kinds: Vec<KindInfo>,
+    components: Components,
     extensions: Extensions,
     configure: Vec<Adjust>,
     faults: bool,
@@ -44,7 +44,7 @@ impl Scenario {
             description: String::new(),
             generate: None,
             world: Arc::new(WorldConfig::default),
-            kinds: Vec::new(),
+            components: Components::new(),
             extensions: Extensions::default(),
             configure: Vec::new(),
             faults: true,
@@ -66,17 +66,13 @@ impl ScenarioBuilder {
         self
     }
 
-    /// Register a kind with the store (its validation runs on admission): a user's kind is served
-    /// and stored like a built-in one.
-    pub fn kind(mut self, info: KindInfo) -> Self {
-        self.kinds.push(info);
-        self
-    }
-
-    /// Run a controller in every engine process, beside the built-in ones. `make` is called for
-    /// every process and every life of it: a crash loses the controller's memory.
-    pub fn controller<C: Controller + 'static>(mut self, make: impl Fn() -> C + Send + Sync + 'static) -> Self {
-        self.extensions.controllers.push(Arc::new(move || Box::new(make())));
+    /// Add a user's kinds (registered with the store: their validation runs on admission, and
+    /// they are stored like the built-in ones) and controllers (run in every engine process
+    /// beside the built-in ones; each factory is called for every process and every life of it:
+    /// a crash loses the controller's memory). The same [`Components`] a production binary runs
+    /// (`drydock::Drydock::components`), so a kind and its controller are registered once.
+    pub fn components(mut self, components: Components) -> Self {
+        self.components = self.components.with(components);
         self
     }
 
@@ -145,7 +141,7 @@ impl ScenarioBuilder {
             description,
             generate,
             world,
-            kinds,
+            components,
             extensions,
             configure,
             faults,
@@ -153,10 +149,10 @@ impl ScenarioBuilder {
         } = self;
         let make_world = move || {
             let mut config = world();
-            for kind in &kinds {
+            for kind in components.kinds() {
                 config.registry.register(kind.clone());
             }
-            config.extensions.controllers.extend(extensions.controllers.iter().cloned());
+            config.extensions.controllers.extend(components.controller_factories().iter().cloned());
             config.extensions.invariants.extend(extensions.invariants.iter().cloned());
             config.extensions.convergence.extend(extensions.convergence.iter().cloned());
             config.extensions.reachable_probes.extend(extensions.reachable_probes.iter().copied());

@@ -31,6 +31,7 @@ mod shapes;
 mod teardown;
 
 pub use builder::ScenarioBuilder;
+pub use drydock_engine::Components;
 pub use drydock_faults::FaultSelection;
 use drydock_faults::{FaultKind, FaultPlan};
 use drydock_sim::sweep::{SweepConfig, SweepReport};

@@ -5,6 +5,7 @@
 use crate::Scenario;
 use crate::draw::{Ops, between, chance};
 use crate::examples::rdd_namespaces::{OWNED, OWNER, RddNamespaces};
+use drydock_engine::Components;
 use drydock_engine::store::AdmissionConfig;
 use drydock_sim::workload::{ClientOp, Workload};
 use rand_chacha::ChaCha8Rng;
@@ -20,7 +21,7 @@ pub fn scenario(buggy: bool) -> Scenario {
             .description("the same example controller, fixed: one owner, reconciled from one namespace")
     };
     builder
-        .controller(move || RddNamespaces { buggy })
+        .components(Components::new().controller(move || RddNamespaces { buggy }))
         .workload(generate)
         // The store's self-reference check is off: the point is that the simulator finds the bug.
         .configure(|world| world.store.admission = AdmissionConfig { reject_self_owner: false })

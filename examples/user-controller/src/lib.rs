@@ -22,7 +22,7 @@ use drydock_engine::toolkit::write_status;
 use drydock_scenarios::draw::{Ops, between, chance};
 use drydock_scenarios::sim::checker::{Happening, HappeningKind, Invariant, View};
 use drydock_scenarios::sim::workload::{ClientOp, Workload};
-use drydock_scenarios::{ChaCha8Rng, RngCore, Scenario};
+use drydock_scenarios::{ChaCha8Rng, Components, RngCore, Scenario};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -317,7 +317,13 @@ pub fn workload(rng: &mut ChaCha8Rng) -> Workload {
     Workload { images: vec![IMAGE.into()], registry: Vec::new(), ops: ops.finish() }
 }
 
-/// The scenario: the kind, its controller, its invariant, its convergence condition and its
+/// The kind and its controller, registered once: the binary runs them on Docker
+/// (`containerset up`, `containerset daemon`) and the scenarios run them under simulation.
+pub fn components(variant: Variant) -> Components {
+    Components::new().kind(kind()).controller(move || ContainerSetController::new(variant))
+}
+
+/// The scenario: the kind and its controller, its invariant, its convergence condition and its
 /// workload, beside everything built in.
 pub fn scenario(variant: Variant) -> Scenario {
     let name = match variant {
@@ -326,8 +332,7 @@ pub fn scenario(variant: Variant) -> Scenario {
     };
     Scenario::builder(name)
         .description("ContainerSets created, scaled, deleted and re-created, under swarm faults")
-        .kind(kind())
-        .controller(move || ContainerSetController::new(variant))
+        .components(components(variant))
         .invariant(NeverOverReplicated::default)
         .converges_when("containersets-scaled", scaled)
         .workload(workload)

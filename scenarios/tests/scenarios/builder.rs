@@ -2,6 +2,7 @@
 //! their invariant and their convergence condition, reported under their own names.
 
 use drydock_scenarios::draw::Ops;
+use drydock_scenarios::engine::Components;
 use drydock_scenarios::engine::api::Object;
 use drydock_scenarios::engine::store::KindInfo;
 use drydock_scenarios::harness::SimTest;
@@ -62,7 +63,7 @@ impl Invariant for SmallWidgets {
 }
 
 fn calm(builder: drydock_scenarios::ScenarioBuilder) -> Scenario {
-    builder.kind(widget_kind()).workload(widgets).without_faults().build()
+    builder.components(Components::new().kind(widget_kind())).workload(widgets).without_faults().build()
 }
 
 #[test]
@@ -100,7 +101,7 @@ fn without_the_users_invariant_the_widgets_run_passes_and_the_operations_applied
 #[test]
 fn a_convergence_condition_never_met_fails_convergence_with_its_name() {
     let scenario = Scenario::builder("never")
-        .kind(widget_kind())
+        .components(Components::new().kind(widget_kind()))
         .workload(widgets)
         .converges_when("widgets-blue", |_| Err("no widget is blue".into()))
         .build();

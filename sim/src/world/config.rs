@@ -59,8 +59,8 @@ impl Default for WorldConfig {
 }
 
 /// Makes a fresh controller for every engine process and every life of it (a crash loses its
-/// memory, so the factory is called again).
-pub type ControllerFactory = Arc<dyn Fn() -> Box<dyn Controller> + Send + Sync>;
+/// memory, so the factory is called again): the engine's, as [`drydock_engine::Components`] holds.
+pub use drydock_engine::components::ControllerFactory;
 
 /// Makes a fresh invariant for every run (an invariant keeps the history of its run).
 pub type InvariantFactory = Arc<dyn Fn() -> Box<dyn Invariant> + Send + Sync>;
