@@ -612,7 +612,7 @@ impl Engine {
                     };
                     let deadline = now.mono + timeout;
                     self.deadlines.insert((deadline, id));
-                    let what = diagnostics::changes_world(&request).then(|| request.describe().into_boxed_str());
+                    let what = request.changes_world().then(|| request.describe().into_boxed_str());
                     if let Some(what) = &what {
                         self.log(now, key, Channel::System, vec![what.to_string()]);
                     }

@@ -1,31 +1,10 @@
 //! What the engine writes to an object's `system` stream on its own: the runtime requests that
-//! change the world and how they failed, and every change of `status.phase`, `reason` or
-//! `message` (so every terminal failure, in the words its status gives).
+//! change the world (as `RuntimeRequest::changes_world` says) and how they failed, and every
+//! change of `status.phase`, `reason` or `message` (so every terminal failure, in the words its
+//! status gives).
 
 use crate::api::Object;
-use crate::runtime::RuntimeRequest;
 use serde_json::Value;
-
-/// Requests worth a line: they change the runtime. Reads (inspect, list, events) are not.
-pub(super) fn changes_world(request: &RuntimeRequest) -> bool {
-    matches!(
-        request,
-        RuntimeRequest::CreateContainer(_)
-            | RuntimeRequest::StartContainer { .. }
-            | RuntimeRequest::StopContainer { .. }
-            | RuntimeRequest::RemoveContainer { .. }
-            | RuntimeRequest::PullImage { .. }
-            | RuntimeRequest::RemoveImage { .. }
-            | RuntimeRequest::CopyFiles { .. }
-            | RuntimeRequest::BuildImage(_)
-            | RuntimeRequest::CreateNetwork(_)
-            | RuntimeRequest::RemoveNetwork { .. }
-            | RuntimeRequest::ConnectNetwork { .. }
-            | RuntimeRequest::DisconnectNetwork { .. }
-            | RuntimeRequest::CreateVolume(_)
-            | RuntimeRequest::RemoveVolume { .. }
-    )
-}
 
 /// The line for a status write from `old` (the cached object) to `new`, if its phase, reason or
 /// message change: `phase Pending -> Failed (StartFailed): the runtime's message`.

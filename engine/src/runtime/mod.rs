@@ -172,6 +172,43 @@ pub enum RuntimeRequest {
 }
 
 impl RuntimeRequest {
+    /// Whether the request only reads the runtime (inspect, list, events) and changes nothing in
+    /// it. The one place runtime requests are classified: the engine's diagnostics write a line
+    /// for each request that changes the world, the simulator's efficiency check counts them.
+    /// An exhaustive match, so a new request does not compile until it is classified here.
+    pub fn is_read(&self) -> bool {
+        match self {
+            RuntimeRequest::InspectContainer { .. }
+            | RuntimeRequest::ListContainers { .. }
+            | RuntimeRequest::InspectImage { .. }
+            | RuntimeRequest::ContainerEvents { .. }
+            | RuntimeRequest::InspectNetwork { .. }
+            | RuntimeRequest::ListNetworks { .. }
+            | RuntimeRequest::InspectVolume { .. }
+            | RuntimeRequest::ListVolumes { .. } => true,
+            RuntimeRequest::CreateContainer(_)
+            | RuntimeRequest::StartContainer { .. }
+            | RuntimeRequest::StopContainer { .. }
+            | RuntimeRequest::RemoveContainer { .. }
+            | RuntimeRequest::PullImage { .. }
+            | RuntimeRequest::RemoveImage { .. }
+            | RuntimeRequest::CopyFiles { .. }
+            | RuntimeRequest::BuildImage(_)
+            | RuntimeRequest::CreateNetwork(_)
+            | RuntimeRequest::RemoveNetwork { .. }
+            | RuntimeRequest::ConnectNetwork { .. }
+            | RuntimeRequest::DisconnectNetwork { .. }
+            | RuntimeRequest::CreateVolume(_)
+            | RuntimeRequest::RemoveVolume { .. } => false,
+        }
+    }
+
+    /// Whether the request changes the runtime (creates, starts, stops, removes, pulls, builds,
+    /// copies, connects): the negation of [`RuntimeRequest::is_read`].
+    pub fn changes_world(&self) -> bool {
+        !self.is_read()
+    }
+
     /// Short form for traces: `create ns-a`, `start 3f2a…`.
     pub fn describe(&self) -> String {
         match self {
@@ -337,5 +374,51 @@ impl fmt::Display for ContainerState {
             ContainerState::Exited => "exited",
             ContainerState::Removing => "removing",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One request of every kind, with what `is_read` must say of it.
+    fn every_request() -> Vec<(RuntimeRequest, bool)> {
+        let id = || "c1".to_string();
+        let labels = BTreeMap::from([("drydock.dev/owner".to_string(), "u1".to_string())]);
+        vec![
+            (RuntimeRequest::CreateContainer(ContainerCreate::default()), false),
+            (RuntimeRequest::StartContainer { id: id() }, false),
+            (RuntimeRequest::StopContainer { id: id(), timeout_secs: 10 }, false),
+            (RuntimeRequest::RemoveContainer { id: id(), force: true }, false),
+            (RuntimeRequest::InspectContainer { id: id() }, true),
+            (RuntimeRequest::ListContainers { labels: labels.clone() }, true),
+            (RuntimeRequest::InspectImage { reference: "busybox".into() }, true),
+            (RuntimeRequest::PullImage { reference: "busybox".into() }, false),
+            (RuntimeRequest::RemoveImage { reference: "busybox".into(), force: false }, false),
+            (RuntimeRequest::ContainerEvents { id: id(), since: WallTime(0) }, true),
+            (RuntimeRequest::CopyFiles { id: id(), files: Vec::new() }, false),
+            (RuntimeRequest::BuildImage(ImageBuild::default()), false),
+            (RuntimeRequest::CreateNetwork(NetworkCreate::default()), false),
+            (RuntimeRequest::InspectNetwork { id: id() }, true),
+            (RuntimeRequest::ListNetworks { labels: labels.clone() }, true),
+            (RuntimeRequest::RemoveNetwork { id: id() }, false),
+            (RuntimeRequest::ConnectNetwork { network: "n".into(), container: id(), aliases: Vec::new() }, false),
+            (RuntimeRequest::DisconnectNetwork { network: "n".into(), container: id() }, false),
+            (RuntimeRequest::CreateVolume(VolumeCreate::default()), false),
+            (RuntimeRequest::InspectVolume { name: "v".into() }, true),
+            (RuntimeRequest::ListVolumes { labels }, true),
+            (RuntimeRequest::RemoveVolume { name: "v".into() }, false),
+        ]
+    }
+
+    #[test]
+    fn inspections_lists_and_events_read_everything_else_changes_the_world() {
+        for (request, read) in every_request() {
+            assert_eq!(request.is_read(), read, "{}", request.describe());
+            assert_eq!(request.changes_world(), !read, "{}", request.describe());
+            let verb = request.describe().split([' ', '-']).next().unwrap_or_default().to_string();
+            let reading_verb = ["inspect", "list", "events"].contains(&verb.as_str());
+            assert_eq!(reading_verb, read, "`{}` reads by its name, and only then", request.describe());
+        }
     }
 }

@@ -154,8 +154,24 @@ pub enum StoreRequest {
 }
 
 impl StoreRequest {
+    /// Whether the request only reads the store (get, list) and writes nothing. The one place
+    /// store requests are classified: a reconcile's writes reset its backoff and reads do not,
+    /// the simulator's crash and lost-reply faults strike writes. An exhaustive match, so a new
+    /// request does not compile until it is classified here.
     pub fn is_read(&self) -> bool {
-        matches!(self, StoreRequest::Get { .. } | StoreRequest::List { .. })
+        match self {
+            StoreRequest::Get { .. } | StoreRequest::List { .. } => true,
+            StoreRequest::Create { .. }
+            | StoreRequest::Update { .. }
+            | StoreRequest::UpdateStatus { .. }
+            | StoreRequest::Delete { .. } => false,
+        }
+    }
+
+    /// Whether the request writes the store (create, update, status update, delete): the
+    /// negation of [`StoreRequest::is_read`].
+    pub fn changes_world(&self) -> bool {
+        !self.is_read()
     }
 
     /// A short description for traces: `update PhysicalContainer/ns/a@12`.

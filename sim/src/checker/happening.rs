@@ -107,7 +107,7 @@ impl Happening<'_> {
             Happening::ClientWrote { object } => Some(object),
             Happening::StoreApplied {
                 request, result: Ok(drydock_engine::store::StoreReply::Object(object)), ..
-            } if !matches!(request, StoreRequest::Get { .. }) => Some(object),
+            } if request.changes_world() => Some(object),
             _ => None,
         }
     }

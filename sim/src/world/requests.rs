@@ -65,17 +65,7 @@ impl World<'_> {
                     }
                     self.env.stats.runtime_requests += 1;
                     self.observe(Happening::Requested { process, id, origin: &origin, store: false });
-                    let changes = !matches!(
-                        request,
-                        RuntimeRequest::InspectContainer { .. }
-                            | RuntimeRequest::ListContainers { .. }
-                            | RuntimeRequest::InspectImage { .. }
-                            | RuntimeRequest::ContainerEvents { .. }
-                            | RuntimeRequest::InspectNetwork { .. }
-                            | RuntimeRequest::ListNetworks { .. }
-                            | RuntimeRequest::InspectVolume { .. }
-                            | RuntimeRequest::ListVolumes { .. }
-                    );
+                    let changes = request.changes_world();
                     self.liveness.sent(now, &origin.key, true, changes, || request.describe());
                     self.send_runtime(now, process, id, request, &origin.key);
                     None
