@@ -11,13 +11,13 @@
 //! calls `poll` again no later than `next_wakeup`. The engine reads no clock, performs no I/O and
 //! draws randomness only from a PRNG seeded by [`EngineConfig::seed`].
 
-use crate::api::{ObjectKey, Resource as _};
+use crate::api::ObjectKey;
 use crate::backoff::Backoff;
 use crate::cache::Cache;
-use crate::controller::{Action, Context, Controller, Issued, OpId, ReconcileResult, Watch};
+use crate::controller::{Controller, OpId, ReconcileResult, Watch};
 use crate::logs::Channel;
 use crate::runtime::{RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult};
-use crate::store::{Registry, StoreReply, StoreRequest, StoreResult, WatchEvent};
+use crate::store::{Registry, StoreRequest, StoreResult, WatchEvent};
 use crate::time::{MonoTime, Now};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -26,6 +26,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod diagnostics;
+mod dispatch;
+mod reconcile;
 mod trigger;
 
 use trigger::Triggers;
@@ -73,14 +75,6 @@ impl Default for EngineConfig {
             explain: false,
         }
     }
-}
-
-/// Namespaces not ours before a change (see `Engine::namespaces_not_ours`).
-enum NotOurs {
-    /// At most this one could become ours.
-    One(Option<String>),
-    /// Every cached namespace but these (the ones ours before) could.
-    AllBut(std::collections::BTreeSet<String>),
 }
 
 /// Something the driver tells the engine.
@@ -439,300 +433,5 @@ impl Engine {
                 self.triggers.add(&mut self.queue, (index, key.clone()), now.mono, why);
             }
         }
-    }
-
-    /// Dispatch an object state the cache took, and the object it displaced, if any: that one is
-    /// gone, and whoever watched it (its dependents' garbage collection) must hear so.
-    fn dispatch_change(&mut self, at: MonoTime, via: Via, change: crate::cache::Change, object: &crate::api::Object) {
-        if let Some(replaced) = change.replaced {
-            self.seen_created.swap_remove(&replaced.metadata.uid);
-            self.dispatch(at, Via::Replaced, &replaced);
-        }
-        self.dispatch(at, via, object);
-    }
-
-    /// The namespaces a change to `changing` could make ours, that are not ours yet (not seen, or
-    /// another engine's): that namespace if it is one, every cached one if `None` (a resync, where
-    /// the rest are checked once the new list is in).
-    fn namespaces_not_ours(&self, changing: Option<&crate::api::Object>) -> NotOurs {
-        match changing {
-            Some(object) if object.kind == crate::api::Namespace::KIND => {
-                NotOurs::One((!self.namespace_is_ours(&object.metadata.name)).then(|| object.metadata.name.to_string()))
-            }
-            Some(_) => NotOurs::One(None),
-            None => NotOurs::AllBut(
-                self.cache
-                    .list(crate::api::Namespace::KIND, None)
-                    .filter(|ns| self.namespace_is_ours(&ns.metadata.name))
-                    .map(|ns| ns.metadata.name.to_string())
-                    .collect(),
-            ),
-        }
-    }
-
-    /// Dispatch everything cached in the namespaces that were not ours and now are: their objects
-    /// were skipped meanwhile, and kinds are not ordered among themselves, so they may have
-    /// arrived before the namespace that makes them ours.
-    fn dispatch_newly_ours(&mut self, at: MonoTime, before: NotOurs) {
-        let candidates: Vec<String> = match before {
-            NotOurs::One(name) => name.into_iter().collect(),
-            NotOurs::AllBut(ours) => self
-                .cache
-                .list(crate::api::Namespace::KIND, None)
-                .map(|ns| ns.metadata.name.to_string())
-                .filter(|name| !ours.contains(name))
-                .collect(),
-        };
-        for name in candidates {
-            if !self.namespace_is_ours(&name) {
-                continue;
-            }
-            let children: Vec<Arc<crate::api::Object>> = self.cache.list("*", Some(&name)).cloned().collect();
-            for child in children {
-                self.dispatch(at, Via::NamespaceNowOurs, &child);
-            }
-        }
-    }
-
-    fn dispatch(&mut self, at: MonoTime, via: Via, object: &crate::api::Object) {
-        for (controller, watch) in &self.watches {
-            if watch.matches(&object.kind) {
-                for key in watch.keys(object, &self.cache) {
-                    let work = (*controller, key);
-                    if self.idle_elsewhere(&work) {
-                        continue;
-                    }
-                    let due = match self.holding.get(&work) {
-                        Some(until) if work.1 != object.key() => (*until).max(at),
-                        _ => at,
-                    };
-                    let why = || Trigger::Object {
-                        via,
-                        object: object.key(),
-                        resource_version: object.metadata.resource_version,
-                    };
-                    self.triggers.add(&mut self.queue, work, due, why);
-                }
-            }
-        }
-    }
-
-    /// Whether `work` belongs to another engine (see [`Engine::responsible_for`]) and this one
-    /// has nothing of it to forget: its reconcile would only find that out. Queueing it is
-    /// skipped; should its namespace become ours, its arrival dispatches it
-    /// (`dispatch_newly_ours`). With two engines, half of every delivery was such work.
-    fn idle_elsewhere(&self, work: &WorkKey) -> bool {
-        !self.queue.contains(work)
-            && !self.holding.contains_key(work)
-            && !self.retries.contains(work)
-            && !self.backoff.knows(work)
-            && !self.responsible_for(&work.1)
-    }
-
-    /// Whether this engine is responsible for `key`: a cluster-scoped object always (a namespace
-    /// as its own assignment says); a namespaced one only once its namespace is in the cache and
-    /// not assigned to another engine with the `drydock.dev/engine` annotation. Kinds are not
-    /// ordered among themselves, so an object may arrive before its namespace: nothing is done for
-    /// it until the namespace is seen, as it may be another engine's (its arrival dispatches it).
-    fn responsible_for(&self, key: &ObjectKey) -> bool {
-        match (&key.namespace, key.kind.as_str()) {
-            (Some(ns), _) => self.namespace_is_ours(ns),
-            // A namespace gone from the cache: ours to forget.
-            (None, crate::api::Namespace::KIND) => self.cache.get(key).is_none() || self.namespace_is_ours(&key.name),
-            (None, _) => true,
-        }
-    }
-
-    /// Whether namespace `name` is in the cache and not assigned to another engine.
-    fn namespace_is_ours(&self, name: &str) -> bool {
-        self.cache.namespace(name).is_some_and(|ns| {
-            ns.metadata.annotations.get(crate::api::names::ANNOTATION_ENGINE).is_none_or(|e| *e == self.config.identity)
-        })
-    }
-
-    fn reconcile(&mut self, now: Now, work: WorkKey) {
-        self.holding.swap_remove(&work);
-        if !self.responsible_for(&work.1) {
-            // Another engine's now: forget any retry we owed it.
-            self.backoff.reset(&work);
-            self.retries.swap_remove(&work);
-            self.queue.done(&work);
-            return;
-        }
-        let (index, key) = &work;
-        let earlier_lives_settle_at = self.earlier_lives_settle_at(now);
-        let controller = &mut self.controllers[*index];
-        let span = tracing::debug_span!("reconcile", controller = controller.name(), key = %key);
-        let _entered = span.enter();
-        self.stats.reconciles += 1;
-        let mut ctx = Context {
-            now,
-            identity: &self.config.identity,
-            cache: &self.cache,
-            registry: &self.registry,
-            next_op: &mut self.next_op,
-            issued: Vec::new(),
-            earlier_lives_settle_at,
-            seen_created: &self.seen_created,
-        };
-        let result = controller.reconcile(&mut ctx, key);
-        let issued = std::mem::take(&mut ctx.issued);
-        let origin = Origin::new(&self.names[*index], key, self.stats.reconciles, self.triggers.take(&work));
-        let first_output = self.outbox.len();
-        let mut outstanding = 0;
-        let (mut made_reads, mut made_writes) = (false, false);
-        for request in issued {
-            match request {
-                Issued::Store(id, request) => {
-                    outstanding += 1;
-                    made_reads |= request.is_read();
-                    made_writes |= !request.is_read();
-                    self.stats.store_requests += 1;
-                    let op = PendingOp {
-                        work: work.clone(),
-                        store_read: Some(request.is_read()),
-                        issued_at: now.mono,
-                        deadline: None,
-                        what: None,
-                    };
-                    self.pending.insert(id, op);
-                    if let StoreRequest::UpdateStatus { object } = &request
-                        && let Some(line) =
-                            self.cache.get(&object.key()).and_then(|o| diagnostics::status_line(o, object))
-                    {
-                        self.log(now, key, Channel::System, vec![line]);
-                    }
-                    self.outbox.push_back(Output::Store { id, request, origin: origin.clone(), write_follows: false });
-                }
-                Issued::Runtime(id, request) => {
-                    self.stats.runtime_requests += 1;
-                    let timeout = match request {
-                        RuntimeRequest::PullImage { .. } | RuntimeRequest::BuildImage(_) => self.config.pull_timeout,
-                        _ => self.config.runtime_timeout,
-                    };
-                    let deadline = now.mono + timeout;
-                    self.deadlines.insert((deadline, id));
-                    let what = request.changes_world().then(|| request.describe().into_boxed_str());
-                    if let Some(what) = &what {
-                        self.log(now, key, Channel::System, vec![what.to_string()]);
-                    }
-                    let op = PendingOp {
-                        work: work.clone(),
-                        store_read: None,
-                        issued_at: now.mono,
-                        deadline: Some(deadline),
-                        what,
-                    };
-                    self.pending.insert(id, op);
-                    self.outbox.push_back(Output::Runtime { id, request, origin: origin.clone() });
-                }
-                Issued::Cancel(id) => {
-                    // Only runtime requests of this same controller can be cancelled.
-                    let ours = self.pending.get(&id).is_some_and(|p| p.store_read.is_none() && p.work.0 == work.0);
-                    if ours {
-                        if let Some(deadline) = self.pending.swap_remove(&id).and_then(|op| op.deadline) {
-                            self.deadlines.remove(&(deadline, id));
-                        }
-                        self.outbox.push_back(Output::Cancel { id });
-                    }
-                }
-            }
-        }
-        mark_writes_that_follow(self.outbox.range_mut(first_output..));
-        if outstanding == 0 {
-            self.finish(now, work, result, None, false, false);
-        } else {
-            let active = ActiveReconcile { outstanding, made_reads, made_writes, write_error: None, result };
-            self.active.insert(work, active);
-        }
-    }
-
-    fn store_done(&mut self, now: Now, id: OpId, result: StoreResult) {
-        let Some(op) = self.pending.swap_remove(&id) else { return };
-        let is_read = op.store_read == Some(true);
-        if !is_read && let Ok(StoreReply::Object(object)) = &result {
-            // Read your own writes: later controllers see this state without waiting for the watch.
-            let others = self.namespaces_not_ours(Some(object));
-            if let Some(change) = self.cache.apply_own_write(object) {
-                let object = object.clone();
-                self.dispatch_change(now.mono, Via::OwnWrite, change, &object);
-                self.dispatch_newly_ours(now.mono, others);
-            }
-        }
-        let (controller, key) = &op.work;
-        self.controllers[*controller].on_store_result(now, key, id, &result);
-        let Some(active) = self.active.get_mut(&op.work) else { return };
-        active.outstanding -= 1;
-        if !is_read && let Err(e) = &result {
-            active.write_error.get_or_insert_with(|| e.to_string());
-        }
-        if active.outstanding == 0
-            && let Some(done) = self.active.swap_remove(&op.work)
-        {
-            self.finish(now, op.work, done.result, done.write_error, done.made_reads, done.made_writes);
-        }
-    }
-
-    fn finish(
-        &mut self,
-        now: Now,
-        work: WorkKey,
-        result: ReconcileResult,
-        write_error: Option<String>,
-        made_reads: bool,
-        made_writes: bool,
-    ) {
-        self.queue.done(&work);
-        let error = match (result, write_error) {
-            (Err(e), _) => Some(e.0),
-            (Ok(_), Some(e)) => Some(e),
-            (Ok(Action { requeue_after, retry }), None) => {
-                // Only writes that went through end a run of failed writes: a reconcile that
-                // only read or asked the runtime in between must not restart the backoff (a
-                // status write conflicting with a stale cache would retry every few ms).
-                if made_writes {
-                    self.backoff.reset(&work);
-                } else {
-                    self.backoff.settled(&work);
-                }
-                if retry {
-                    if !self.retries.contains(&work) {
-                        self.retries.insert(work.clone());
-                    }
-                } else {
-                    self.retries.swap_remove(&work);
-                }
-                if let Some(delay) = requeue_after {
-                    self.triggers.add(&mut self.queue, work.clone(), now.mono + delay, || Trigger::RequeueAfter);
-                }
-                None
-            }
-        };
-        if let Some(error) = error {
-            self.stats.reconcile_errors += 1;
-            let delay = self.backoff.next_delay(work.clone(), &mut self.rng);
-            tracing::debug!(key = %work.1, %error, ?delay, "reconcile failed; backing off");
-            self.holding.insert(work.clone(), now.mono + delay);
-            self.triggers.add(&mut self.queue, work, now.mono + delay, || Trigger::Retry { error });
-        } else if made_reads {
-            self.triggers.add(&mut self.queue, work, now.mono, || Trigger::AfterReads);
-        }
-    }
-}
-
-/// Set `write_follows` on every store write of one reconcile's outputs that another write follows
-/// directly.
-fn mark_writes_that_follow<'a>(outputs: impl DoubleEndedIterator<Item = &'a mut Output>) {
-    let mut next_is_write = false;
-    for output in outputs.rev() {
-        next_is_write = match output {
-            Output::Store { request, write_follows, .. } => {
-                *write_follows = next_is_write;
-                !request.is_read()
-            }
-            // Log lines are no request: they do not separate two writes.
-            Output::Log(_) => next_is_write,
-            _ => false,
-        };
     }
 }
