@@ -72,10 +72,7 @@ impl<K: Ord + Hash> Backoff<K> {
         self.failures.contains_key(key)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
+    #[cfg(test)]
     pub fn failures(&self, key: &K) -> u32 {
         self.failures.get(key).map_or(0, |f| f.count)
     }

@@ -36,6 +36,7 @@ impl std::fmt::Display for OpId {
 
 /// What to do after a successful reconcile.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[must_use = "an Action says when to reconcile again: return it from the reconcile"]
 pub struct Action {
     pub requeue_after: Option<Duration>,
     /// The requeue retries unfinished work (a failed runtime operation, with the controller's own

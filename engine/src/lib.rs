@@ -84,7 +84,7 @@
 //! ```
 
 pub mod api;
-pub mod backoff;
+mod backoff;
 pub mod cache;
 pub mod components;
 pub mod controller;
@@ -94,7 +94,7 @@ pub mod fixed;
 pub mod lease;
 pub mod lifecycle_key;
 pub mod logs;
-pub mod queue;
+mod queue;
 pub mod runtime;
 pub mod store;
 pub mod time;

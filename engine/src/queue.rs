@@ -20,7 +20,6 @@ pub struct WorkQueue<K: Ord + Clone + Hash> {
     /// Queued keys by (due time, insertion number): the order they are handed out in. Keyed by
     /// numbers only, so ordering it never compares keys.
     by_time: BTreeMap<(MonoTime, u64), K>,
-    processing: usize,
     seq: u64,
 }
 
@@ -43,7 +42,7 @@ impl Slot {
 
 impl<K: Ord + Clone + Hash> Default for WorkQueue<K> {
     fn default() -> Self {
-        WorkQueue { keys: FixedMap::default(), by_time: BTreeMap::new(), processing: 0, seq: 0 }
+        WorkQueue { keys: FixedMap::default(), by_time: BTreeMap::new(), seq: 0 }
     }
 }
 
@@ -91,16 +90,13 @@ impl<K: Ord + Clone + Hash> WorkQueue<K> {
             slot.queued = None;
             slot.processing = true;
         }
-        self.processing += 1;
         Some(key)
     }
 
     /// Finish processing `key`; if it was added meanwhile, queue it again.
     pub fn done(&mut self, key: &K) {
         let Some(slot) = self.keys.get_mut(key) else { return };
-        if std::mem::take(&mut slot.processing) {
-            self.processing -= 1;
-        }
+        slot.processing = false;
         let again = slot.dirty.take();
         if slot.is_empty() {
             self.keys.swap_remove(key);
@@ -120,16 +116,14 @@ impl<K: Ord + Clone + Hash> WorkQueue<K> {
         self.keys.contains_key(key)
     }
 
+    #[cfg(test)]
     pub fn is_processing(&self, key: &K) -> bool {
         self.keys.get(key).is_some_and(|slot| slot.processing)
     }
 
+    #[cfg(test)]
     pub fn queued(&self) -> usize {
         self.by_time.len()
-    }
-
-    pub fn processing(&self) -> usize {
-        self.processing
     }
 }
 

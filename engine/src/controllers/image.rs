@@ -296,7 +296,7 @@ impl ContainerImageController {
                     Step::Counting { attempt } if status.pull_attempts >= attempt => {
                         t.step = Step::PullNow;
                         self.pulls.insert(normalized, uid.clone());
-                        self.runtime(ctx, &uid, Op::Pull, make_request(spec))?;
+                        self.ops.start_runtime(ctx, &uid, Op::Pull, make_request(spec));
                         // Come back to renew the lease for as long as the pull takes.
                         Ok(Action::requeue(PULL_LEASE_DURATION / 4))
                     }

@@ -17,7 +17,7 @@
 //! saturates: no failure count or duration makes a delay panic. A failure count changes only
 //! through [`RetryGate::fail`] and [`RetryGate::succeed`] of its own operation kind.
 //!
-//! *Caveat*: unlike the engine's per-key backoff ([`crate::backoff`]), these delays carry no
+//! *Caveat*: unlike the engine's per-key backoff (its `backoff` module, private), these delays carry no
 //! jitter. Objects that failed together retry together; a controller that needs spreading should
 //! add its own.
 
