@@ -2,16 +2,20 @@
 //! checks it. Each must hold in every state of every run. Some read only the current state; some
 //! observe what happens and keep the history they need (see [`Invariant`](super::Invariant)).
 //!
-//! Adding one: write its type (next to its kin: containers, images, logical containers) and add
-//! a line here. The table's order is the order they are checked in, so it decides which one a
+//! Adding one: write its type next to its kin (`containers`: runtime containers and whom they
+//! were created for; `cleanup`: what must be gone before an object leaves; `ownership`;
+//! `deletion`: what the engine deletes; `images`; `logical`; `resources`: networks, volumes,
+//! files; `logs`; `reconciles`) and add a line here. The table's order is the order they are checked in, so it decides which one a
 //! state violating two of them is reported under.
 
+mod cleanup;
 mod containers;
 mod content;
 mod deletion;
 mod images;
 mod logical;
 mod logs;
+mod ownership;
 mod reconciles;
 mod resources;
 
@@ -51,21 +55,21 @@ pub(crate) use named;
 
 invariants! {
     UniqueOwnerUid = ("unique-owner-uid", "no two runtime containers carry the same owner uid label", containers::UniqueOwnerUid),
-    NoOwnerCycles = ("no-owner-cycles", "no object has an ownerReference to itself or a cycle of ownerReferences", containers::NoOwnerCycles),
-    NoLeakAfterNamespaceDelete = ("no-leak-after-namespace-delete", "when a namespace is gone, no runtime container created for it remains (unless retained)", containers::NoLeakAfterNamespaceDelete),
-    FinalizerAfterRuntimeCleanup = ("finalizer-after-runtime-cleanup", "no finalizer is released while a runtime operation the releasing process sent for its resource is in flight, or while its runtime container still exists", containers::FinalizerAfterRuntimeCleanup),
+    NoOwnerCycles = ("no-owner-cycles", "no object has an ownerReference to itself or a cycle of ownerReferences", ownership::NoOwnerCycles),
+    NoLeakAfterNamespaceDelete = ("no-leak-after-namespace-delete", "when a namespace is gone, no runtime container created for it remains (unless retained)", cleanup::NoLeakAfterNamespaceDelete),
+    FinalizerAfterRuntimeCleanup = ("finalizer-after-runtime-cleanup", "no finalizer is released while a runtime operation the releasing process sent for its resource is in flight, or while its runtime container still exists", cleanup::FinalizerAfterRuntimeCleanup),
     NoForeignAdoption = ("no-foreign-adoption", "a physical container never records a runtime container that was not created for it", containers::NoForeignAdoption),
     SystemLabelsWin = ("system-labels-win", "system labels (owner uid, namespace, creator, retain) are drydock's, whatever the caller's labels say", containers::SystemLabelsWin),
     NoRecreateAfterExternalRemoval = ("no-recreate-after-external-removal", "a runtime container removed outside drydock is never created again for the same object", containers::NoRecreateAfterExternalRemoval),
-    OwnershipStable = ("ownership-stable", "an object's ownerReferences never change once set unless a client changed them", containers::OwnershipStable),
+    OwnershipStable = ("ownership-stable", "an object's ownerReferences never change once set unless a client changed them", ownership::OwnershipStable),
     AdmissionBeforeRuntime = ("admission-before-runtime", "the runtime never refuses a request drydock sent as invalid: admission refuses it first, with a field path", containers::AdmissionBeforeRuntime),
     FailedHasNoStrayContainer = ("failed-has-no-stray-container", "a physical container reported Failed has no live runtime container carrying its uid other than the one it records", containers::FailedHasNoStrayContainer),
     HarvestOnlyLeftovers = ("harvest-only-leftovers", "the harvester removes only containers its engine created, not retained, whose object is gone and whose id no object records", containers::HarvestOnlyLeftovers),
-    NamespaceCleanupOrder = ("namespace-cleanup-order", "a terminating namespace deletes its children kind by kind in cleanup order: no network, volume or image while containers remain in it", containers::NamespaceCleanupOrder),
+    NamespaceCleanupOrder = ("namespace-cleanup-order", "a terminating namespace deletes its children kind by kind in cleanup order: no network, volume or image while containers remain in it", cleanup::NamespaceCleanupOrder),
     DeletesOnlyGarbage = ("deletes-only-garbage", "the engine deletes an object only if its namespace is terminating or it has owners and none of them is live (never one found by a reused name)", deletion::DeletesOnlyGarbage),
     OrphansSurvive = ("orphans-survive", "a dependent of an owner a client deleted with orphan is never deleted for it, and no longer refers to it once it is gone", deletion::OrphansSurvive),
     ForegroundAfterDependents = ("foreground-after-dependents", "an owner a client deleted in the foreground is gone only after its blocking dependents are gone", deletion::ForegroundAfterDependents),
-    NamespaceReleasedEmpty = ("namespace-released-empty", "a namespace's finalizer is released only once the store holds no object in it", containers::NamespaceReleasedEmpty),
+    NamespaceReleasedEmpty = ("namespace-released-empty", "a namespace's finalizer is released only once the store holds no object in it", cleanup::NamespaceReleasedEmpty),
     SinglePullPerRef = ("single-pull-per-ref", "never two pulls of one normalized image reference in flight, across processes", images::SinglePullPerRef),
     LeaseExclusive = ("lease-exclusive", "never two live holders of one lease", images::LeaseExclusive),
     PinnedImageStable = ("pinned-image-stable", "the image id a ContainerImage pinned never changes", images::PinnedImageStable),
