@@ -6,15 +6,22 @@
 //! output (`physicalcontainer.drydock.dev/web created`, `Error from server (NotFound): ...`) and its
 //! exit codes (0 on success, 1 on any error).
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Context as _, Result, bail};
 use clap::Args;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+mod output;
+mod server;
+
+use output::{describe_text, print_table};
+use server::{
+    JSON, Kind, Kinds, TABLE, connect, connect_with, is_not_found, namespace_for, request_json, split_target,
+    url_escape,
+};
 
 /// Where to find the daemon.
 #[derive(Args, Clone, Debug)]
@@ -422,268 +429,6 @@ pub fn logs(args: &LogsArgs) -> Result<ExitCode> {
     })
 }
 
-/// The kube client for the chosen kubeconfig.
-async fn connect(connection: &Connection) -> Result<Client> {
-    connect_with(connection, |_| {}).await
-}
-
-/// The kube client for the chosen kubeconfig, its config adjusted by `adjust`.
-async fn connect_with(connection: &Connection, adjust: impl FnOnce(&mut Config)) -> Result<Client> {
-    let path = match &connection.kubeconfig {
-        Some(path) => path.clone(),
-        None => match std::env::var_os("KUBECONFIG") {
-            Some(path) => PathBuf::from(path),
-            None => drydock_daemon::state_dir::default_path().map_err(|e| anyhow!("{e}"))?.join("kubeconfig"),
-        },
-    };
-    let kubeconfig = read_kubeconfig(&path)?;
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .with_context(|| format!("{}: not a usable kubeconfig", path.display()))?;
-    adjust(&mut config);
-    Client::try_from(config).context("build the API client")
-}
-
-fn read_kubeconfig(path: &Path) -> Result<Kubeconfig> {
-    if !path.exists() {
-        bail!("no kubeconfig at {}: start `drydock daemon` (it writes one there) or pass --kubeconfig", path.display());
-    }
-    Kubeconfig::read_from(path).with_context(|| format!("cannot read kubeconfig {}", path.display()))
-}
-
-const JSON: &str = "application/json";
-const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
-
-async fn request_json(client: &Client, path: &str, accept: &str) -> Result<Value> {
-    let request = http::Request::get(path).header("Accept", accept).body(Vec::new())?;
-    Ok(client.request::<Value>(request).await?)
-}
-
-fn is_not_found(error: &anyhow::Error) -> bool {
-    matches!(error.downcast_ref::<kube::Error>(), Some(kube::Error::Api(status)) if status.code == 404)
-}
-
-fn url_escape(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            other => format!("%{other:02X}"),
-        })
-        .collect()
-}
-
-/// `KIND/NAME` or `KIND` plus an optional `NAME`.
-fn split_target<'a>(resource: &'a str, name: Option<&str>) -> (&'a str, Option<String>) {
-    match resource.split_once('/') {
-        Some((kind, name)) => (kind, Some(name.to_string())),
-        None => (resource, name.map(str::to_string)),
-    }
-}
-
-/// The namespace a request goes to: the one asked, none for all or cluster-scoped kinds, else
-/// `default` as kubectl does.
-fn namespace_for(kind: &Kind, asked: Option<&str>, all: bool) -> Option<String> {
-    if !kind.namespaced || all {
-        return None;
-    }
-    Some(asked.unwrap_or("default").to_string())
-}
-
-/// One served resource, from discovery.
-struct Kind {
-    resource: ApiResource,
-    singular: String,
-    short_names: Vec<String>,
-    namespaced: bool,
-}
-
-impl Kind {
-    fn api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
-        match namespace {
-            Some(ns) if self.namespaced => Api::namespaced_with(client.clone(), ns, &self.resource),
-            _ => Api::all_with(client.clone(), &self.resource),
-        }
-    }
-
-    fn path(&self, namespace: Option<&str>) -> String {
-        let base = if self.resource.group.is_empty() {
-            format!("/api/{}", self.resource.version)
-        } else {
-            format!("/apis/{}/{}", self.resource.group, self.resource.version)
-        };
-        match namespace {
-            Some(ns) => format!("{base}/namespaces/{ns}/{}", self.resource.plural),
-            None => format!("{base}/{}", self.resource.plural),
-        }
-    }
-
-    /// `namespace`, `physicalcontainer.drydock.dev`, as kubectl names them in its output.
-    fn qualified(&self) -> String {
-        if self.resource.group.is_empty() {
-            self.singular.clone()
-        } else {
-            format!("{}.{}", self.singular, self.resource.group)
-        }
-    }
-}
-
-/// Every resource the server serves (core `v1` and `drydock.dev/v1`).
-struct Kinds(Vec<Kind>);
-
-impl Kinds {
-    async fn discover(client: &Client) -> Result<Kinds> {
-        let mut kinds = Vec::new();
-        for (group, version) in [("", "v1"), ("drydock.dev", "v1")] {
-            let path = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
-            let list = request_json(client, &path, JSON).await.with_context(|| format!("discovery of {path}"))?;
-            for r in list["resources"].as_array().into_iter().flatten() {
-                let Some(plural) = r["name"].as_str().filter(|n| !n.contains('/')) else { continue };
-                let kind = r["kind"].as_str().unwrap_or_default();
-                let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-                let resource = ApiResource {
-                    group: group.to_string(),
-                    version: version.to_string(),
-                    api_version,
-                    kind: kind.to_string(),
-                    plural: plural.to_string(),
-                };
-                let singular =
-                    r["singularName"].as_str().filter(|s| !s.is_empty()).unwrap_or(&kind.to_lowercase()).to_string();
-                let short_names = r["shortNames"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect();
-                kinds.push(Kind { resource, singular, short_names, namespaced: r["namespaced"] == true });
-            }
-        }
-        Ok(Kinds(kinds))
-    }
-
-    /// By kind, plural, singular or short name, case-insensitively, optionally with its group
-    /// (`lc`, `LogicalContainer`, `logicalcontainers.drydock.dev`).
-    fn find(&self, name: &str) -> Result<&Kind> {
-        let wanted = name.to_lowercase();
-        let (wanted, group) = match wanted.split_once('.') {
-            Some((name, group)) => (name.to_string(), Some(group.to_string())),
-            None => (wanted, None),
-        };
-        self.0
-            .iter()
-            .find(|k| {
-                group.as_ref().is_none_or(|g| *g == k.resource.group)
-                    && (k.resource.kind.to_lowercase() == wanted
-                        || k.resource.plural == wanted
-                        || k.singular == wanted
-                        || k.short_names.contains(&wanted))
-            })
-            .ok_or_else(|| anyhow!("the server doesn't have a resource type {name:?}"))
-    }
-
-    fn by_kind(&self, kind: &str) -> Result<&Kind> {
-        self.0.iter().find(|k| k.resource.kind == kind).ok_or_else(|| anyhow!("the server doesn't serve kind {kind}"))
-    }
-}
-
-/// A `Table` as kubectl prints it: upper-case headers, columns padded to their widest cell.
-fn print_table(table: &Value, with_namespace: bool) {
-    let columns: Vec<&str> = table["columnDefinitions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["priority"].as_i64().unwrap_or(0) == 0)
-        .filter_map(|c| c["name"].as_str())
-        .collect();
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut header: Vec<String> = columns.iter().map(|c| c.to_uppercase()).collect();
-    if with_namespace {
-        header.insert(0, "NAMESPACE".into());
-    }
-    for row in table["rows"].as_array().into_iter().flatten() {
-        let mut cells: Vec<String> = row["cells"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .take(columns.len())
-            .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_string))
-            .map(|c| if c == "null" { "<none>".to_string() } else { c })
-            .collect();
-        if with_namespace {
-            cells.insert(0, row["object"]["metadata"]["namespace"].as_str().unwrap_or_default().to_string());
-        }
-        rows.push(cells);
-    }
-    if rows.is_empty() {
-        eprintln!("No resources found");
-        return;
-    }
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| rows.iter().map(|r| r.get(i).map_or(0, String::len)).chain([header[i].len()]).max().unwrap_or(0))
-        .collect();
-    for line in std::iter::once(&header).chain(&rows) {
-        let cells: Vec<String> =
-            line.iter().enumerate().map(|(i, c)| format!("{c:<width$}", width = widths[i])).collect();
-        println!("{}", cells.join("   ").trim_end());
-    }
-}
-
-/// The `describe` text: identity, labels and annotations, spec, status and conditions.
-fn describe_text(object: &Value) -> String {
-    let meta = &object["metadata"];
-    let mut out = String::new();
-    let line = |out: &mut String, key: &str, value: &str| out.push_str(&format!("{key:<14}{value}\n"));
-    line(&mut out, "Name:", meta["name"].as_str().unwrap_or_default());
-    if let Some(ns) = meta["namespace"].as_str() {
-        line(&mut out, "Namespace:", ns);
-    }
-    line(&mut out, "Kind:", object["kind"].as_str().unwrap_or_default());
-    line(&mut out, "API Version:", object["apiVersion"].as_str().unwrap_or_default());
-    line(&mut out, "UID:", meta["uid"].as_str().unwrap_or_default());
-    line(&mut out, "Created:", meta["creationTimestamp"].as_str().unwrap_or_default());
-    for (title, field) in [("Labels:", "labels"), ("Annotations:", "annotations")] {
-        let pairs: Vec<String> = meta[field]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-            .collect();
-        line(&mut out, title, if pairs.is_empty() { "<none>" } else { "" });
-        for pair in pairs {
-            out.push_str(&format!("              {pair}\n"));
-        }
-    }
-    if let Some(finalizers) = meta["finalizers"].as_array().filter(|f| !f.is_empty()) {
-        let names: Vec<&str> = finalizers.iter().filter_map(Value::as_str).collect();
-        line(&mut out, "Finalizers:", &names.join(", "));
-    }
-    for (title, field) in [("Spec:", "spec"), ("Status:", "status")] {
-        out.push_str(title);
-        out.push('\n');
-        let mut body = object[field].clone();
-        if let Some(map) = body.as_object_mut() {
-            map.remove("conditions");
-        }
-        for text in serde_yaml_ng::to_string(&body).unwrap_or_default().lines() {
-            out.push_str(&format!("  {text}\n"));
-        }
-    }
-    if let Some(conditions) = object["status"]["conditions"].as_array().filter(|c| !c.is_empty()) {
-        out.push_str("Conditions:\n  Type          Status  Reason          Message\n");
-        for c in conditions {
-            out.push_str(&format!(
-                "  {:<13} {:<7} {:<15} {}\n",
-                c["type"].as_str().unwrap_or_default(),
-                c["status"].as_str().unwrap_or_default(),
-                c["reason"].as_str().unwrap_or_default(),
-                c["message"].as_str().unwrap_or_default()
-            ));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -702,12 +447,5 @@ mod tests {
         assert_eq!(parse_duration("--timeout", "2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("--since", "1h").unwrap(), Duration::from_secs(3_600));
         assert!(parse_duration("--timeout", "soon").is_err());
-    }
-
-    #[test]
-    fn targets_split_and_selectors_escape() {
-        assert_eq!(split_target("lc/web", None), ("lc", Some("web".to_string())));
-        assert_eq!(split_target("lc", Some("web")), ("lc", Some("web".to_string())));
-        assert_eq!(url_escape("app=web,tier!=db"), "app%3Dweb%2Ctier%21%3Ddb");
     }
 }
