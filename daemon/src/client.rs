@@ -1,6 +1,6 @@
 //! A small client of the daemon's API, written over a transport it is given ([`Connector`]), so
 //! that the same code runs on a real socket and on turmoil's simulated network in the tests
-//! (`daemon/tests/turmoil.rs`).
+//! (`daemon/tests/turmoil/`).
 //!
 //! It does what a controller needs with Kubernetes semantics: [`Client::create`],
 //! [`Client::get`], [`Client::delete`], [`Client::list`] and a resuming [`Watcher`].

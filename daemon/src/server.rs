@@ -15,7 +15,7 @@
 //! The serving loop is transport-agnostic: [`serve_with`] takes any [`Listener`] and a
 //! per-connection `establish` step; [`serve`] is it over TCP with a TLS handshake (production),
 //! [`serve_plain`] over any listener in plain HTTP (the tests on turmoil's simulated network,
-//! `daemon/tests/turmoil.rs`, which has no TLS).
+//! `daemon/tests/turmoil/`, which has no TLS).
 //!
 //! *Caveats*: connections still open after the grace period (a long watch, a stuck client) are
 //! dropped when the runtime ends. A bind to a non-loopback address is allowed (the user asked for
