@@ -1,19 +1,39 @@
-//! The run's trace: one line per event, folded into a running SHA-256 digest that identifies the
-//! run. Two runs with the same digest saw the same events in the same order at the same times.
+//! The run's trace: every event is its time and a sequence of typed [`Record`]s (a store request
+//! applied, a reply delivered, a fault that fired with its magnitudes...), folded into a running
+//! SHA-256 digest that identifies the run. Two runs with the same digest saw the same events in
+//! the same order at the same times.
 //!
-//! A run that keeps its trace (`sim repro --trace`, `sim report`) also explains each event as a
-//! [`TraceEvent`]: which process, controller and reconcile issued a request, which event
-//! triggered that reconcile, what a store write changed. The explanation is never digested: it
-//! is a reading of the run, not part of it, so explaining a run cannot change its digest.
+//! The trace's text is a rendering of the records (their `Display`): an event's line is its time,
+//! then its records one after another. A run that keeps its trace (`sim repro --trace`, `sim
+//! report`) renders each line and also explains each event as a [`TraceEvent`]: which process,
+//! controller and reconcile issued a request, which event triggered that reconcile, what a store
+//! write changed. The explanation is never digested: it is a reading of the run, not part of it,
+//! so explaining a run cannot change its digest.
 
+mod acts;
 mod explained;
+mod record;
+mod runtime;
+mod store;
+#[cfg(test)]
+mod tests;
 
+pub use acts::{ClientAct, ExternalAct, Outcome, ReaderStep, outcome};
 pub use explained::{Cause, EventKind, ExplainedRun, ExplainedViolation, FieldChange, TraceEvent};
+pub use record::{Disruption, Fault, Key, Record};
+pub use runtime::{RuntimeOp, RuntimeOutcome};
+pub use store::{StoreOp, StoreOutcome};
 
+use drydock_engine::MonoTime;
 use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
 
 pub struct Trace {
     digest: Sha256,
+    /// The current event's line.
+    line: String,
+    /// The current event's time.
+    at: MonoTime,
     events: Option<Vec<TraceEvent>>,
     count: u64,
 }
@@ -21,7 +41,7 @@ pub struct Trace {
 impl Trace {
     /// `keep`: keep every event, explained, for printing (slower); otherwise only the digest.
     pub fn new(keep: bool) -> Self {
-        Trace { digest: Sha256::new(), events: keep.then(Vec::new), count: 0 }
+        Trace { digest: Sha256::new(), line: String::new(), at: MonoTime(0), events: keep.then(Vec::new), count: 0 }
     }
 
     /// Whether events are kept (and so worth explaining).
@@ -29,17 +49,29 @@ impl Trace {
         self.events.is_some()
     }
 
-    /// Record one event: `line` goes into the digest; `explained`, if events are kept, is kept
-    /// with it (its `seq` and `line` are set here).
-    pub fn record(&mut self, at_nanos: u64, line: &str, explained: Option<TraceEvent>) {
+    /// An event begins at `at`: what is recorded until [`Trace::end`] is its trace.
+    pub fn begin(&mut self, at: MonoTime) {
+        self.at = at;
+        self.line.clear();
+        let _ = write!(self.line, "{at} ");
+    }
+
+    /// Record what happened during the current event.
+    pub fn record(&mut self, record: &Record<'_>) {
+        let _ = write!(self.line, "{record}");
+    }
+
+    /// The current event is over: its line goes into the digest; `explained`, if events are
+    /// kept, is kept with it (its `seq`, time and `line` are set here).
+    pub fn end(&mut self, explained: Option<TraceEvent>) {
         self.count += 1;
-        self.digest.update(line.as_bytes());
+        self.digest.update(self.line.as_bytes());
         self.digest.update(b"\n");
         if let Some(events) = &mut self.events {
             let mut event = explained.unwrap_or_default();
             event.seq = self.count;
-            event.at_nanos = at_nanos;
-            event.line = line.to_string();
+            event.at_nanos = self.at.0;
+            event.line = self.line.clone();
             events.push(event);
         }
     }

@@ -8,6 +8,7 @@ use super::env::Disruption;
 use crate::checker::Happening;
 use crate::facts::process_identity;
 use crate::probes::Probe;
+use crate::trace::{ClientAct, ExternalAct, Fault, Key, Record, outcome};
 use crate::workload::{ClientOp, ContainerOp, ExternalOp, Owner, Target, merge_patch};
 use drydock_engine::MonoTime;
 use drydock_engine::api::container::{Mount, NetworkAttachment};
@@ -17,21 +18,10 @@ use drydock_engine::api::{
     PhysicalContainer, PhysicalContainerSpec, Resource, names,
 };
 use drydock_engine::controllers::image::pull_lease_name;
-use drydock_engine::runtime::{
-    ContainerCreate, NetworkCreate, RuntimeReply, RuntimeRequest, RuntimeResult, VolumeCreate,
-};
+use drydock_engine::runtime::{ContainerCreate, NetworkCreate, RuntimeReply, RuntimeRequest, VolumeCreate};
 use drydock_engine::store::{DeleteOptions, Propagation, StoreError, StoreReply};
 use drydock_faults::FaultKind;
 use std::sync::Arc;
-
-/// How a client's delete propagates, as the trace shows it (nothing for the default, background).
-fn policy(propagation: Propagation) -> &'static str {
-    match propagation {
-        Propagation::Background => "",
-        Propagation::Foreground => " (foreground)",
-        Propagation::Orphan => " (orphan)",
-    }
-}
 
 impl World<'_> {
     pub(super) fn client(&mut self, now: MonoTime, index: usize) {
@@ -40,7 +30,7 @@ impl World<'_> {
         let op = self.workload.ops[index].op.clone();
         let result: Result<Arc<Object>, StoreError> = match &op {
             ClientOp::CreateNamespace { name, engine, workload } => {
-                self.env.note(format_args!("client create Namespace/{name}"));
+                self.env.record(Record::Client(ClientAct::Create { key: Key::new(Namespace::KIND, None, name) }));
                 let mut meta = ObjectMeta::named(None, name);
                 if let Some(engine) = engine {
                     meta.annotations.insert(names::ANNOTATION_ENGINE.into(), process_identity(*engine));
@@ -51,11 +41,13 @@ impl World<'_> {
                 self.store.create(wall, Object::from_spec::<Namespace>(meta, &NamespaceSpec {}))
             }
             ClientOp::DeleteNamespace { name } => {
-                self.env.note(format_args!("client delete Namespace/{name}"));
-                self.store.delete(wall, &ObjectKey::cluster(Namespace::KIND, name), &DeleteOptions::default())
+                let key = ObjectKey::cluster(Namespace::KIND, name);
+                self.client_deletes(&key, Propagation::Background);
+                self.store.delete(wall, &key, &DeleteOptions::default())
             }
             ClientOp::CreateImage { namespace, name, image, pull_policy, pull_retry_limit } => {
-                self.env.note(format_args!("client create ContainerImage/{namespace}/{name} {image}"));
+                let key = Key::new(ContainerImage::KIND, Some(namespace), name);
+                self.env.record(Record::Client(ClientAct::CreateImage { key, image }));
                 let spec = ContainerImageSpec {
                     image: image.clone(),
                     pull_policy: *pull_policy,
@@ -66,33 +58,36 @@ impl World<'_> {
                     .create(wall, Object::from_spec::<ContainerImage>(ObjectMeta::named(Some(namespace), name), &spec))
             }
             ClientOp::DeleteImage { namespace, name } => {
-                self.env.note(format_args!("client delete ContainerImage/{namespace}/{name}"));
                 let key = ObjectKey::namespaced(ContainerImage::KIND, namespace, name);
+                self.client_deletes(&key, Propagation::Background);
                 self.store.delete(wall, &key, &DeleteOptions::default())
             }
             ClientOp::CreateContainer(c) => {
-                self.env.note(format_args!("client create PhysicalContainer/{}/{}", c.namespace, c.name));
+                let key = Key::new(PhysicalContainer::KIND, Some(&c.namespace), &c.name);
+                self.env.record(Record::Client(ClientAct::Create { key }));
                 let object = self.container_object(c);
                 self.store.create(wall, object)
             }
             ClientOp::CreateLogical { namespace, name, spec } => {
-                self.env.note(format_args!("client create LogicalContainer/{namespace}/{name} mode={:?}", spec.mode));
+                let key = Key::new(LogicalContainer::KIND, Some(namespace), name);
+                self.env.record(Record::Client(ClientAct::CreateLogical { key, mode: spec.mode }));
                 let object = Object::from_spec::<LogicalContainer>(ObjectMeta::named(Some(namespace), name), &**spec);
                 self.store.create(wall, object)
             }
             ClientOp::DeleteLogical { namespace, name, propagation } => {
-                self.env
-                    .note(format_args!("client delete LogicalContainer/{namespace}/{name}{}", policy(*propagation)));
                 let key = ObjectKey::namespaced(LogicalContainer::KIND, namespace, name);
-                self.store.delete(wall, &key, &DeleteOptions { propagation: *propagation, ..Default::default() })
+                let options = DeleteOptions { propagation: *propagation, ..Default::default() };
+                self.client_deletes(&key, *propagation);
+                self.store.delete(wall, &key, &options)
             }
             ClientOp::StopLogical { namespace, name } => {
-                self.env.note(format_args!("client stop LogicalContainer/{namespace}/{name}"));
-                self.set_stop(ObjectKey::namespaced(LogicalContainer::KIND, namespace, name))
+                let key = ObjectKey::namespaced(LogicalContainer::KIND, namespace, name);
+                self.env.record(Record::Client(ClientAct::Stop { key: (&key).into() }));
+                self.set_stop(key)
             }
             ClientOp::StopContainer { namespace, name } => {
-                self.env.note(format_args!("client stop PhysicalContainer/{namespace}/{name}"));
                 let key = ObjectKey::namespaced(PhysicalContainer::KIND, namespace, name);
+                self.env.record(Record::Client(ClientAct::Stop { key: (&key).into() }));
                 match self.store.get(&key).map(|o| (**o).clone()) {
                     Some(mut object) => {
                         if let Some(spec) = object.spec_mut().as_object_mut() {
@@ -104,28 +99,29 @@ impl World<'_> {
                 }
             }
             ClientOp::DeleteContainer { namespace, name, propagation } => {
-                self.env
-                    .note(format_args!("client delete PhysicalContainer/{namespace}/{name}{}", policy(*propagation)));
                 let key = ObjectKey::namespaced(PhysicalContainer::KIND, namespace, name);
-                self.store.delete(wall, &key, &DeleteOptions { propagation: *propagation, ..Default::default() })
+                let options = DeleteOptions { propagation: *propagation, ..Default::default() };
+                self.client_deletes(&key, *propagation);
+                self.store.delete(wall, &key, &options)
             }
             ClientOp::Create { target, spec, labels, owner } => {
-                self.env.note(format_args!("client create {}", target.key()));
+                self.env.record(Record::Client(ClientAct::Create { key: target_key(target) }));
                 let object = self.generic_object(target, spec, labels, owner.as_ref());
                 self.store.create(wall, object)
             }
             ClientOp::Update { target, spec } => {
-                self.env.note(format_args!("client update {}", target.key()));
+                self.env.record(Record::Client(ClientAct::Update { key: target_key(target) }));
                 self.rewrite_spec(&target.key(), |current| *current = spec.clone())
             }
             ClientOp::Patch { target, patch } => {
-                self.env.note(format_args!("client patch {} {patch}", target.key()));
+                self.env.record(Record::Client(ClientAct::Patch { key: target_key(target), patch }));
                 self.rewrite_spec(&target.key(), |current| merge_patch(current, patch))
             }
             ClientOp::Delete { target, propagation } => {
-                self.env.note(format_args!("client delete {}{}", target.key(), policy(*propagation)));
+                let key = target.key();
                 let options = DeleteOptions { propagation: *propagation, ..Default::default() };
-                self.store.delete(wall, &target.key(), &options)
+                self.client_deletes(&key, *propagation);
+                self.store.delete(wall, &key, &options)
             }
             ClientOp::ReadLogs(read) => {
                 self.open_reader(now, read);
@@ -152,7 +148,7 @@ impl World<'_> {
                 if let Some(kind) = fault
                     && !self.env.fires(kind)
                 {
-                    self.env.note(format_args!("external {op:?} skipped: fault {kind} is off"));
+                    self.env.record(Record::ExternalSkipped { op, fault: kind });
                     return;
                 }
                 let kind =
@@ -181,6 +177,12 @@ impl World<'_> {
         }
         self.describe_store_result(&result.map(StoreReply::Object));
         self.watches.broadcast(&mut self.env, &self.store, &self.processes, now);
+    }
+
+    /// Record a client's delete of `key`.
+    fn client_deletes(&mut self, key: &ObjectKey, propagation: Propagation) {
+        let act = ClientAct::Delete { key: key.into(), propagation };
+        self.env.record(Record::Client(act));
     }
 
     fn set_stop(&mut self, key: ObjectKey) -> Result<Arc<Object>, StoreError> {
@@ -276,7 +278,7 @@ impl World<'_> {
                     self.facts.leases.of(&name).and_then(|claims| claims.get(holder)).is_some_and(|u| *u > wall)
                 });
                 if let Some(holder) = live {
-                    self.env.note(format_args!("external hold lease {name}: held by {holder}, not taken"));
+                    self.env.record(Record::External(ExternalAct::LeaseHeld { name: &name, holder: &holder }));
                     return;
                 }
                 existing.spec = Arc::new(serde_json::to_value(&spec).unwrap_or_default());
@@ -284,7 +286,7 @@ impl World<'_> {
             }
             None => self.store.create(wall, Object::from_spec::<Lease>(ObjectMeta::named(None, &name), &spec)),
         };
-        self.env.note(format_args!("external hold lease {name} for {seconds}s"));
+        self.env.record(Record::External(ExternalAct::HoldLease { name: &name, seconds }));
         if let Ok(object) = &result
             && self.facts.leases.record(object, 0)
         {
@@ -296,7 +298,7 @@ impl World<'_> {
 
     /// `disrupt-while-uncertain` strikes: the act it scheduled for an uncertain create happens.
     pub(super) fn disrupt(&mut self, now: MonoTime, disruption: Disruption) {
-        self.env.note(format_args!("[fault disrupt-while-uncertain] "));
+        self.env.record(Record::Fault(Fault::Disrupts));
         match disruption {
             Disruption::RemoveContainer(name) => self.external(now, &ExternalOp::RemoveContainer { name }),
             Disruption::RemoveImage(reference) => self.external(now, &ExternalOp::RemoveImage { reference }),
@@ -316,13 +318,7 @@ impl World<'_> {
                 if let (Ok(_), Some(container)) = (&removing, &container) {
                     self.observe(Happening::ExternallyRemoved { container });
                 }
-                self.env.note(format_args!(
-                    "external docker rm -f {name} -> {}",
-                    match removing {
-                        Ok(_) => "removing",
-                        Err(_) => "refused",
-                    }
-                ));
+                self.env.record(Record::External(ExternalAct::RemoveContainer { name, outcome: outcome(&removing) }));
             }
             ExternalOp::CreateContainer { name, image } => {
                 let create = ContainerCreate {
@@ -334,18 +330,13 @@ impl World<'_> {
                     ..Default::default()
                 };
                 let result = self.runtime.execute(&RuntimeRequest::CreateContainer(create));
-                self.env.note(format_args!(
-                    "external docker create --name {name} {image} -> {}",
-                    if result.is_ok() { "created" } else { "failed" }
-                ));
+                let outcome = outcome(&result);
+                self.env.record(Record::External(ExternalAct::CreateContainer { name, image, outcome }));
             }
             ExternalOp::RemoveImage { reference } => {
                 let result =
                     self.runtime.execute(&RuntimeRequest::RemoveImage { reference: reference.clone(), force: true });
-                self.env.note(format_args!(
-                    "external docker rmi -f {reference} -> {}",
-                    if result.is_ok() { "removed" } else { "refused" }
-                ));
+                self.env.record(Record::External(ExternalAct::RemoveImage { reference, outcome: outcome(&result) }));
             }
             ExternalOp::HoldLease { reference, seconds } => self.hold_lease(now, reference, *seconds),
             ExternalOp::Leftover { namespace, name, image, creator, retained } => {
@@ -354,36 +345,33 @@ impl World<'_> {
             ExternalOp::CreateNetwork { name } => {
                 let create = NetworkCreate { name: name.clone(), labels: Default::default() };
                 let result = self.runtime.execute(&RuntimeRequest::CreateNetwork(create));
-                self.env.note(format_args!("external docker network create {name} -> {}", outcome(&result)));
+                self.env.record(Record::External(ExternalAct::CreateNetwork { name, outcome: outcome(&result) }));
             }
             ExternalOp::RemoveNetwork { name } => {
                 let result = self.runtime.execute(&RuntimeRequest::RemoveNetwork { id: name.clone() });
-                self.env.note(format_args!("external docker network rm {name} -> {}", outcome(&result)));
+                self.env.record(Record::External(ExternalAct::RemoveNetwork { name, outcome: outcome(&result) }));
             }
             ExternalOp::CreateVolume { name } => {
                 let create = VolumeCreate { name: name.clone(), labels: Default::default() };
                 let result = self.runtime.execute(&RuntimeRequest::CreateVolume(create));
-                self.env.note(format_args!("external docker volume create {name} -> {}", outcome(&result)));
+                self.env.record(Record::External(ExternalAct::CreateVolume { name, outcome: outcome(&result) }));
             }
             ExternalOp::RemoveVolume { name } => {
                 let result = self.runtime.execute(&RuntimeRequest::RemoveVolume { name: name.clone() });
-                self.env.note(format_args!("external docker volume rm {name} -> {}", outcome(&result)));
+                self.env.record(Record::External(ExternalAct::RemoveVolume { name, outcome: outcome(&result) }));
             }
             ExternalOp::WriteContext { dir, files } => {
                 self.runtime.add_build_context(dir, files.clone());
-                self.env.note(format_args!("external: build context {dir} written ({} files)", files.len()));
+                self.env.record(Record::External(ExternalAct::WriteContext { dir, files: files.len() }));
             }
             ExternalOp::RemoveOwn { name } => {
                 let result = self.runtime.execute(&RuntimeRequest::RemoveContainer { id: name.clone(), force: true });
-                self.env.note(format_args!("external docker rm -f {name} (its own) -> {}", outcome(&result)));
+                self.env.record(Record::External(ExternalAct::RemoveOwn { name, outcome: outcome(&result) }));
             }
             ExternalOp::RunUsing { name, seconds, network, volume } => self.run_using(name, *seconds, network, volume),
             ExternalOp::Push { reference } => {
                 let digest = self.runtime.registry_push(reference);
-                self.env.note(format_args!(
-                    "external push {reference} -> {}",
-                    drydock_engine::runtime::short(digest.trim_start_matches("sha256:"))
-                ));
+                self.env.record(Record::External(ExternalAct::Push { reference, digest: &digest }));
             }
         }
     }
@@ -405,19 +393,15 @@ impl World<'_> {
             RuntimeReply::Created { id } => self.runtime.execute(&RuntimeRequest::StartContainer { id }),
             other => Ok(other),
         });
-        self.env.note(format_args!(
-            "external docker run --name {name} network={} volume={} -> {}",
-            network.as_deref().unwrap_or("-"),
-            volume.as_deref().unwrap_or("-"),
-            outcome(&result)
-        ));
+        let (network, volume, outcome) = (network.as_deref(), volume.as_deref(), outcome(&result));
+        self.env.record(Record::External(ExternalAct::RunUsing { name, network, volume, outcome }));
     }
 
     /// Plant a container an earlier life of engine `creator` made for an object the store lost.
     fn leftover(&mut self, namespace: &str, name: &str, image: &str, creator: usize, retained: bool) {
         let ns_key = ObjectKey::cluster(drydock_engine::api::Namespace::KIND, namespace);
         let Some(ns_uid) = self.store.get(&ns_key).map(|ns| ns.metadata.uid.0.clone()) else {
-            self.env.note(format_args!("external leftover {namespace}-{name} skipped: no namespace {namespace}"));
+            self.env.record(Record::External(ExternalAct::LeftoverSkipped { namespace, name }));
             return;
         };
         let creator = process_identity(creator % self.processes.len());
@@ -436,18 +420,12 @@ impl World<'_> {
         let create =
             ContainerCreate { name: runtime_name.clone(), image: image.to_string(), labels, ..Default::default() };
         let result = self.runtime.execute(&RuntimeRequest::CreateContainer(create));
-        self.env.note(format_args!(
-            "external leftover of {creator}{} {runtime_name} -> {}",
-            if retained { " (retained)" } else { "" },
-            if result.is_ok() { "created" } else { "failed" }
-        ));
+        let (container, outcome) = (runtime_name.as_str(), outcome(&result));
+        self.env.record(Record::External(ExternalAct::Leftover { creator: &creator, retained, container, outcome }));
     }
 }
 
-/// How an external command ended, for the trace's notes.
-fn outcome(result: &RuntimeResult) -> String {
-    match result {
-        Ok(_) => "ok".into(),
-        Err(e) => format!("refused ({})", e.code()),
-    }
+/// The key of a generic act's target.
+fn target_key(target: &Target) -> Key<'_> {
+    Key::new(&target.kind, target.namespace.as_deref(), &target.name)
 }

@@ -1,15 +1,15 @@
 //! What every component of the world draws on: the run's one PRNG and fault plan, the event queue,
-//! the trace line being written for the current event, and the run's counters.
+//! the run's trace (the current event's records go there), and the run's counters.
 
 use super::latency::Latency;
 use crate::scheduler::Scheduler;
+use crate::trace::{Record, Trace};
 use drydock_engine::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
 use drydock_engine::store::{StoreRequest, StoreResult, WatchEvent};
 use drydock_engine::{MonoTime, OpId};
 use drydock_faults::{FaultKind, FaultPlan};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 /// Something scheduled to happen.
@@ -99,6 +99,17 @@ pub(super) enum Disruption {
     RestartDaemon,
 }
 
+impl Disruption {
+    /// The disruption as the trace records it.
+    pub(super) fn traced(&self) -> crate::trace::Disruption<'_> {
+        match self {
+            Disruption::RemoveContainer(name) => crate::trace::Disruption::RemoveContainer(name),
+            Disruption::RemoveImage(reference) => crate::trace::Disruption::RemoveImage(reference),
+            Disruption::RestartDaemon => crate::trace::Disruption::RestartDaemon,
+        }
+    }
+}
+
 impl Event {
     /// Whether handling this event may change the store, the runtime or what the checkers have
     /// observed. (Deliveries, wakes and store replies change only engine memory.)
@@ -140,8 +151,8 @@ pub(super) struct Env {
     /// Events on the queue that something still owes: requests, replies, deliveries, restarts.
     /// While any is queued the world is not quiet.
     pub outstanding: u64,
-    /// The trace line of the current event.
-    pub line: String,
+    /// The run's trace: what each event recorded.
+    pub trace: Trace,
     pub stats: RunStats,
     /// The run explains itself: faults that fire are listed in `fired`.
     pub explaining: bool,
@@ -150,15 +161,15 @@ pub(super) struct Env {
 }
 
 impl Env {
-    pub fn new(rng: ChaCha8Rng, faults: FaultPlan) -> Self {
+    pub fn new(rng: ChaCha8Rng, faults: FaultPlan, keep_trace: bool) -> Self {
         Env {
             rng,
             faults,
             queue: Scheduler::default(),
             outstanding: 0,
-            line: String::new(),
+            trace: Trace::new(keep_trace),
             stats: RunStats::default(),
-            explaining: false,
+            explaining: keep_trace,
             fired: Vec::new(),
         }
     }
@@ -205,8 +216,8 @@ impl Env {
         self.queue.now()
     }
 
-    /// Append to the trace line of the current event.
-    pub fn note(&mut self, args: std::fmt::Arguments<'_>) {
-        let _ = self.line.write_fmt(args);
+    /// Record what happened in the current event.
+    pub fn record(&mut self, record: Record<'_>) {
+        self.trace.record(&record);
     }
 }

@@ -39,9 +39,8 @@ use crate::facts::{Facts, process_identity};
 use crate::logs::Logs;
 use crate::probes::{Probe, Probes};
 use crate::runtime::SimRuntime;
-use crate::trace::{EventKind, Trace};
+use crate::trace::{EventKind, Fault, Key, Record};
 use crate::workload::Workload;
-use drydock_engine::runtime::short;
 use drydock_engine::store::{Store, StoreConfig};
 use drydock_engine::{Engine, EngineConfig, Input, MonoTime, WallTime};
 use drydock_faults::{FaultKind, FaultPlan};
@@ -75,7 +74,6 @@ pub struct World<'w> {
     /// The probes this run can reach by construction.
     probes_reachable: BTreeSet<Probe>,
     liveness: Liveness,
-    trace: Trace,
     /// Explains each event as it happens, if the trace is kept.
     explainer: Option<Explainer>,
     violations: Vec<Violation>,
@@ -101,8 +99,7 @@ impl<'w> World<'w> {
             runtime.registry_push(reference);
         }
         let probes_reachable = crate::probes::reachable(config, workload, &faults);
-        let mut env = Env::new(rng, faults);
-        env.explaining = keep_trace;
+        let mut env = Env::new(rng, faults, keep_trace);
         let processes = Processes::boot(&config.processes, &mut env, |index, life, seed| {
             engine(config, index, life, seed, keep_trace)
         });
@@ -122,7 +119,6 @@ impl<'w> World<'w> {
             probes: Probes::default(),
             probes_reachable,
             liveness: Liveness::new(&config.liveness),
-            trace: Trace::new(keep_trace),
             explainer: keep_trace.then(Explainer::default),
             violations: Vec::new(),
             dirty: true,
@@ -139,11 +135,10 @@ impl<'w> World<'w> {
         crate::stamp::capturing(self.explainer.is_some());
         while let Some((now, event)) = self.env.pop() {
             crate::stamp::set(now, None);
-            self.env.line.clear();
             if let Some(explainer) = &mut self.explainer {
-                explainer.begin(self.trace.events() + 1);
+                explainer.begin(self.env.trace.events() + 1);
             }
-            self.env.note(format_args!("{now} "));
+            self.env.trace.begin(now);
             self.step(now, event);
             let explained = self.explainer.as_mut().map(|explainer| {
                 for kind in self.env.fired.drain(..) {
@@ -152,7 +147,7 @@ impl<'w> World<'w> {
                 explainer.current.logs = crate::stamp::take_captured();
                 explainer.finish()
             });
-            self.trace.record(now.0, &self.env.line, explained);
+            self.env.trace.end(explained);
             if self.check(now) {
                 break;
             }
@@ -182,7 +177,7 @@ impl<'w> World<'w> {
                     };
                     explainer.replied(process, id, false, learned);
                 }
-                self.env.note(format_args!("p{process} store-reply {id}"));
+                self.env.record(Record::StoreReply { process, id });
                 if !self.processes.is_down(process) {
                     self.observe(Happening::Answered { process, id });
                 }
@@ -195,7 +190,7 @@ impl<'w> World<'w> {
                     explainer.replied(process, id, true, None);
                 }
                 self.settle(process, id);
-                self.env.note(format_args!("p{process} runtime-reply {id}"));
+                self.env.record(Record::RuntimeReply { process, id });
                 if !self.processes.is_down(process) {
                     self.observe(Happening::Answered { process, id });
                 }
@@ -207,29 +202,29 @@ impl<'w> World<'w> {
                     explainer.runtime_event(process, &event.container_id, &self.runtime);
                 }
                 if !self.watches.runtime_stream_open(process, stream) {
-                    self.env.note(format_args!("p{process} runtime event lost with its stream"));
+                    self.env.record(Record::RuntimeEventLost { process });
                     return;
                 }
-                self.env.note(format_args!(
-                    "p{process} runtime-event {:?} {}",
-                    event.action,
-                    short(&event.container_id)
-                ));
+                self.env.record(Record::RuntimeEvent {
+                    process,
+                    action: &event.action,
+                    container: &event.container_id,
+                });
                 self.input(now, process, Input::RuntimeEvent(event));
             }
             Event::RuntimeResynced { process, stream } => {
                 self.env.paid();
                 self.explain(EventKind::RuntimeEvent, Some(process));
                 if !self.watches.runtime_stream_open(process, stream) {
-                    self.env.note(format_args!("p{process} runtime resync lost with its stream"));
+                    self.env.record(Record::RuntimeResyncLost { process });
                     return;
                 }
-                self.env.note(format_args!("p{process} runtime-resync"));
+                self.env.record(Record::RuntimeResync { process });
                 self.input(now, process, Input::RuntimeResync);
             }
             Event::Wake { process } => {
                 self.explain(EventKind::Other, Some(process));
-                self.env.note(format_args!("p{process} wake"));
+                self.env.record(Record::Wake { process });
                 self.processes.woke(process, now);
                 self.pump(now, process);
             }
@@ -251,11 +246,11 @@ impl<'w> World<'w> {
             }
             Event::Heal => {
                 self.explain(EventKind::Heal, None);
-                self.env.note(format_args!("heal faults={}", self.env.faults.describe()));
+                self.env.trace.record(&Record::Heal { faults: &self.env.faults });
                 self.env.faults.heal();
                 self.liveness.heal(now);
             }
-            Event::Judge => self.env.note(format_args!("liveness judge")),
+            Event::Judge => self.env.record(Record::Judge),
             Event::ReadLogs { reader } => self.read_logs(now, reader),
         }
     }
@@ -264,23 +259,23 @@ impl<'w> World<'w> {
         self.env.paid();
         match self.watches.arrive(process, stream, event) {
             Delivery::Lost(event) => {
-                self.env.note(format_args!("p{process} delivery lost with its watch stream: {}", event.object.key()));
+                self.env.record(Record::DeliveryLost { process, key: Key::of(&event.object) });
             }
-            Delivery::Coalesced(event) => self.env.note(format_args!(
-                "p{process} [fault coalesced-watch] {} rv={} merged into the next event",
-                event.object.key(),
-                event.resource_version()
-            )),
+            Delivery::Coalesced(event) => self.env.record(Record::Coalesced {
+                process,
+                key: Key::of(&event.object),
+                resource_version: event.resource_version(),
+            }),
             Delivery::Deliver(event) => {
                 if let Some(explainer) = &mut self.explainer {
                     explainer.delivered(process, &event.object);
                 }
-                self.env.note(format_args!(
-                    "p{process} deliver {:?} {} rv={}",
-                    event.event,
-                    event.object.key(),
-                    event.resource_version()
-                ));
+                self.env.record(Record::Deliver {
+                    process,
+                    event: event.event,
+                    key: Key::of(&event.object),
+                    resource_version: event.resource_version(),
+                });
                 self.input(now, process, Input::Watch(event));
             }
         }
@@ -290,17 +285,17 @@ impl<'w> World<'w> {
     fn restart(&mut self, now: MonoTime, process: usize) {
         let life = self.processes.restart(process);
         self.watches.restarted(process, now);
-        self.env.note(format_args!("p{process} restarts (life {life}) and lists the store"));
+        self.env.record(Record::Restart { process, life });
         self.resync(now, process);
     }
 
     /// A process whose watch broke lists the store and watches again from the list's version.
     fn relist(&mut self, now: MonoTime, process: usize, stream: u32) {
         if !self.watches.relisted(process, stream, &self.processes, now) {
-            self.env.note(format_args!("p{process} relist dropped (the process restarted meanwhile)"));
+            self.env.record(Record::RelistDropped { process });
             return;
         }
-        self.env.note(format_args!("p{process} relists after Gone"));
+        self.env.record(Record::Relist { process });
         self.probes.hit(Probe::RelistAfterGone);
         self.resync(now, process);
     }
@@ -313,7 +308,7 @@ impl<'w> World<'w> {
         // exactly the ones still to come.
         let resource_version = self.store.resource_version();
         let objects = self.store.list(None, None);
-        self.env.note(format_args!(" ({} objects at rv={resource_version})", objects.len()));
+        self.env.record(Record::Listed { objects: objects.len(), resource_version });
         self.input(now, process, Input::Resync { objects, resource_version });
     }
 
@@ -327,7 +322,7 @@ impl<'w> World<'w> {
         self.watches.drop_runtime_streams();
         self.watches.resync_runtime_streams(&mut self.env, &self.processes, until);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
-        self.env.note(format_args!("[fault runtime-restart: {stopped} containers stopped, daemon back at {until}] "));
+        self.env.record(Record::Fault(Fault::RuntimeRestart { stopped, back_at: until }));
     }
 
     /// Say what the current event is, if the run explains itself.
@@ -382,7 +377,7 @@ impl<'w> World<'w> {
         let converged = |view: &View<'_>| {
             crate::checker::desired_equals_actual(view).and_then(|()| self.config.extensions.converged(view))
         };
-        let verdict = self.liveness.judge(now, self.trace.events(), &view, reconciles, busy, converged);
+        let verdict = self.liveness.judge(now, self.env.trace.events(), &view, reconciles, busy, converged);
         if let Some(at) = self.liveness.take_wake() {
             self.env.at(at, Event::Judge);
         }
@@ -394,7 +389,7 @@ impl<'w> World<'w> {
     }
 
     fn fail(&mut self, now: MonoTime, invariant: String, message: String) -> bool {
-        self.violations.push(Violation { invariant, message, at: now.to_string(), event: self.trace.events() });
+        self.violations.push(Violation { invariant, message, at: now.to_string(), event: self.env.trace.events() });
         true
     }
 
@@ -405,15 +400,15 @@ impl<'w> World<'w> {
         RunReport {
             seed: self.seed,
             ok: self.violations.is_empty(),
-            digest: self.trace.digest(),
-            events: self.trace.events(),
+            digest: self.env.trace.digest(),
+            events: self.env.trace.events(),
             sim_nanos: self.env.now().0,
             faults: self.env.faults.describe(),
             fault_counts: self.env.faults.counts(),
             fault_decisions: self.env.faults.decisions().clone(),
             violations: self.violations,
             stats: self.env.stats,
-            trace: self.trace.take_events(),
+            trace: self.env.trace.take_events(),
             probes: self.probes.into_hits(),
             probes_reachable: self.probes_reachable,
         }

@@ -8,6 +8,7 @@ use super::processes::true_now;
 use crate::checker::Happening;
 use crate::logs::{Reader, Received};
 use crate::probes::Probe;
+use crate::trace::{Fault, Key, ReaderStep, Record};
 use crate::workload::LogRead;
 use drydock_engine::MonoTime;
 use drydock_engine::api::{Object, ObjectKey};
@@ -24,12 +25,10 @@ impl World<'_> {
     /// A client starts reading `read` now.
     pub(super) fn open_reader(&mut self, now: MonoTime, read: &LogRead) {
         let index = self.logs.readers.len();
-        self.env.note(format_args!(
-            "client reads {} {}{} (reader {index})",
-            read.target.key(),
-            read.source,
-            if read.follow { " -f" } else { "" }
-        ));
+        let target = &read.target;
+        let key = Key::new(&target.kind, target.namespace.as_deref(), &target.name);
+        let step = ReaderStep::Opens { key, source: &read.source, follow: read.follow };
+        self.env.record(Record::Reader { reader: index, step });
         self.logs.readers.push(Reader::new(read.clone(), now));
         self.read_logs(now, index);
     }
@@ -48,7 +47,7 @@ impl World<'_> {
         let resumed = reader.stalled_until.take().is_some();
         if now >= reader.opened_at + Duration::from_millis(reader.read.close_after_ms) {
             reader.closed = true;
-            self.env.note(format_args!("reader {index} closes its stream"));
+            self.env.record(Record::Reader { reader: index, step: ReaderStep::Closes });
             return;
         }
         if self.env.fires(FaultKind::ReaderStall) {
@@ -56,7 +55,7 @@ impl World<'_> {
             let reader = &mut self.logs.readers[index];
             reader.stalled_until = Some(now + stall);
             reader.stalled = true;
-            self.env.note(format_args!("[fault reader-stall] reader {index} stops reading for {stall:?}"));
+            self.env.record(Record::Fault(Fault::ReaderStall { reader: index, stall }));
             self.env.at(now + stall, Event::ReadLogs { reader: index });
             return;
         }
@@ -81,14 +80,15 @@ impl World<'_> {
         let key = read.target.key();
         let Some(object) = self.store.get(&key).cloned() else {
             let follow = read.follow;
-            self.env.note(format_args!("reader {index}: {key} not found"));
+            let step = ReaderStep::NotFound { key: (&key).into() };
+            self.env.record(Record::Reader { reader: index, step });
             self.logs.readers[index].closed = !follow;
             return false;
         };
         let source = match Source::parse(&object.kind, &read.source) {
             Ok(source) => source,
             Err(error) => {
-                self.env.note(format_args!("reader {index}: {error}"));
+                self.env.record(Record::Reader { reader: index, step: ReaderStep::Refused { error: &error } });
                 self.logs.readers[index].closed = true;
                 return false;
             }
@@ -126,16 +126,14 @@ impl World<'_> {
                 }));
                 let (first, last) =
                     (chunk.lines.first().map_or(0, |l| l.number), chunk.lines.last().map_or(0, |l| l.number));
-                self.env.note(format_args!(
-                    "reader {index}: lines {first}..={last} of {subject} {channel:?}{}",
-                    if chunk.dropped > 0 { format!(" ({} missed)", chunk.dropped) } else { String::new() }
-                ));
+                let step = ReaderStep::Lines { first, last, subject: &subject, channel, missed: chunk.dropped };
+                self.env.record(Record::Reader { reader: index, step });
             }
             Step::Pending => {
                 if first_read {
                     self.probes.hit(Probe::FollowerWaitedForItsSource);
                 }
-                self.env.note(format_args!("reader {index}: waiting"));
+                self.env.record(Record::Reader { reader: index, step: ReaderStep::Waiting });
             }
             Step::End => {
                 reader.ended = true;
@@ -147,7 +145,7 @@ impl World<'_> {
                 if gone && resumed {
                     self.probes.hit(Probe::DeletedWhileReaderStalled);
                 }
-                self.env.note(format_args!("reader {index}: end of stream"));
+                self.env.record(Record::Reader { reader: index, step: ReaderStep::End });
             }
         }
         step

@@ -7,8 +7,9 @@ use super::runtime_link::Met;
 use crate::checker::Happening;
 use crate::facts::{owner_of, process_identity};
 use crate::probes::Probe;
+use crate::trace::{Fault, Record, RuntimeOutcome, StoreOutcome};
 use drydock_engine::api::ObjectKey;
-use drydock_engine::runtime::{RuntimeReply, RuntimeRequest, short};
+use drydock_engine::runtime::RuntimeRequest;
 use drydock_engine::store::{StoreReply, StoreRequest, StoreResult};
 use drydock_engine::{Input, MonoTime, OpId, Output};
 use drydock_faults::FaultKind;
@@ -141,12 +142,12 @@ impl World<'_> {
             .processes
             .crash(&mut self.env, process, now, |index, life, seed| super::engine(config, index, life, seed, explain));
         self.watches.close(process);
-        self.env.note(format_args!(" [fault {kind}: p{process} crashed, restarts at {at}]"));
+        self.env.record(Record::Fault(Fault::Crash { kind, process, restarts_at: at }));
     }
 
     /// A store request meets the store.
     pub(super) fn store_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: StoreRequest) {
-        self.env.note(format_args!("p{process} store {id} {}", request.describe()));
+        self.env.record(Record::StoreApply { process, id, op: (&request).into() });
         let before = self.explainer.as_ref().and_then(|_| {
             let key = match &request {
                 StoreRequest::Create { object }
@@ -182,21 +183,17 @@ impl World<'_> {
     }
 
     pub(super) fn describe_store_result(&mut self, result: &StoreResult) {
-        match result {
-            Ok(StoreReply::Object(o)) => self.env.note(format_args!(" -> ok rv={}", o.metadata.resource_version)),
-            Ok(StoreReply::Objects(list)) => self.env.note(format_args!(" -> ok {} objects", list.len())),
-            Err(e) => self.env.note(format_args!(" -> {}", e.code())),
-        }
+        self.env.record(Record::StoreResult(StoreOutcome::from(result)));
     }
 
     /// A runtime request meets the runtime (unless it was cancelled first).
     pub(super) fn runtime_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
         if self.runtime_link.take_cancelled(process, id) {
             self.env.paid();
-            self.env.note(format_args!("p{process} runtime {id} cancelled before it applied: {}", request.describe()));
+            self.env.record(Record::RuntimeCancelled { process, id, op: (&request).into() });
             return;
         }
-        self.env.note(format_args!("p{process} runtime {id} {}", request.describe()));
+        self.env.record(Record::RuntimeApply { process, id, op: (&request).into() });
         if let Some(explainer) = &mut self.explainer {
             explainer.runtime_applied(process, id, &request, &self.runtime);
         }
@@ -218,10 +215,7 @@ impl World<'_> {
             result: &result,
             removed: removing.as_ref(),
         });
-        match &result {
-            Ok(reply) => self.env.note(format_args!(" -> {}", describe_reply(reply))),
-            Err(e) => self.env.note(format_args!(" -> {}", e.code())),
-        }
+        self.env.record(Record::RuntimeResult(RuntimeOutcome::from(&result)));
         let applied_ok = result.is_ok();
         let (told, lost) = self.runtime_link.after_apply(&mut self.env, now, &request, result);
         if lost {
@@ -240,11 +234,7 @@ impl World<'_> {
         self.env.paid();
         self.runtime.set_now(super::true_now(now).wall);
         let done = self.runtime.finish_removal(container);
-        self.env.note(format_args!(
-            "runtime removal of {} {}",
-            short(container),
-            if done { "done" } else { "was over" }
-        ));
+        self.env.record(Record::RemovalDone { container, done });
         self.broadcast_runtime_events(now);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
     }
@@ -264,25 +254,8 @@ impl World<'_> {
         if ended > 0 {
             self.probes.hit(Probe::ProcessEndedByItself);
         }
-        self.env.note(format_args!("runtime clock: {ended} main processes ended by themselves"));
+        self.env.record(Record::RuntimeClock { ended });
         self.broadcast_runtime_events(now);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
-    }
-}
-
-fn describe_reply(reply: &RuntimeReply) -> String {
-    match reply {
-        RuntimeReply::Created { id } => format!("created {}", short(id)),
-        RuntimeReply::Done => "ok".into(),
-        RuntimeReply::Container(c) => format!("{} {}", short(&c.id), c.state),
-        RuntimeReply::Containers(list) => format!("{} containers", list.len()),
-        RuntimeReply::Image(i) => format!("image {}", short(&i.id)),
-        RuntimeReply::Events(events) => format!("{} events", events.len()),
-        RuntimeReply::Pulled { progress } => format!("pulled ({} progress lines)", progress.len()),
-        RuntimeReply::Built { progress } => format!("built ({} progress lines)", progress.len()),
-        RuntimeReply::Network(n) => format!("network {} {}", short(&n.id), n.name),
-        RuntimeReply::Networks(list) => format!("{} networks", list.len()),
-        RuntimeReply::Volume(v) => format!("volume {}", v.name),
-        RuntimeReply::Volumes(list) => format!("{} volumes", list.len()),
     }
 }

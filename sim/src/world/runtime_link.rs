@@ -17,6 +17,7 @@
 use super::env::{Disruption, Env, Event};
 use super::latency::{Factor, Latency};
 use crate::runtime::SimRuntime;
+use crate::trace::{Fault, Record};
 use drydock_engine::api::container::CopiedFile;
 use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use drydock_engine::{MonoTime, OpId};
@@ -118,7 +119,7 @@ impl RuntimeLink {
         if env.fires(FaultKind::SlowRuntime) {
             let factor = if pull { self.knobs.slow_pull_factor } else { self.knobs.slow_factor };
             latency = latency.mul_f64(factor.draw(&mut env.rng));
-            env.note(format_args!(" [fault slow-runtime: {id} takes {latency:?}]"));
+            env.record(Record::Fault(Fault::SlowRuntime { id, takes: latency }));
         }
         env.owe(now + latency, Event::RuntimeApply { process, id, request: Box::new(request) });
     }
@@ -172,22 +173,22 @@ impl RuntimeLink {
             && env.fires(FaultKind::HungRuntime);
         let mut hidden = None;
         let result = if daemon_down {
-            env.note(format_args!(" [daemon restarting: not applied]"));
+            env.record(Record::Fault(Fault::DaemonRestarting));
             Err(RuntimeError::Transient(
                 "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
                     .into(),
             ))
         } else if hangs && unit(&mut env.rng) < self.knobs.hung_unapplied {
-            env.note(format_args!(" [fault hung-runtime: never applied, never answered]"));
+            env.record(Record::Fault(Fault::HungUnapplied));
             self.hung.insert((process, id));
             env.paid();
             return None;
         } else if env.fires(FaultKind::TransientRuntimeError) {
-            env.note(format_args!(" [fault transient-runtime-error: not applied]"));
+            env.record(Record::Fault(Fault::TransientRuntimeError));
             env.stats.other_faults += 1;
             Err(RuntimeError::Transient("500: Internal Server Error: the daemon is busy".into()))
         } else if let Some((asked, container)) = self.hidden_from_inspection(runtime, now, request) {
-            env.note(format_args!(" [fault notfound-after-create]"));
+            env.record(Record::Fault(Fault::NotFoundAfterCreate));
             env.stats.other_faults += 1;
             hidden = Some(container);
             Err(RuntimeError::NotFound(format!("No such container: {asked}")))
@@ -217,9 +218,9 @@ impl RuntimeLink {
     fn interrupted_build(env: &mut Env, runtime: &mut SimRuntime, request: &RuntimeRequest) -> RuntimeResult {
         if env.rng.next_u32().is_multiple_of(4) {
             let applied = runtime.execute(request);
-            env.note(format_args!(" [fault build-interrupted: applied ({}), stream broken]", applied.is_ok()));
+            env.record(Record::Fault(Fault::BuildInterrupted { applied: Some(applied.is_ok()) }));
         } else {
-            env.note(format_args!(" [fault build-interrupted: broken off halfway, nothing tagged]"));
+            env.record(Record::Fault(Fault::BuildInterrupted { applied: None }));
         }
         env.stats.other_faults += 1;
         Err(RuntimeError::Uncertain("error reading the build's output: unexpected EOF".into()))
@@ -233,7 +234,7 @@ impl RuntimeLink {
         runtime.execute(&before)?;
         env.stats.other_faults += 1;
         let Some(failed) = files.get(written) else { return Ok(RuntimeReply::Done) };
-        env.note(format_args!(" [fault copy-refused: {written} of {} file(s) written]", files.len()));
+        env.record(Record::Fault(Fault::CopyRefused { written, files: files.len() }));
         let path = failed.destination.clone();
         Err(RuntimeError::Invalid(format!(
             "Error processing tar file(exit status 1): write {path}: no space left on device"
@@ -317,13 +318,13 @@ impl RuntimeLink {
             }
             if env.fires(FaultKind::UncertainCreate) {
                 env.stats.uncertain_creates += 1;
-                env.note(format_args!(" [fault uncertain-create: reply lost]"));
+                env.record(Record::Fault(Fault::UncertainCreate));
                 if let Ok(RuntimeReply::Created { id }) = &told
                     && env.fires(FaultKind::NotFoundAfterCreate)
                 {
                     // The client went away mid-create (as a killed engine does): Docker holds the
                     // name at once but shows the container only once the create completes.
-                    env.note(format_args!(" [the create completes later: name held, container unlisted]"));
+                    env.record(Record::Fault(Fault::CreateCompletesLater));
                     let until = now + env.draw(self.knobs.hidden_for);
                     self.hidden.insert(id.clone(), until);
                     self.completing.insert(id.clone(), until);
@@ -337,7 +338,7 @@ impl RuntimeLink {
             && env.fires(FaultKind::UncertainCreate)
         {
             env.stats.uncertain_creates += 1;
-            env.note(format_args!(" [fault uncertain-create: reply lost]"));
+            env.record(Record::Fault(Fault::UncertainCreate));
             told = Err(RuntimeError::Uncertain("connection reset by peer after the request was sent".into()));
             lost = true;
         }
@@ -349,7 +350,7 @@ impl RuntimeLink {
         ) && told.is_ok()
             && env.fires(FaultKind::UncertainRemove)
         {
-            env.note(format_args!(" [fault uncertain-remove: reply lost]"));
+            env.record(Record::Fault(Fault::UncertainRemove));
             env.stats.other_faults += 1;
             told = Err(RuntimeError::Uncertain("context deadline exceeded after the request was sent".into()));
             lost = true;
@@ -374,7 +375,7 @@ impl RuntimeLink {
         };
         let at = now + env.draw(self.knobs.disrupt_within);
         env.stats.other_faults += 1;
-        env.note(format_args!(" [fault disrupt-while-uncertain: {disruption:?} at {at}]"));
+        env.record(Record::Fault(Fault::DisruptScheduled { disruption: disruption.traced(), at }));
         env.at(at, Event::Disrupt(disruption));
     }
 
@@ -392,7 +393,7 @@ impl RuntimeLink {
         busy_until: Option<MonoTime>,
     ) {
         if hangs {
-            env.note(format_args!(" [fault hung-runtime: applied, never answered]"));
+            env.record(Record::Fault(Fault::HungApplied));
             self.hung.insert((process, id));
             env.paid();
             return;

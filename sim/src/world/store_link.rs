@@ -4,6 +4,7 @@
 
 use super::env::{Env, Event};
 use super::latency::Latency;
+use crate::trace::{Fault, Record};
 use drydock_engine::store::{StoreError, StoreRequest, StoreResult};
 use drydock_engine::{MonoTime, OpId};
 use drydock_faults::FaultKind;
@@ -43,7 +44,7 @@ impl StoreLink {
         if !update || !env.fires(FaultKind::StoreConflict) {
             return None;
         }
-        env.note(format_args!(" [fault store-conflict]"));
+        env.record(Record::Fault(Fault::StoreConflict));
         env.stats.other_faults += 1;
         Some(StoreError::Conflict { key: request.describe(), reason: "a competing writer got there first".into() })
     }
@@ -66,7 +67,7 @@ impl StoreLink {
         lost: bool,
     ) {
         let result = if lost {
-            env.note(format_args!(" [fault uncertain-store-write: reply lost]"));
+            env.record(Record::Fault(Fault::StoreReplyLost));
             Err(StoreError::Uncertain {
                 key: request.describe(),
                 reason: "the connection dropped after the request was sent".into(),

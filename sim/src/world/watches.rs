@@ -18,6 +18,7 @@
 use super::env::{Env, Event};
 use super::latency::Latency;
 use super::processes::Processes;
+use crate::trace::{Fault, Record};
 use drydock_engine::MonoTime;
 use drydock_engine::api::{Object, SmolStr};
 use drydock_engine::runtime::RuntimeEvent;
@@ -206,7 +207,7 @@ impl Watches {
         let stream = s.watch_gen;
         let at = now + env.draw(self.knobs.relist_after);
         env.owe(at, Event::Relist { process, stream });
-        env.note(format_args!(" [fault watch-gone: p{process}'s watch answered 410 Gone]"));
+        env.record(Record::Fault(Fault::WatchGone { process }));
         false
     }
 

@@ -1,0 +1,272 @@
+//! The records an event's trace is made of: each says what happened (a request met the store,
+//! a reply came back, a fault fired with its magnitudes, a process restarted...) in typed fields,
+//! not in words. An event's trace is its time and the sequence of records its components wrote.
+//!
+//! Their `Display` is the trace's text: an event's line is its time, then its records rendered
+//! one after another (a record that continues the line, such as a result or a fault, carries its
+//! own leading space).
+
+use super::acts::{ClientAct, ExternalAct, ReaderStep};
+use super::runtime::{RuntimeOp, RuntimeOutcome};
+use super::store::{StoreOp, StoreOutcome};
+use crate::workload::ExternalOp;
+use drydock_engine::api::{Object, ObjectKey};
+use drydock_engine::runtime::{EventAction, short};
+use drydock_engine::store::EventType;
+use drydock_engine::{MonoTime, OpId};
+use drydock_faults::{FaultKind, FaultPlan};
+use std::fmt;
+use std::time::Duration;
+
+/// One thing that happened during an event.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Record<'a> {
+    /// A store request of `process` met the store (its result follows as a
+    /// [`Record::StoreResult`], unless a fault came first).
+    StoreApply { process: usize, id: OpId, op: StoreOp<'a> },
+    /// What the store answered a request (or a client).
+    StoreResult(StoreOutcome),
+    /// The store's reply to request `id` reached `process`.
+    StoreReply { process: usize, id: OpId },
+    /// A runtime request of `process` met the runtime daemon.
+    RuntimeApply { process: usize, id: OpId, op: RuntimeOp<'a> },
+    /// A runtime request reached the daemon after its process cancelled it: it never applies.
+    RuntimeCancelled { process: usize, id: OpId, op: RuntimeOp<'a> },
+    /// What the runtime did with a request.
+    RuntimeResult(RuntimeOutcome<'a>),
+    /// The runtime's reply to request `id` reached `process`.
+    RuntimeReply { process: usize, id: OpId },
+    /// A runtime event about `container` reached `process`.
+    RuntimeEvent { process: usize, action: &'a EventAction, container: &'a str },
+    /// A runtime event queued for `process` was lost with its stream.
+    RuntimeEventLost { process: usize },
+    /// `process`'s runtime event stream is back after a daemon restart.
+    RuntimeResync { process: usize },
+    /// A runtime resync queued for `process` was lost with its stream.
+    RuntimeResyncLost { process: usize },
+    /// A removal in progress completed (`done`), or found the container already gone.
+    RemovalDone { container: &'a str, done: bool },
+    /// The runtime's clock reached the end of main processes that end by themselves.
+    RuntimeClock { ended: usize },
+    /// A store watch event reached `process`.
+    Deliver { process: usize, event: EventType, key: Key<'a>, resource_version: u64 },
+    /// A store watch event queued for `process` was lost with its stream.
+    DeliveryLost { process: usize, key: Key<'a> },
+    /// A store watch event for `process` was merged into the next one (`coalesced-watch`).
+    Coalesced { process: usize, key: Key<'a>, resource_version: u64 },
+    /// `process` woke for its timers.
+    Wake { process: usize },
+    /// A crashed `process` is back, in its `life`th incarnation, and lists the store.
+    Restart { process: usize, life: u32 },
+    /// `process`, whose watch broke with Gone, lists the store and watches again.
+    Relist { process: usize },
+    /// A relist of `process` was dropped: the process restarted meanwhile.
+    RelistDropped { process: usize },
+    /// The list a process took: how many objects, at which store version.
+    Listed { objects: usize, resource_version: u64 },
+    /// A client (the workload) acted on the store.
+    Client(ClientAct<'a>),
+    /// Someone outside drydock acted on the runtime, the registry or the store.
+    External(ExternalAct<'a>),
+    /// An outside act that is a fault did not happen: its fault is off.
+    ExternalSkipped { op: &'a ExternalOp, fault: FaultKind },
+    /// Log reader `reader` read, waited, or gave up.
+    Reader { reader: usize, step: ReaderStep<'a> },
+    /// A fault fired, with what it did.
+    Fault(Fault<'a>),
+    /// The faults healed; `faults` is the plan they had.
+    Heal { faults: &'a FaultPlan },
+    /// The liveness judge looked at the world.
+    Judge,
+}
+
+/// A fault that fired, with its magnitudes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fault<'a> {
+    /// `store-conflict`: a competing writer got there first; the write did not apply.
+    StoreConflict,
+    /// `uncertain-store-write`: the write applied and its reply was lost.
+    StoreReplyLost,
+    /// `slow-runtime`: runtime request `id` takes `takes` to reach the daemon.
+    SlowRuntime { id: OpId, takes: Duration },
+    /// The daemon is restarting (after `runtime-restart`): the request did not apply.
+    DaemonRestarting,
+    /// `hung-runtime`: the request never applies and is never answered.
+    HungUnapplied,
+    /// `hung-runtime`: the request applied and is never answered.
+    HungApplied,
+    /// `transient-runtime-error`: a 500; the request did not apply.
+    TransientRuntimeError,
+    /// `notfound-after-create`: an inspection did not see a fresh container.
+    NotFoundAfterCreate,
+    /// `build-interrupted`: the build's stream broke; `applied` says whether the build had
+    /// finished (and whether it succeeded), `None` that it was broken off halfway.
+    BuildInterrupted { applied: Option<bool> },
+    /// `copy-refused`: the disk filled up after `written` of `files` files.
+    CopyRefused { written: usize, files: usize },
+    /// `uncertain-create`: the create applied and its reply was lost.
+    UncertainCreate,
+    /// With a lost create reply, `notfound-after-create`: the create completes later (its name
+    /// held, the container not listed yet).
+    CreateCompletesLater,
+    /// `uncertain-remove`: the removal applied and its reply was lost.
+    UncertainRemove,
+    /// `disrupt-while-uncertain`: an outside act on an uncertain create, scheduled for `at`.
+    DisruptScheduled { disruption: Disruption<'a>, at: MonoTime },
+    /// `disrupt-while-uncertain`: the scheduled act happens now.
+    Disrupts,
+    /// `runtime-restart`: the daemon restarts, `stopped` containers stop, it is back at `back_at`.
+    RuntimeRestart { stopped: usize, back_at: MonoTime },
+    /// `engine-crash` or `crash-between-writes` (`kind`): `process` crashed; it restarts at
+    /// `restarts_at`.
+    Crash { kind: FaultKind, process: usize, restarts_at: MonoTime },
+    /// `watch-gone`: `process`'s store watch answered 410 Gone.
+    WatchGone { process: usize },
+    /// `reader-stall`: log reader `reader` stops reading for `stall`.
+    ReaderStall { reader: usize, stall: Duration },
+}
+
+/// What `disrupt-while-uncertain` does to a create whose outcome is unknown.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Disruption<'a> {
+    /// `docker rm -f` of the container, by name.
+    RemoveContainer(&'a str),
+    /// `docker rmi -f` of the image, as the create named it.
+    RemoveImage(&'a str),
+    /// The runtime daemon restarts.
+    RestartDaemon,
+}
+
+/// An object's key, borrowed: kind, namespace (none for a cluster-scoped kind), name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Key<'a> {
+    pub kind: &'a str,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+}
+
+impl<'a> Key<'a> {
+    pub fn new(kind: &'a str, namespace: Option<&'a str>, name: &'a str) -> Self {
+        Key { kind, namespace, name }
+    }
+
+    /// The key of `object`.
+    pub fn of(object: &'a Object) -> Self {
+        Key { kind: &object.kind, namespace: object.metadata.namespace.as_deref(), name: &object.metadata.name }
+    }
+}
+
+impl<'a> From<&'a ObjectKey> for Key<'a> {
+    fn from(key: &'a ObjectKey) -> Self {
+        Key { kind: &key.kind, namespace: key.namespace.as_deref(), name: &key.name }
+    }
+}
+
+impl fmt::Display for Key<'_> {
+    /// `Kind/name` or `Kind/namespace/name`, as [`ObjectKey`] prints.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.namespace {
+            Some(ns) => write!(f, "{}/{}/{}", self.kind, ns, self.name),
+            None => write!(f, "{}/{}", self.kind, self.name),
+        }
+    }
+}
+
+impl fmt::Display for Record<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Record::StoreApply { process, id, op } => write!(f, "p{process} store {id} {op}"),
+            Record::StoreResult(outcome) => write!(f, " -> {outcome}"),
+            Record::StoreReply { process, id } => write!(f, "p{process} store-reply {id}"),
+            Record::RuntimeApply { process, id, op } => write!(f, "p{process} runtime {id} {op}"),
+            Record::RuntimeCancelled { process, id, op } => {
+                write!(f, "p{process} runtime {id} cancelled before it applied: {op}")
+            }
+            Record::RuntimeResult(outcome) => write!(f, " -> {outcome}"),
+            Record::RuntimeReply { process, id } => write!(f, "p{process} runtime-reply {id}"),
+            Record::RuntimeEvent { process, action, container } => {
+                write!(f, "p{process} runtime-event {action:?} {}", short(container))
+            }
+            Record::RuntimeEventLost { process } => write!(f, "p{process} runtime event lost with its stream"),
+            Record::RuntimeResync { process } => write!(f, "p{process} runtime-resync"),
+            Record::RuntimeResyncLost { process } => write!(f, "p{process} runtime resync lost with its stream"),
+            Record::RemovalDone { container, done } => {
+                write!(f, "runtime removal of {} {}", short(container), if *done { "done" } else { "was over" })
+            }
+            Record::RuntimeClock { ended } => write!(f, "runtime clock: {ended} main processes ended by themselves"),
+            Record::Deliver { process, event, key, resource_version } => {
+                write!(f, "p{process} deliver {event:?} {key} rv={resource_version}")
+            }
+            Record::DeliveryLost { process, key } => write!(f, "p{process} delivery lost with its watch stream: {key}"),
+            Record::Coalesced { process, key, resource_version } => {
+                write!(f, "p{process} [fault coalesced-watch] {key} rv={resource_version} merged into the next event")
+            }
+            Record::Wake { process } => write!(f, "p{process} wake"),
+            Record::Restart { process, life } => write!(f, "p{process} restarts (life {life}) and lists the store"),
+            Record::Relist { process } => write!(f, "p{process} relists after Gone"),
+            Record::RelistDropped { process } => {
+                write!(f, "p{process} relist dropped (the process restarted meanwhile)")
+            }
+            Record::Listed { objects, resource_version } => write!(f, " ({objects} objects at rv={resource_version})"),
+            Record::Client(act) => write!(f, "client {act}"),
+            Record::External(act) => fmt::Display::fmt(act, f),
+            Record::ExternalSkipped { op, fault } => write!(f, "external {op:?} skipped: fault {fault} is off"),
+            Record::Reader { reader, step } => step.render(*reader, f),
+            Record::Fault(fault) => fmt::Display::fmt(fault, f),
+            Record::Heal { faults } => write!(f, "heal faults={}", faults.describe()),
+            Record::Judge => f.write_str("liveness judge"),
+        }
+    }
+}
+
+impl fmt::Display for Fault<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::StoreConflict => f.write_str(" [fault store-conflict]"),
+            Fault::StoreReplyLost => f.write_str(" [fault uncertain-store-write: reply lost]"),
+            Fault::SlowRuntime { id, takes } => write!(f, " [fault slow-runtime: {id} takes {takes:?}]"),
+            Fault::DaemonRestarting => f.write_str(" [daemon restarting: not applied]"),
+            Fault::HungUnapplied => f.write_str(" [fault hung-runtime: never applied, never answered]"),
+            Fault::HungApplied => f.write_str(" [fault hung-runtime: applied, never answered]"),
+            Fault::TransientRuntimeError => f.write_str(" [fault transient-runtime-error: not applied]"),
+            Fault::NotFoundAfterCreate => f.write_str(" [fault notfound-after-create]"),
+            Fault::BuildInterrupted { applied: Some(ok) } => {
+                write!(f, " [fault build-interrupted: applied ({ok}), stream broken]")
+            }
+            Fault::BuildInterrupted { applied: None } => {
+                f.write_str(" [fault build-interrupted: broken off halfway, nothing tagged]")
+            }
+            Fault::CopyRefused { written, files } => {
+                write!(f, " [fault copy-refused: {written} of {files} file(s) written]")
+            }
+            Fault::UncertainCreate => f.write_str(" [fault uncertain-create: reply lost]"),
+            Fault::CreateCompletesLater => f.write_str(" [the create completes later: name held, container unlisted]"),
+            Fault::UncertainRemove => f.write_str(" [fault uncertain-remove: reply lost]"),
+            Fault::DisruptScheduled { disruption, at } => {
+                write!(f, " [fault disrupt-while-uncertain: {disruption} at {at}]")
+            }
+            Fault::Disrupts => f.write_str("[fault disrupt-while-uncertain] "),
+            Fault::RuntimeRestart { stopped, back_at } => {
+                write!(f, "[fault runtime-restart: {stopped} containers stopped, daemon back at {back_at}] ")
+            }
+            Fault::Crash { kind, process, restarts_at } => {
+                write!(f, " [fault {kind}: p{process} crashed, restarts at {restarts_at}]")
+            }
+            Fault::WatchGone { process } => write!(f, " [fault watch-gone: p{process}'s watch answered 410 Gone]"),
+            Fault::ReaderStall { reader, stall } => {
+                write!(f, "[fault reader-stall] reader {reader} stops reading for {stall:?}")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Disruption<'_> {
+    /// As the world's disruption prints in Rust's debug form: `RemoveContainer("web")`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Disruption::RemoveContainer(name) => write!(f, "RemoveContainer({name:?})"),
+            Disruption::RemoveImage(reference) => write!(f, "RemoveImage({reference:?})"),
+            Disruption::RestartDaemon => f.write_str("RestartDaemon"),
+        }
+    }
+}
