@@ -2,7 +2,9 @@
 //! act on the runtime, the registry or the store (someone's `docker rm -f`, a push, a lease
 //! held by a process that died), and a log reader's steps.
 
+use super::encode::{Encode, Encoder, encode_map};
 use super::record::Key;
+use crate::workload::ExternalOp;
 use drydock_engine::api::logical::LogicalMode;
 use drydock_engine::logs::{Channel, Subject, UnknownSource};
 use drydock_engine::runtime::{RuntimeError, short};
@@ -267,6 +269,252 @@ impl fmt::Display for ExternalAct<'_> {
             ),
             ExternalAct::LeftoverSkipped { namespace, name } => {
                 write!(f, "external leftover {namespace}-{name} skipped: no namespace {namespace}")
+            }
+        }
+    }
+}
+
+/// The tags of client acts, outside acts and their outcomes, readers' steps, and the
+/// workload's outside acts: explicit numbers, never changed
+/// (renumbering one changes every golden digest; a new kind takes a new number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+enum Tag {
+    ClientCreate = 192,
+    ClientCreateImage = 193,
+    ClientCreateLogical = 194,
+    ClientDelete = 195,
+    ClientStop = 196,
+    ClientUpdate = 197,
+    ClientPatch = 198,
+    ExternalRemoveContainer = 208,
+    ExternalCreateContainer = 209,
+    ExternalRemoveImage = 210,
+    ExternalHoldLease = 211,
+    ExternalLeaseHeld = 212,
+    ExternalCreateNetwork = 213,
+    ExternalRemoveNetwork = 214,
+    ExternalCreateVolume = 215,
+    ExternalRemoveVolume = 216,
+    ExternalWriteContext = 217,
+    ExternalRemoveOwn = 218,
+    ExternalRunUsing = 219,
+    ExternalPush = 220,
+    ExternalLeftover = 221,
+    ExternalLeftoverSkipped = 222,
+    OutcomeOk = 224,
+    OutcomeRefused = 225,
+    ReaderOpens = 232,
+    ReaderCloses = 233,
+    ReaderNotFound = 234,
+    ReaderRefused = 235,
+    ReaderLines = 236,
+    ReaderWaiting = 237,
+    ReaderEnd = 238,
+    OpRemoveContainer = 248,
+    OpCreateContainer = 249,
+    OpRemoveImage = 250,
+    OpPush = 251,
+    OpLeftover = 252,
+    OpHoldLease = 253,
+    OpCreateNetwork = 254,
+    OpRemoveNetwork = 255,
+    OpWriteContext = 256,
+    OpRemoveOwn = 257,
+    OpCreateVolume = 258,
+    OpRemoveVolume = 259,
+    OpRunUsing = 260,
+}
+
+impl From<Tag> for u16 {
+    fn from(tag: Tag) -> u16 {
+        tag as u16
+    }
+}
+
+impl Encode for ClientAct<'_> {
+    fn encode(&self, out: &mut Encoder) {
+        match self {
+            ClientAct::Create { key } => keyed(out, Tag::ClientCreate, key),
+            ClientAct::CreateImage { key, image } => {
+                keyed(out, Tag::ClientCreateImage, key);
+                out.str(image);
+            }
+            ClientAct::CreateLogical { key, mode } => {
+                keyed(out, Tag::ClientCreateLogical, key);
+                mode.encode(out);
+            }
+            ClientAct::Delete { key, propagation } => {
+                keyed(out, Tag::ClientDelete, key);
+                propagation.encode(out);
+            }
+            ClientAct::Stop { key } => keyed(out, Tag::ClientStop, key),
+            ClientAct::Update { key } => keyed(out, Tag::ClientUpdate, key),
+            ClientAct::Patch { key, patch } => {
+                keyed(out, Tag::ClientPatch, key);
+                patch.encode(out);
+            }
+        }
+    }
+}
+
+/// A tag and the object it is about.
+fn keyed(out: &mut Encoder, tag: Tag, key: &Key<'_>) {
+    out.tag(tag);
+    key.encode(out);
+}
+
+/// A tag and the one name it is about.
+fn named(out: &mut Encoder, tag: Tag, name: &str) {
+    out.tag(tag);
+    out.str(name);
+}
+
+impl Encode for Outcome {
+    fn encode(&self, out: &mut Encoder) {
+        match self {
+            Ok(()) => out.tag(Tag::OutcomeOk),
+            Err(code) => named(out, Tag::OutcomeRefused, code),
+        }
+    }
+}
+
+impl Encode for ExternalAct<'_> {
+    fn encode(&self, out: &mut Encoder) {
+        match *self {
+            ExternalAct::RemoveContainer { name, outcome } => {
+                named(out, Tag::ExternalRemoveContainer, name);
+                outcome.encode(out);
+            }
+            ExternalAct::CreateContainer { name, image, outcome } => {
+                named(out, Tag::ExternalCreateContainer, name);
+                out.str(image);
+                outcome.encode(out);
+            }
+            ExternalAct::RemoveImage { reference, outcome } => {
+                named(out, Tag::ExternalRemoveImage, reference);
+                outcome.encode(out);
+            }
+            ExternalAct::HoldLease { name, seconds } => {
+                named(out, Tag::ExternalHoldLease, name);
+                out.u64(seconds);
+            }
+            ExternalAct::LeaseHeld { name, holder } => {
+                named(out, Tag::ExternalLeaseHeld, name);
+                out.str(holder);
+            }
+            ExternalAct::CreateNetwork { name, outcome } => {
+                named(out, Tag::ExternalCreateNetwork, name);
+                outcome.encode(out);
+            }
+            ExternalAct::RemoveNetwork { name, outcome } => {
+                named(out, Tag::ExternalRemoveNetwork, name);
+                outcome.encode(out);
+            }
+            ExternalAct::CreateVolume { name, outcome } => {
+                named(out, Tag::ExternalCreateVolume, name);
+                outcome.encode(out);
+            }
+            ExternalAct::RemoveVolume { name, outcome } => {
+                named(out, Tag::ExternalRemoveVolume, name);
+                outcome.encode(out);
+            }
+            ExternalAct::WriteContext { dir, files } => {
+                named(out, Tag::ExternalWriteContext, dir);
+                out.usize(files);
+            }
+            ExternalAct::RemoveOwn { name, outcome } => {
+                named(out, Tag::ExternalRemoveOwn, name);
+                outcome.encode(out);
+            }
+            ExternalAct::RunUsing { name, network, volume, outcome } => {
+                named(out, Tag::ExternalRunUsing, name);
+                out.opt_str(network);
+                out.opt_str(volume);
+                outcome.encode(out);
+            }
+            ExternalAct::Push { reference, digest } => {
+                named(out, Tag::ExternalPush, reference);
+                out.str(digest);
+            }
+            ExternalAct::Leftover { creator, retained, container, outcome } => {
+                named(out, Tag::ExternalLeftover, creator);
+                out.bool(retained);
+                out.str(container);
+                outcome.encode(out);
+            }
+            ExternalAct::LeftoverSkipped { namespace, name } => {
+                named(out, Tag::ExternalLeftoverSkipped, namespace);
+                out.str(name);
+            }
+        }
+    }
+}
+
+impl Encode for ReaderStep<'_> {
+    fn encode(&self, out: &mut Encoder) {
+        match self {
+            ReaderStep::Opens { key, source, follow } => {
+                keyed(out, Tag::ReaderOpens, key);
+                out.str(source);
+                out.bool(*follow);
+            }
+            ReaderStep::Closes => out.tag(Tag::ReaderCloses),
+            ReaderStep::NotFound { key } => keyed(out, Tag::ReaderNotFound, key),
+            ReaderStep::Refused { error } => {
+                out.tag(Tag::ReaderRefused);
+                error.encode(out);
+            }
+            ReaderStep::Lines { first, last, subject, channel, missed } => {
+                out.tag(Tag::ReaderLines);
+                out.u64(*first);
+                out.u64(*last);
+                subject.encode(out);
+                channel.encode(out);
+                out.u64(*missed);
+            }
+            ReaderStep::Waiting => out.tag(Tag::ReaderWaiting),
+            ReaderStep::End => out.tag(Tag::ReaderEnd),
+        }
+    }
+}
+
+impl Encode for ExternalOp {
+    /// Every field of the workload's act.
+    fn encode(&self, out: &mut Encoder) {
+        match self {
+            ExternalOp::RemoveContainer { name } => named(out, Tag::OpRemoveContainer, name),
+            ExternalOp::CreateContainer { name, image } => {
+                named(out, Tag::OpCreateContainer, name);
+                out.str(image);
+            }
+            ExternalOp::RemoveImage { reference } => named(out, Tag::OpRemoveImage, reference),
+            ExternalOp::Push { reference } => named(out, Tag::OpPush, reference),
+            ExternalOp::Leftover { namespace, name, image, creator, retained } => {
+                named(out, Tag::OpLeftover, namespace);
+                out.str(name);
+                out.str(image);
+                out.usize(*creator);
+                out.bool(*retained);
+            }
+            ExternalOp::HoldLease { reference, seconds } => {
+                named(out, Tag::OpHoldLease, reference);
+                out.u64(*seconds);
+            }
+            ExternalOp::CreateNetwork { name } => named(out, Tag::OpCreateNetwork, name),
+            ExternalOp::RemoveNetwork { name } => named(out, Tag::OpRemoveNetwork, name),
+            ExternalOp::WriteContext { dir, files } => {
+                named(out, Tag::OpWriteContext, dir);
+                encode_map(files, out);
+            }
+            ExternalOp::RemoveOwn { name } => named(out, Tag::OpRemoveOwn, name),
+            ExternalOp::CreateVolume { name } => named(out, Tag::OpCreateVolume, name),
+            ExternalOp::RemoveVolume { name } => named(out, Tag::OpRemoveVolume, name),
+            ExternalOp::RunUsing { name, seconds, network, volume } => {
+                named(out, Tag::OpRunUsing, name);
+                out.u64(*seconds);
+                out.opt_str(network.as_deref());
+                out.opt_str(volume.as_deref());
             }
         }
     }

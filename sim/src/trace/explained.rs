@@ -12,7 +12,8 @@ pub struct TraceEvent {
     pub seq: u64,
     /// Simulated (monotonic) time of the event, in nanoseconds since the run began.
     pub at_nanos: u64,
-    /// The trace line, exactly as digested (it starts with the time).
+    /// The trace line: the event's time and its records, rendered (the digest hashes the records,
+    /// not this text).
     pub line: String,
     pub kind: EventKind,
     /// The engine process the event happened to, if one.

@@ -3,14 +3,22 @@
 //! SHA-256 digest that identifies the run. Two runs with the same digest saw the same events in
 //! the same order at the same times.
 //!
+//! What is digested is the records' stable encoding (see `encode`): per event its time in
+//! nanoseconds, each record as its tag and its fields, and an end tag. It never reads
+//! the text, so rewording a trace line changes no digest, and a run that does not keep its trace
+//! formats no text at all.
+//!
 //! The trace's text is a rendering of the records (their `Display`): an event's line is its time,
 //! then its records one after another. A run that keeps its trace (`sim repro --trace`, `sim
 //! report`) renders each line and also explains each event as a [`TraceEvent`]: which process,
 //! controller and reconcile issued a request, which event triggered that reconcile, what a store
-//! write changed. The explanation is never digested: it is a reading of the run, not part of it,
-//! so explaining a run cannot change its digest.
+//! write changed. Neither the line nor the explanation is digested: they are a reading of the
+//! run, not part of it, so keeping or explaining a run cannot change its digest.
 
 mod acts;
+#[cfg(test)]
+mod digest_tests;
+mod encode;
 mod explained;
 mod record;
 mod runtime;
@@ -25,12 +33,16 @@ pub use runtime::{RuntimeOp, RuntimeOutcome};
 pub use store::{StoreOp, StoreOutcome};
 
 use drydock_engine::MonoTime;
+use encode::{Encode, Encoder};
+use record::Tag;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
 pub struct Trace {
     digest: Sha256,
-    /// The current event's line.
+    /// The current event, encoded.
+    encoder: Encoder,
+    /// The current event's line, if events are kept (else nothing is rendered).
     line: String,
     /// The current event's time.
     at: MonoTime,
@@ -41,7 +53,14 @@ pub struct Trace {
 impl Trace {
     /// `keep`: keep every event, explained, for printing (slower); otherwise only the digest.
     pub fn new(keep: bool) -> Self {
-        Trace { digest: Sha256::new(), line: String::new(), at: MonoTime(0), events: keep.then(Vec::new), count: 0 }
+        Trace {
+            digest: Sha256::new(),
+            encoder: Encoder::default(),
+            line: String::new(),
+            at: MonoTime(0),
+            events: keep.then(Vec::new),
+            count: 0,
+        }
     }
 
     /// Whether events are kept (and so worth explaining).
@@ -52,21 +71,28 @@ impl Trace {
     /// An event begins at `at`: what is recorded until [`Trace::end`] is its trace.
     pub fn begin(&mut self, at: MonoTime) {
         self.at = at;
-        self.line.clear();
-        let _ = write!(self.line, "{at} ");
+        self.encoder.clear();
+        at.encode(&mut self.encoder);
+        if self.keeps() {
+            self.line.clear();
+            let _ = write!(self.line, "{at} ");
+        }
     }
 
     /// Record what happened during the current event.
     pub fn record(&mut self, record: &Record<'_>) {
-        let _ = write!(self.line, "{record}");
+        record.encode(&mut self.encoder);
+        if self.keeps() {
+            let _ = write!(self.line, "{record}");
+        }
     }
 
-    /// The current event is over: its line goes into the digest; `explained`, if events are
-    /// kept, is kept with it (its `seq`, time and `line` are set here).
+    /// The current event is over: its encoding goes into the digest; if events are kept, its
+    /// line and `explained` are kept (its `seq`, time and `line` are set here).
     pub fn end(&mut self, explained: Option<TraceEvent>) {
         self.count += 1;
-        self.digest.update(self.line.as_bytes());
-        self.digest.update(b"\n");
+        self.encoder.tag(Tag::EventEnd);
+        self.digest.update(self.encoder.bytes());
         if let Some(events) = &mut self.events {
             let mut event = explained.unwrap_or_default();
             event.seq = self.count;

@@ -4,9 +4,10 @@
 //!
 //! Their `Display` is the trace's text: an event's line is its time, then its records rendered
 //! one after another (a record that continues the line, such as a result or a fault, carries its
-//! own leading space).
+//! own leading space). Their [`Encode`] is what the digest hashes; it never reads the text.
 
 use super::acts::{ClientAct, ExternalAct, ReaderStep};
+use super::encode::{Encode, Encoder};
 use super::runtime::{RuntimeOp, RuntimeOutcome};
 use super::store::{StoreOp, StoreOutcome};
 use crate::workload::ExternalOp;
@@ -267,6 +268,274 @@ impl fmt::Display for Disruption<'_> {
             Disruption::RemoveContainer(name) => write!(f, "RemoveContainer({name:?})"),
             Disruption::RemoveImage(reference) => write!(f, "RemoveImage({reference:?})"),
             Disruption::RestartDaemon => f.write_str("RestartDaemon"),
+        }
+    }
+}
+
+/// The tags of records, of faults and of disruptions, and the end of an event: explicit numbers, never changed
+/// (renumbering one changes every golden digest; a new kind takes a new number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub(super) enum Tag {
+    /// Ends an event's records.
+    EventEnd = 1,
+    StoreApply = 16,
+    StoreResult = 17,
+    StoreReply = 18,
+    RuntimeApply = 19,
+    RuntimeCancelled = 20,
+    RuntimeResult = 21,
+    RuntimeReply = 22,
+    RuntimeEvent = 23,
+    RuntimeEventLost = 24,
+    RuntimeResync = 25,
+    RuntimeResyncLost = 26,
+    RemovalDone = 27,
+    RuntimeClock = 28,
+    Deliver = 29,
+    DeliveryLost = 30,
+    Coalesced = 31,
+    Wake = 32,
+    Restart = 33,
+    Relist = 34,
+    RelistDropped = 35,
+    Listed = 36,
+    Client = 37,
+    External = 38,
+    ExternalSkipped = 39,
+    Reader = 40,
+    Fault = 41,
+    Heal = 42,
+    Judge = 43,
+    StoreConflict = 64,
+    StoreReplyLost = 65,
+    SlowRuntime = 66,
+    DaemonRestarting = 67,
+    HungUnapplied = 68,
+    HungApplied = 69,
+    TransientRuntimeError = 70,
+    NotFoundAfterCreate = 71,
+    BuildInterrupted = 72,
+    CopyRefused = 73,
+    UncertainCreate = 74,
+    CreateCompletesLater = 75,
+    UncertainRemove = 76,
+    DisruptScheduled = 77,
+    Disrupts = 78,
+    RuntimeRestart = 79,
+    Crash = 80,
+    WatchGone = 81,
+    ReaderStall = 82,
+    DisruptRemoveContainer = 96,
+    DisruptRemoveImage = 97,
+    DisruptRestartDaemon = 98,
+}
+
+impl From<Tag> for u16 {
+    fn from(tag: Tag) -> u16 {
+        tag as u16
+    }
+}
+
+impl Encode for Key<'_> {
+    fn encode(&self, out: &mut Encoder) {
+        out.str(self.kind);
+        out.opt_str(self.namespace);
+        out.str(self.name);
+    }
+}
+
+impl Encode for Record<'_> {
+    fn encode(&self, out: &mut Encoder) {
+        match self {
+            Record::StoreApply { process, id, op } => {
+                out.tag(Tag::StoreApply);
+                out.usize(*process);
+                id.encode(out);
+                op.encode(out);
+            }
+            Record::StoreResult(outcome) => {
+                out.tag(Tag::StoreResult);
+                outcome.encode(out);
+            }
+            Record::StoreReply { process, id } => {
+                out.tag(Tag::StoreReply);
+                out.usize(*process);
+                id.encode(out);
+            }
+            Record::RuntimeApply { process, id, op } => {
+                out.tag(Tag::RuntimeApply);
+                out.usize(*process);
+                id.encode(out);
+                op.encode(out);
+            }
+            Record::RuntimeCancelled { process, id, op } => {
+                out.tag(Tag::RuntimeCancelled);
+                out.usize(*process);
+                id.encode(out);
+                op.encode(out);
+            }
+            Record::RuntimeResult(outcome) => {
+                out.tag(Tag::RuntimeResult);
+                outcome.encode(out);
+            }
+            Record::RuntimeReply { process, id } => {
+                out.tag(Tag::RuntimeReply);
+                out.usize(*process);
+                id.encode(out);
+            }
+            Record::RuntimeEvent { process, action, container } => {
+                out.tag(Tag::RuntimeEvent);
+                out.usize(*process);
+                action.encode(out);
+                out.str(container);
+            }
+            Record::RuntimeEventLost { process } => process_only(out, Tag::RuntimeEventLost, *process),
+            Record::RuntimeResync { process } => process_only(out, Tag::RuntimeResync, *process),
+            Record::RuntimeResyncLost { process } => process_only(out, Tag::RuntimeResyncLost, *process),
+            Record::RemovalDone { container, done } => {
+                out.tag(Tag::RemovalDone);
+                out.str(container);
+                out.bool(*done);
+            }
+            Record::RuntimeClock { ended } => {
+                out.tag(Tag::RuntimeClock);
+                out.usize(*ended);
+            }
+            Record::Deliver { process, event, key, resource_version } => {
+                out.tag(Tag::Deliver);
+                out.usize(*process);
+                event.encode(out);
+                key.encode(out);
+                out.u64(*resource_version);
+            }
+            Record::DeliveryLost { process, key } => {
+                out.tag(Tag::DeliveryLost);
+                out.usize(*process);
+                key.encode(out);
+            }
+            Record::Coalesced { process, key, resource_version } => {
+                out.tag(Tag::Coalesced);
+                out.usize(*process);
+                key.encode(out);
+                out.u64(*resource_version);
+            }
+            Record::Wake { process } => process_only(out, Tag::Wake, *process),
+            Record::Restart { process, life } => {
+                out.tag(Tag::Restart);
+                out.usize(*process);
+                out.u64(u64::from(*life));
+            }
+            Record::Relist { process } => process_only(out, Tag::Relist, *process),
+            Record::RelistDropped { process } => process_only(out, Tag::RelistDropped, *process),
+            Record::Listed { objects, resource_version } => {
+                out.tag(Tag::Listed);
+                out.usize(*objects);
+                out.u64(*resource_version);
+            }
+            Record::Client(act) => {
+                out.tag(Tag::Client);
+                act.encode(out);
+            }
+            Record::External(act) => {
+                out.tag(Tag::External);
+                act.encode(out);
+            }
+            Record::ExternalSkipped { op, fault } => {
+                out.tag(Tag::ExternalSkipped);
+                op.encode(out);
+                fault.encode(out);
+            }
+            Record::Reader { reader, step } => {
+                out.tag(Tag::Reader);
+                out.usize(*reader);
+                step.encode(out);
+            }
+            Record::Fault(fault) => {
+                out.tag(Tag::Fault);
+                fault.encode(out);
+            }
+            Record::Heal { faults } => {
+                out.tag(Tag::Heal);
+                faults.encode(out);
+            }
+            Record::Judge => out.tag(Tag::Judge),
+        }
+    }
+}
+
+/// A record that names only its process.
+fn process_only(out: &mut Encoder, tag: Tag, process: usize) {
+    out.tag(tag);
+    out.usize(process);
+}
+
+impl Encode for Fault<'_> {
+    fn encode(&self, out: &mut Encoder) {
+        match self {
+            Fault::StoreConflict => out.tag(Tag::StoreConflict),
+            Fault::StoreReplyLost => out.tag(Tag::StoreReplyLost),
+            Fault::SlowRuntime { id, takes } => {
+                out.tag(Tag::SlowRuntime);
+                id.encode(out);
+                takes.encode(out);
+            }
+            Fault::DaemonRestarting => out.tag(Tag::DaemonRestarting),
+            Fault::HungUnapplied => out.tag(Tag::HungUnapplied),
+            Fault::HungApplied => out.tag(Tag::HungApplied),
+            Fault::TransientRuntimeError => out.tag(Tag::TransientRuntimeError),
+            Fault::NotFoundAfterCreate => out.tag(Tag::NotFoundAfterCreate),
+            Fault::BuildInterrupted { applied } => {
+                out.tag(Tag::BuildInterrupted);
+                out.option(*applied, Encoder::bool);
+            }
+            Fault::CopyRefused { written, files } => {
+                out.tag(Tag::CopyRefused);
+                out.usize(*written);
+                out.usize(*files);
+            }
+            Fault::UncertainCreate => out.tag(Tag::UncertainCreate),
+            Fault::CreateCompletesLater => out.tag(Tag::CreateCompletesLater),
+            Fault::UncertainRemove => out.tag(Tag::UncertainRemove),
+            Fault::DisruptScheduled { disruption, at } => {
+                out.tag(Tag::DisruptScheduled);
+                disruption.encode(out);
+                at.encode(out);
+            }
+            Fault::Disrupts => out.tag(Tag::Disrupts),
+            Fault::RuntimeRestart { stopped, back_at } => {
+                out.tag(Tag::RuntimeRestart);
+                out.usize(*stopped);
+                back_at.encode(out);
+            }
+            Fault::Crash { kind, process, restarts_at } => {
+                out.tag(Tag::Crash);
+                kind.encode(out);
+                out.usize(*process);
+                restarts_at.encode(out);
+            }
+            Fault::WatchGone { process } => process_only(out, Tag::WatchGone, *process),
+            Fault::ReaderStall { reader, stall } => {
+                out.tag(Tag::ReaderStall);
+                out.usize(*reader);
+                stall.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for Disruption<'_> {
+    fn encode(&self, out: &mut Encoder) {
+        match self {
+            Disruption::RemoveContainer(name) => {
+                out.tag(Tag::DisruptRemoveContainer);
+                out.str(name);
+            }
+            Disruption::RemoveImage(reference) => {
+                out.tag(Tag::DisruptRemoveImage);
+                out.str(reference);
+            }
+            Disruption::RestartDaemon => out.tag(Tag::DisruptRestartDaemon),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! A new runtime request is one variant here (the conversion's `match` has no wildcard, so a
 //! request left out does not compile), with its rendering and its encoding.
 
+use super::encode::{Encode, Encoder, encode_map};
 use drydock_engine::runtime::{ContainerState, RuntimeReply, RuntimeRequest, RuntimeResult, short};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -200,6 +201,152 @@ impl fmt::Display for RuntimeOutcome<'_> {
             RuntimeOutcome::Volume { name } => write!(f, "volume {name}"),
             RuntimeOutcome::Volumes { count } => write!(f, "{count} volumes"),
             RuntimeOutcome::Failed { code } => f.write_str(code),
+        }
+    }
+}
+
+/// The tags of runtime requests and outcomes: explicit numbers, never changed
+/// (renumbering one changes every golden digest; a new kind takes a new number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+enum Tag {
+    RuntimeCreate = 144,
+    RuntimeStart = 145,
+    RuntimeStop = 146,
+    RuntimeRemove = 147,
+    RuntimeInspect = 148,
+    RuntimeList = 149,
+    RuntimeInspectImage = 150,
+    RuntimeEvents = 151,
+    RuntimePull = 152,
+    RuntimeRemoveImage = 153,
+    RuntimeCopy = 154,
+    RuntimeBuild = 155,
+    RuntimeCreateNetwork = 156,
+    RuntimeInspectNetwork = 157,
+    RuntimeListNetworks = 158,
+    RuntimeRemoveNetwork = 159,
+    RuntimeConnect = 160,
+    RuntimeDisconnect = 161,
+    RuntimeCreateVolume = 162,
+    RuntimeInspectVolume = 163,
+    RuntimeListVolumes = 164,
+    RuntimeRemoveVolume = 165,
+    RepliedCreated = 176,
+    RepliedDone = 177,
+    RepliedContainer = 178,
+    RepliedContainers = 179,
+    RepliedImage = 180,
+    RepliedEvents = 181,
+    RepliedPulled = 182,
+    RepliedBuilt = 183,
+    RepliedNetwork = 184,
+    RepliedNetworks = 185,
+    RepliedVolume = 186,
+    RepliedVolumes = 187,
+    RuntimeFailed = 188,
+}
+
+impl From<Tag> for u16 {
+    fn from(tag: Tag) -> u16 {
+        tag as u16
+    }
+}
+
+impl Encode for RuntimeOp<'_> {
+    fn encode(&self, out: &mut Encoder) {
+        match *self {
+            RuntimeOp::Create { name, image } => {
+                out.tag(Tag::RuntimeCreate);
+                out.str(name);
+                out.str(image);
+            }
+            RuntimeOp::Start { id } => named(out, Tag::RuntimeStart, id),
+            RuntimeOp::Stop { id } => named(out, Tag::RuntimeStop, id),
+            RuntimeOp::Remove { id, force } => {
+                named(out, Tag::RuntimeRemove, id);
+                out.bool(force);
+            }
+            RuntimeOp::Inspect { id } => named(out, Tag::RuntimeInspect, id),
+            RuntimeOp::List { labels } => {
+                out.tag(Tag::RuntimeList);
+                encode_map(labels, out);
+            }
+            RuntimeOp::InspectImage { reference } => named(out, Tag::RuntimeInspectImage, reference),
+            RuntimeOp::Events { id } => named(out, Tag::RuntimeEvents, id),
+            RuntimeOp::Pull { reference } => named(out, Tag::RuntimePull, reference),
+            RuntimeOp::RemoveImage { reference, force } => {
+                named(out, Tag::RuntimeRemoveImage, reference);
+                out.bool(force);
+            }
+            RuntimeOp::Copy { id, files } => {
+                named(out, Tag::RuntimeCopy, id);
+                out.usize(files);
+            }
+            RuntimeOp::Build { tag, context } => {
+                named(out, Tag::RuntimeBuild, tag);
+                out.str(context);
+            }
+            RuntimeOp::CreateNetwork { name } => named(out, Tag::RuntimeCreateNetwork, name),
+            RuntimeOp::InspectNetwork { id } => named(out, Tag::RuntimeInspectNetwork, id),
+            RuntimeOp::ListNetworks { labels } => {
+                out.tag(Tag::RuntimeListNetworks);
+                encode_map(labels, out);
+            }
+            RuntimeOp::RemoveNetwork { id } => named(out, Tag::RuntimeRemoveNetwork, id),
+            RuntimeOp::Connect { container, network } => {
+                named(out, Tag::RuntimeConnect, container);
+                out.str(network);
+            }
+            RuntimeOp::Disconnect { container, network } => {
+                named(out, Tag::RuntimeDisconnect, container);
+                out.str(network);
+            }
+            RuntimeOp::CreateVolume { name } => named(out, Tag::RuntimeCreateVolume, name),
+            RuntimeOp::InspectVolume { name } => named(out, Tag::RuntimeInspectVolume, name),
+            RuntimeOp::ListVolumes { labels } => {
+                out.tag(Tag::RuntimeListVolumes);
+                encode_map(labels, out);
+            }
+            RuntimeOp::RemoveVolume { name } => named(out, Tag::RuntimeRemoveVolume, name),
+        }
+    }
+}
+
+/// A tag and the one name or id it is about.
+fn named(out: &mut Encoder, tag: Tag, name: &str) {
+    out.tag(tag);
+    out.str(name);
+}
+
+/// A tag and a count.
+fn counted(out: &mut Encoder, tag: Tag, count: usize) {
+    out.tag(tag);
+    out.usize(count);
+}
+
+impl Encode for RuntimeOutcome<'_> {
+    fn encode(&self, out: &mut Encoder) {
+        match *self {
+            RuntimeOutcome::Created { id } => named(out, Tag::RepliedCreated, id),
+            RuntimeOutcome::Done => out.tag(Tag::RepliedDone),
+            RuntimeOutcome::Container { id, state } => {
+                named(out, Tag::RepliedContainer, id);
+                state.encode(out);
+            }
+            RuntimeOutcome::Containers { count } => counted(out, Tag::RepliedContainers, count),
+            RuntimeOutcome::Image { id } => named(out, Tag::RepliedImage, id),
+            RuntimeOutcome::Events { count } => counted(out, Tag::RepliedEvents, count),
+            RuntimeOutcome::Pulled { progress } => counted(out, Tag::RepliedPulled, progress),
+            RuntimeOutcome::Built { progress } => counted(out, Tag::RepliedBuilt, progress),
+            RuntimeOutcome::Network { id, name } => {
+                named(out, Tag::RepliedNetwork, id);
+                out.str(name);
+            }
+            RuntimeOutcome::Networks { count } => counted(out, Tag::RepliedNetworks, count),
+            RuntimeOutcome::Volume { name } => named(out, Tag::RepliedVolume, name),
+            RuntimeOutcome::Volumes { count } => counted(out, Tag::RepliedVolumes, count),
+            RuntimeOutcome::Failed { code } => named(out, Tag::RuntimeFailed, code),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! and the resource version it was written at; the result's new resource version, count of
 //! objects, or error code.
 
+use super::encode::{Encode, Encoder};
 use super::record::Key;
 use drydock_engine::store::{StoreReply, StoreRequest, StoreResult};
 use std::fmt;
@@ -98,6 +99,81 @@ impl fmt::Display for StoreOutcome {
             StoreOutcome::Stored { resource_version } => write!(f, "ok rv={resource_version}"),
             StoreOutcome::Objects { count } => write!(f, "ok {count} objects"),
             StoreOutcome::Failed { code } => f.write_str(code),
+        }
+    }
+}
+
+/// The tags of store requests and outcomes: explicit numbers, never changed
+/// (renumbering one changes every golden digest; a new kind takes a new number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+enum Tag {
+    Get = 112,
+    List = 113,
+    Create = 114,
+    Update = 115,
+    UpdateStatus = 116,
+    Delete = 117,
+    Stored = 128,
+    Objects = 129,
+    Failed = 130,
+}
+
+impl From<Tag> for u16 {
+    fn from(tag: Tag) -> u16 {
+        tag as u16
+    }
+}
+
+impl Encode for StoreOp<'_> {
+    fn encode(&self, out: &mut Encoder) {
+        match self {
+            StoreOp::Get { key } => {
+                out.tag(Tag::Get);
+                key.encode(out);
+            }
+            StoreOp::List { kind, namespace } => {
+                out.tag(Tag::List);
+                out.opt_str(*kind);
+                out.opt_str(*namespace);
+            }
+            StoreOp::Create { key } => {
+                out.tag(Tag::Create);
+                key.encode(out);
+            }
+            StoreOp::Update { key, resource_version } => {
+                out.tag(Tag::Update);
+                key.encode(out);
+                out.u64(*resource_version);
+            }
+            StoreOp::UpdateStatus { key, resource_version } => {
+                out.tag(Tag::UpdateStatus);
+                key.encode(out);
+                out.u64(*resource_version);
+            }
+            StoreOp::Delete { key } => {
+                out.tag(Tag::Delete);
+                key.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for StoreOutcome {
+    fn encode(&self, out: &mut Encoder) {
+        match self {
+            StoreOutcome::Stored { resource_version } => {
+                out.tag(Tag::Stored);
+                out.u64(*resource_version);
+            }
+            StoreOutcome::Objects { count } => {
+                out.tag(Tag::Objects);
+                out.usize(*count);
+            }
+            StoreOutcome::Failed { code } => {
+                out.tag(Tag::Failed);
+                out.str(code);
+            }
         }
     }
 }

@@ -150,9 +150,18 @@ fn results_render_as_the_lines_did() {
 type RuntimeResult = drydock_engine::runtime::RuntimeResult;
 type StoreResult = drydock_engine::store::StoreResult;
 
-/// Records of every kind and the words they always printed.
 #[test]
 fn records_render_as_the_lines_did() {
+    with_records(|cases| {
+        for (record, line) in cases {
+            assert_eq!(record.to_string(), *line);
+        }
+    });
+}
+
+/// Records of every kind (and of every variant of their parts), with the words they always
+/// printed, handed to `check`.
+pub(super) fn with_records(check: impl FnOnce(&[(Record<'_>, &str)])) {
     let key = Key::new("LogicalContainer", Some("p-app"), "db-2");
     let ns = Key::new("Namespace", None, "ns-0");
     let patch = serde_json::json!({"replicas": 3});
@@ -381,7 +390,5 @@ fn records_render_as_the_lines_did() {
             "[fault reader-stall] reader 2 stops reading for 1.5s",
         ),
     ];
-    for (record, line) in &cases {
-        assert_eq!(record.to_string(), *line);
-    }
+    check(&cases);
 }

@@ -2,8 +2,8 @@
 //! reconcile issued each request and what queued that reconcile, and what each store write
 //! changed. See [`crate::trace`].
 //!
-//! *Guarantees*: nothing here draws from the run's PRNG, schedules an event or writes to the
-//! digested line; a run explains itself with the same digest as it runs without.
+//! *Guarantees*: nothing here draws from the run's PRNG, schedules an event or records to the
+//! trace; a run explains itself with the same digest as it runs without.
 
 use crate::runtime::SimRuntime;
 use crate::trace::{Cause, EventKind, FieldChange, TraceEvent};
