@@ -1,11 +1,12 @@
 //! How each registered kind is named over HTTP: group, version, plural, singular, short names,
 //! scope and subresources.
 //!
-//! *Guarantees*: every kind of the store's [`Registry`] has exactly one [`KindDesc`]; the built-in
-//! kinds get hand-picked short names (`pc`, `img`, `lc`, `ns`), others a lowercase plural with an
-//! `s`. `group_version` is the registry's, so `apiVersion` on the wire always matches the kind.
+//! *Guarantees*: every kind of the store's [`Registry`] has exactly one [`KindDesc`], named as
+//! its [`KindInfo`] says (`plural`, `short_names`: the built-in kinds' `pc`, `img`, `lc`, `ns`;
+//! by default a lowercase plural with an `s` and none). `group_version` is the registry's, so
+//! `apiVersion` on the wire always matches the kind.
 
-use drydock_engine::store::Registry;
+use drydock_engine::store::{KindInfo, Registry};
 
 /// One kind as the HTTP API serves it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,7 +40,7 @@ pub const VERBS: [&str; 7] = ["create", "delete", "get", "list", "patch", "updat
 
 /// All kinds of `registry`, sorted by kind.
 pub fn all(registry: &Registry) -> Vec<KindDesc> {
-    registry.kinds().map(|info| describe(&info.kind, &info.group_version, info.namespaced)).collect()
+    registry.kinds().map(describe).collect()
 }
 
 /// The kinds served under `group_version`.
@@ -65,31 +66,20 @@ pub fn groups(registry: &Registry) -> Vec<(String, Vec<String>)> {
     groups
 }
 
-fn describe(kind: &str, group_version: &str, namespaced: bool) -> KindDesc {
-    let (group, version) = match group_version.split_once('/') {
+fn describe(info: &KindInfo) -> KindDesc {
+    let (group, version) = match info.group_version.split_once('/') {
         Some((g, v)) => (g.to_string(), v.to_string()),
-        None => (String::new(), group_version.to_string()),
-    };
-    let singular = kind.to_ascii_lowercase();
-    let (plural, short_names): (String, &[&str]) = match kind {
-        "Namespace" => ("namespaces".into(), &["ns"]),
-        "PhysicalContainer" => ("physicalcontainers".into(), &["pc", "pcs"]),
-        "ContainerImage" => ("containerimages".into(), &["img", "imgs"]),
-        "LogicalContainer" => ("logicalcontainers".into(), &["lc", "lcs"]),
-        "ContainerNetwork" => ("containernetworks".into(), &["net", "nets"]),
-        "ContainerVolume" => ("containervolumes".into(), &["vol", "vols"]),
-        "Lease" => ("leases".into(), &["dlease"]),
-        _ => (format!("{singular}s"), &[]),
+        None => (String::new(), info.group_version.clone()),
     };
     KindDesc {
-        kind: kind.to_string(),
+        kind: info.kind.clone(),
         group,
         version,
-        plural,
-        singular,
-        short_names: short_names.iter().map(|s| s.to_string()).collect(),
-        namespaced,
-        has_status: kind != "Lease",
+        plural: info.plural.clone(),
+        singular: info.kind.to_ascii_lowercase(),
+        short_names: info.short_names.clone(),
+        namespaced: info.namespaced,
+        has_status: info.kind != "Lease",
     }
 }
 

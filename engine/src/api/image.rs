@@ -2,6 +2,7 @@
 //! directory) and pinned by id.
 
 use super::object::Resource;
+use super::registry::KindInfo;
 use super::runtime_names::validate_image_reference;
 use super::validation::FieldError;
 use serde::{Deserialize, Serialize};
@@ -146,4 +147,15 @@ pub(crate) fn validate(spec: &ContainerImageSpec) -> Vec<FieldError> {
 /// The spec is immutable.
 pub(crate) fn validate_update(old: &ContainerImageSpec, new: &ContainerImageSpec) -> Vec<FieldError> {
     if old == new { Vec::new() } else { vec![FieldError::new("spec", "the spec of a ContainerImage is immutable")] }
+}
+
+/// `ContainerImage`'s registration: settled once ready, failed or unavailable.
+pub fn kind_info() -> KindInfo {
+    KindInfo::typed::<ContainerImage>(validate)
+        .with_update_check::<ContainerImage>(validate_update)
+        .with_names("containerimages", &["img", "imgs"])
+        .with_settled::<ContainerImage>(|_, s| {
+            matches!(s.phase, ImagePhase::Ready | ImagePhase::Failed | ImagePhase::Unavailable)
+        })
+        .with_cleanup_rank(40)
 }

@@ -1,6 +1,7 @@
 //! `Lease`: an exclusive lease, held by one engine process at a time.
 
 use super::object::Resource;
+use super::registry::KindInfo;
 use crate::time::WallTime;
 use serde::{Deserialize, Serialize};
 
@@ -42,4 +43,9 @@ impl Resource for Lease {
     const NAMESPACED: bool = false;
     type Spec = LeaseSpec;
     type Status = LeaseStatus;
+}
+
+/// `Lease`'s registration (short name `dlease`: `lease` is Kubernetes' own kind).
+pub fn kind_info() -> KindInfo {
+    KindInfo::typed::<Lease>(|_| Vec::new()).with_names("leases", &["dlease"])
 }

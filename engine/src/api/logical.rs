@@ -7,6 +7,7 @@ use super::container::{
 };
 use super::meta::{Condition, Uid};
 use super::object::{Object, Resource};
+use super::registry::KindInfo;
 use super::runtime_names::{RUNTIME_NAME_RULE, is_container_name, validate_image_reference};
 use super::validation::{Claim, FieldError};
 use serde::{Deserialize, Serialize};
@@ -185,4 +186,21 @@ pub(crate) fn validate(spec: &LogicalContainerSpec) -> Vec<FieldError> {
     errors.extend(validate_networks("spec.networks", &spec.networks));
     errors.extend(validate_files("spec.files", &spec.files, &spec.mounts));
     errors
+}
+
+/// `LogicalContainer`'s registration: its finalizer holds the object until its backing is
+/// released; settled once running, exited, failed or not found.
+pub fn kind_info() -> KindInfo {
+    KindInfo::typed::<LogicalContainer>(validate)
+        .with_update_check::<LogicalContainer>(validate_update)
+        .with_claims::<LogicalContainer>(claims)
+        .with_names("logicalcontainers", &["lc", "lcs"])
+        .with_finalizer(super::names::FINALIZER_LOGICAL)
+        .with_settled::<LogicalContainer>(|_, s| {
+            matches!(
+                s.phase,
+                LogicalPhase::Running | LogicalPhase::Exited | LogicalPhase::Failed | LogicalPhase::NotFound
+            )
+        })
+        .with_cleanup_rank(10)
 }

@@ -12,9 +12,11 @@
 //!   contract share;
 //! - [`names`]: the labels, annotations and finalizers the engine owns;
 //! - `meta` and `object`: [`ObjectMeta`], [`Object`], [`ObjectKey`] and the [`Resource`] trait;
+//! - [`registry`]: [`KindInfo`], what the store, the engine and the daemon know of a kind, and
+//!   the [`Registry`] of kinds;
 //! - [`reasons`]: the machine-readable reasons a status gives for its phase;
-//! - one module per built-in kind, with its spec, status and the validation the store runs on
-//!   admission: [`namespace`], [`physical`] (`PhysicalContainer`), [`image`] (`ContainerImage`),
+//! - one module per built-in kind, with its spec, status, the validation the store runs on
+//!   admission and its registration (`kind_info`, listed by [`Registry::builtin`] below): [`namespace`], [`physical`] (`PhysicalContainer`), [`image`] (`ContainerImage`),
 //!   [`lease`] and [`logical`] (`LogicalContainer`); [`runtime_resource`], what networks and
 //!   volumes share, then [`network`] (`ContainerNetwork`) and [`volume`] (`ContainerVolume`).
 //!
@@ -32,6 +34,7 @@ pub mod network;
 mod object;
 pub mod physical;
 pub mod reasons;
+pub mod registry;
 pub mod runtime_names;
 pub mod runtime_resource;
 pub mod validation;
@@ -44,6 +47,27 @@ pub use namespace::{Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus};
 pub use network::{ContainerNetwork, ContainerNetworkSpec};
 pub use object::{Object, ObjectKey, Resource, SmolStr, TypedError};
 pub use physical::{ContainerPhase, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus};
+pub use registry::{DRYDOCK_GROUP_VERSION, KindInfo, Registry};
 pub use runtime_names::{familiar_image_reference, is_container_name, is_runtime_name, normalize_image_reference};
 pub use runtime_resource::{ResourcePhase, RuntimeResourceStatus};
 pub use volume::{ContainerVolume, ContainerVolumeSpec};
+
+impl Registry {
+    /// The built-in kinds, one line each: `Namespace`, `PhysicalContainer`, `ContainerImage`,
+    /// `ContainerNetwork`, `ContainerVolume`, `Lease` and `LogicalContainer`.
+    pub fn builtin() -> Self {
+        let mut registry = Registry::default();
+        for info in [
+            namespace::kind_info(),
+            physical::kind_info(),
+            image::kind_info(),
+            network::kind_info(),
+            volume::kind_info(),
+            lease::kind_info(),
+            logical::kind_info(),
+        ] {
+            registry.register(info);
+        }
+        registry
+    }
+}

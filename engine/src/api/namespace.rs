@@ -2,6 +2,7 @@
 
 use super::meta::Condition;
 use super::object::Resource;
+use super::registry::KindInfo;
 use serde::{Deserialize, Serialize};
 
 /// A namespace: the unit of cleanup. Deleting it deletes its children, and only then itself.
@@ -37,4 +38,13 @@ impl Resource for Namespace {
     const NAMESPACED: bool = false;
     type Spec = NamespaceSpec;
     type Status = NamespaceStatus;
+}
+
+/// `Namespace`'s registration: core `v1`, cleaned up by the namespace controller before its
+/// finalizer goes.
+pub fn kind_info() -> KindInfo {
+    KindInfo::typed::<Namespace>(|_| Vec::new())
+        .with_group_version("v1")
+        .with_names("namespaces", &["ns"])
+        .with_finalizer(super::names::FINALIZER_NAMESPACE)
 }

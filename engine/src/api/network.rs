@@ -1,7 +1,8 @@
 //! `ContainerNetwork`: one runtime network, created by name or tracked by id.
 
 use super::object::{Object, Resource};
-use super::runtime_resource::{RuntimeResourceStatus, is_builtin_network, validate_source};
+use super::registry::KindInfo;
+use super::runtime_resource::{ResourcePhase, RuntimeResourceStatus, is_builtin_network, validate_source};
 use super::validation::{Claim, FieldError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -75,6 +76,16 @@ pub(crate) fn claims(object: &Object, spec: &ContainerNetworkSpec) -> Vec<Claim>
 /// The spec is immutable.
 pub(crate) fn validate_update(old: &ContainerNetworkSpec, new: &ContainerNetworkSpec) -> Vec<FieldError> {
     if old == new { Vec::new() } else { vec![FieldError::new("spec", "the spec of a ContainerNetwork is immutable")] }
+}
+
+/// `ContainerNetwork`'s registration: settled once no longer pending.
+pub fn kind_info() -> KindInfo {
+    KindInfo::typed::<ContainerNetwork>(validate)
+        .with_update_check::<ContainerNetwork>(validate_update)
+        .with_claims::<ContainerNetwork>(claims)
+        .with_names("containernetworks", &["net", "nets"])
+        .with_settled::<ContainerNetwork>(|_, s| s.phase != ResourcePhase::Pending)
+        .with_cleanup_rank(30)
 }
 
 #[cfg(test)]

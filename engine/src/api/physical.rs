@@ -5,6 +5,7 @@ use super::container::{
     validate_mounts, validate_networks, validate_ports,
 };
 use super::object::{Object, Resource};
+use super::registry::KindInfo;
 use super::runtime_names::{RUNTIME_NAME_RULE, is_container_name, validate_image_reference};
 use super::validation::{Claim, FieldError, is_dns_label};
 use serde::{Deserialize, Serialize};
@@ -177,6 +178,21 @@ pub(crate) fn validate_update(old: &PhysicalContainerSpec, new: &PhysicalContain
         errors.push(FieldError::new("spec", "the spec is immutable except for spec.stop"));
     }
     errors
+}
+
+/// `PhysicalContainer`'s registration: settled once running, exited, failed or missing.
+pub fn kind_info() -> KindInfo {
+    KindInfo::typed::<PhysicalContainer>(validate)
+        .with_update_check::<PhysicalContainer>(validate_update)
+        .with_claims::<PhysicalContainer>(claims)
+        .with_names("physicalcontainers", &["pc", "pcs"])
+        .with_settled::<PhysicalContainer>(|_, s| {
+            matches!(
+                s.phase,
+                ContainerPhase::Running | ContainerPhase::Exited | ContainerPhase::Failed | ContainerPhase::Missing
+            )
+        })
+        .with_cleanup_rank(20)
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! `ContainerVolume`: one runtime volume, created by name or tracked by name.
 
 use super::object::{Object, Resource};
-use super::runtime_resource::{RuntimeResourceStatus, validate_source};
+use super::registry::KindInfo;
+use super::runtime_resource::{ResourcePhase, RuntimeResourceStatus, validate_source};
 use super::validation::{Claim, FieldError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -88,6 +89,16 @@ pub(crate) fn claims(object: &Object, spec: &ContainerVolumeSpec) -> Vec<Claim> 
 /// The spec is immutable.
 pub(crate) fn validate_update(old: &ContainerVolumeSpec, new: &ContainerVolumeSpec) -> Vec<FieldError> {
     if old == new { Vec::new() } else { vec![FieldError::new("spec", "the spec of a ContainerVolume is immutable")] }
+}
+
+/// `ContainerVolume`'s registration: settled once no longer pending.
+pub fn kind_info() -> KindInfo {
+    KindInfo::typed::<ContainerVolume>(validate)
+        .with_update_check::<ContainerVolume>(validate_update)
+        .with_claims::<ContainerVolume>(claims)
+        .with_names("containervolumes", &["vol", "vols"])
+        .with_settled::<ContainerVolume>(|_, s| s.phase != ResourcePhase::Pending)
+        .with_cleanup_rank(30)
 }
 
 #[cfg(test)]

@@ -67,14 +67,15 @@ impl Default for ControllerConfig {
 /// The controllers every engine runs: garbage collector, namespaces, physical containers,
 /// container images, networks, volumes, logical containers and the harvester.
 pub fn builtin(config: &ControllerConfig) -> Vec<Box<dyn Controller>> {
-    vec![
+    let mut all: Vec<Box<dyn Controller>> = vec![
         Box::new(gc::GarbageCollector::default()),
         Box::new(namespace::NamespaceController::new(config.max_namespace_deletes)),
         Box::new(physical::PhysicalContainerController::new(config.monitor_interval)),
         Box::new(image::ContainerImageController::new(config.monitor_interval)),
-        Box::new(runtime_resource::ContainerNetworkController::new(config.monitor_interval)),
-        Box::new(runtime_resource::ContainerVolumeController::new(config.monitor_interval)),
-        Box::new(logical::LogicalContainerController::new(config.default_workload.clone())),
-        Box::new(harvest::Harvester::new(config.harvest_interval)),
-    ]
+    ];
+    // One per runtime resource flavor (networks, volumes), listed with the flavors.
+    all.extend(runtime_resource::flavor::controllers(config.monitor_interval));
+    all.push(Box::new(logical::LogicalContainerController::new(config.default_workload.clone())));
+    all.push(Box::new(harvest::Harvester::new(config.harvest_interval)));
+    all
 }

@@ -38,15 +38,15 @@ mod claims;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
 mod error;
-mod registry;
 
+/// Kinds are registered where their types are, in `api`; the store admits what a registry holds.
+pub use crate::api::registry::{DRYDOCK_GROUP_VERSION, KindInfo, Registry};
 /// The API's field error, re-exported because [`StoreError::Invalid`] carries it.
 pub use crate::api::validation::FieldError;
 pub use admission::AdmissionConfig;
 use backend::Objects;
 pub use backend::{Backend, BackendError, Change, MemoryBackend, ObjectWrite, Snapshot};
 pub use error::StoreError;
-pub use registry::{DRYDOCK_GROUP_VERSION, KindInfo, Registry};
 
 use crate::api::{Object, ObjectKey, ObjectMeta, Uid};
 use crate::time::WallTime;

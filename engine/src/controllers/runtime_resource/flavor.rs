@@ -1,14 +1,26 @@
 //! What differs between networks and volumes: their kind, their runtime requests, and how a
-//! reply names the object (an id for a network, the name for a volume).
+//! reply names the object (an id for a network, the name for a volume); and the list of the
+//! flavors every engine runs a controller for ([`controllers`]). A new runtime resource kind is
+//! a [`Flavor`] here and its line in that list.
 
 use crate::api::{
     ContainerNetwork, ContainerNetworkSpec, ContainerPhase, ContainerVolume, ContainerVolumeSpec, Object,
     PhysicalContainer, Resource, RuntimeResourceStatus,
 };
 use crate::cache::Cache;
+use crate::controller::Controller;
 use crate::runtime::{NetworkCreate, RuntimeReply, RuntimeRequest, VolumeCreate};
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::time::Duration;
+
+/// The runtime resource controllers every engine runs, one per flavor, in this order.
+pub fn controllers(monitor_interval: Duration) -> Vec<Box<dyn Controller>> {
+    vec![
+        Box::new(super::RuntimeResourceController::<Network>::new(monitor_interval)),
+        Box::new(super::RuntimeResourceController::<Volume>::new(monitor_interval)),
+    ]
+}
 
 /// One runtime object, as a reply describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,13 +1,10 @@
-//! The kinds a store admits, with their scope, default finalizers, validation and claims. The
-//! built-in kinds' validation and claim functions live with their types, in `api`; this module
-//! only wires them up.
+//! [`KindInfo`]: what the store, the engine and the daemon know of one kind (its scope, names,
+//! default finalizers, validation, claims, what settled means, its cleanup rank), and
+//! [`Registry`], the set of kinds. Each built-in kind's registration lives with its types (its
+//! module's `kind_info`); [`Registry::builtin`] lists them, in `api`'s root.
 
-use crate::api::logical::{self, LogicalContainer, LogicalPhase};
-use crate::api::validation::{Claim, FieldError};
-use crate::api::{
-    ContainerImage, ContainerNetwork, ContainerPhase, ContainerVolume, ImagePhase, Lease, Namespace, Object,
-    PhysicalContainer, Resource, ResourcePhase, image, names, network, physical, volume,
-};
+use super::object::{Object, Resource};
+use super::validation::{Claim, FieldError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -27,6 +24,11 @@ pub struct KindInfo {
     /// core kinds (Namespace), `drydock.dev/v1` for drydock's.
     pub group_version: String,
     pub namespaced: bool,
+    /// The lowercase plural clients name the kind by (`kubectl get physicalcontainers`): the
+    /// kind in lowercase with an `s`, unless [`KindInfo::with_names`] says otherwise.
+    pub plural: String,
+    /// Short names clients may use instead (`pc`); none unless [`KindInfo::with_names`].
+    pub short_names: Vec<String>,
     /// Finalizers the store puts on every new object of this kind (like Kubernetes'
     /// namespace finalizer), so no controller has to win a race to add them.
     pub default_finalizers: Vec<String>,
@@ -48,6 +50,8 @@ impl KindInfo {
             kind: kind.to_string(),
             group_version: DRYDOCK_GROUP_VERSION.to_string(),
             namespaced,
+            plural: format!("{}s", kind.to_ascii_lowercase()),
+            short_names: Vec::new(),
             default_finalizers: Vec::new(),
             cleanup_rank: 50,
             validate: Arc::new(|o| match *o.spec {
@@ -117,6 +121,13 @@ impl KindInfo {
         self
     }
 
+    /// The kind's plural and short names, as the daemon serves them to clients.
+    pub fn with_names(mut self, plural: &str, short_names: &[&str]) -> Self {
+        self.plural = plural.to_string();
+        self.short_names = short_names.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
     pub fn with_finalizer(mut self, finalizer: &str) -> Self {
         self.default_finalizers.push(finalizer.to_string());
         self
@@ -159,69 +170,6 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// `Namespace`, `PhysicalContainer`, `ContainerImage`, `ContainerNetwork`, `ContainerVolume`,
-    /// `Lease` and `LogicalContainer`.
-    pub fn builtin() -> Self {
-        let mut registry = Registry::default();
-        registry.register(
-            KindInfo::typed::<Namespace>(|_| Vec::new())
-                .with_group_version("v1")
-                .with_finalizer(names::FINALIZER_NAMESPACE),
-        );
-        registry.register(
-            KindInfo::typed::<PhysicalContainer>(physical::validate)
-                .with_update_check::<PhysicalContainer>(physical::validate_update)
-                .with_claims::<PhysicalContainer>(physical::claims)
-                .with_settled::<PhysicalContainer>(|_, s| {
-                    matches!(
-                        s.phase,
-                        ContainerPhase::Running
-                            | ContainerPhase::Exited
-                            | ContainerPhase::Failed
-                            | ContainerPhase::Missing
-                    )
-                })
-                .with_cleanup_rank(20),
-        );
-        registry.register(
-            KindInfo::typed::<ContainerImage>(image::validate)
-                .with_update_check::<ContainerImage>(image::validate_update)
-                .with_settled::<ContainerImage>(|_, s| {
-                    matches!(s.phase, ImagePhase::Ready | ImagePhase::Failed | ImagePhase::Unavailable)
-                })
-                .with_cleanup_rank(40),
-        );
-        registry.register(
-            KindInfo::typed::<ContainerNetwork>(network::validate)
-                .with_update_check::<ContainerNetwork>(network::validate_update)
-                .with_claims::<ContainerNetwork>(network::claims)
-                .with_settled::<ContainerNetwork>(|_, s| s.phase != ResourcePhase::Pending)
-                .with_cleanup_rank(30),
-        );
-        registry.register(
-            KindInfo::typed::<ContainerVolume>(volume::validate)
-                .with_update_check::<ContainerVolume>(volume::validate_update)
-                .with_claims::<ContainerVolume>(volume::claims)
-                .with_settled::<ContainerVolume>(|_, s| s.phase != ResourcePhase::Pending)
-                .with_cleanup_rank(30),
-        );
-        registry.register(KindInfo::typed::<Lease>(|_| Vec::new()));
-        registry.register(
-            KindInfo::typed::<LogicalContainer>(logical::validate)
-                .with_update_check::<LogicalContainer>(logical::validate_update)
-                .with_claims::<LogicalContainer>(logical::claims)
-                .with_finalizer(names::FINALIZER_LOGICAL)
-                .with_settled::<LogicalContainer>(|_, s| {
-                    matches!(
-                        s.phase,
-                        LogicalPhase::Running | LogicalPhase::Exited | LogicalPhase::Failed | LogicalPhase::NotFound
-                    )
-                })
-                .with_cleanup_rank(10),
-        );
-        registry
-    }
-
     pub fn register(&mut self, info: KindInfo) {
         self.kinds.insert(info.kind.clone(), info);
     }
