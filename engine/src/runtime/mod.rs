@@ -171,36 +171,81 @@ pub enum RuntimeRequest {
     },
 }
 
+/// What a runtime request acts on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RuntimeObject {
+    Container,
+    Image,
+    Network,
+    Volume,
+}
+
+/// What a runtime request does to what it acts on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verb {
+    /// Inspect, list, events: changes nothing.
+    Read,
+    Create,
+    Start,
+    Stop,
+    Remove,
+    Pull,
+    Build,
+    /// Files copied into a container.
+    Copy,
+    Connect,
+    Disconnect,
+}
+
+/// Where [`RuntimeRequest::summarize`] and [`RuntimeReply::summarize`] put what a trace keeps of
+/// a request or a reply: a stable code for its kind, then its fields in a fixed order. The
+/// simulator's trace digest hashes this (its words are the `Display`s, which may be reworded
+/// freely); a new request or reply takes a new code and never reuses or renumbers one.
+pub trait Fields {
+    fn code(&mut self, code: u16);
+    fn text(&mut self, value: &str);
+    fn flag(&mut self, value: bool);
+    fn count(&mut self, value: usize);
+    fn labels(&mut self, labels: &BTreeMap<String, String>);
+    fn state(&mut self, state: ContainerState);
+}
+
 impl RuntimeRequest {
-    /// Whether the request only reads the runtime (inspect, list, events) and changes nothing in
-    /// it. The one place runtime requests are classified: the engine's diagnostics write a line
-    /// for each request that changes the world, the simulator's efficiency check counts them.
-    /// An exhaustive match, so a new request does not compile until it is classified here.
-    pub fn is_read(&self) -> bool {
+    /// What the request acts on and what it does to it. The one place runtime requests are
+    /// classified: the engine's diagnostics write a line for each request that changes the
+    /// world, the simulator's efficiency check counts them and its faults lose the replies of
+    /// creates and removes. An exhaustive match, so a new request does not compile until it is
+    /// classified here.
+    pub fn class(&self) -> (RuntimeObject, Verb) {
+        use RuntimeObject::{Container, Image, Network, Volume};
         match self {
+            RuntimeRequest::CreateContainer(_) => (Container, Verb::Create),
+            RuntimeRequest::StartContainer { .. } => (Container, Verb::Start),
+            RuntimeRequest::StopContainer { .. } => (Container, Verb::Stop),
+            RuntimeRequest::RemoveContainer { .. } => (Container, Verb::Remove),
             RuntimeRequest::InspectContainer { .. }
             | RuntimeRequest::ListContainers { .. }
-            | RuntimeRequest::InspectImage { .. }
-            | RuntimeRequest::ContainerEvents { .. }
-            | RuntimeRequest::InspectNetwork { .. }
-            | RuntimeRequest::ListNetworks { .. }
-            | RuntimeRequest::InspectVolume { .. }
-            | RuntimeRequest::ListVolumes { .. } => true,
-            RuntimeRequest::CreateContainer(_)
-            | RuntimeRequest::StartContainer { .. }
-            | RuntimeRequest::StopContainer { .. }
-            | RuntimeRequest::RemoveContainer { .. }
-            | RuntimeRequest::PullImage { .. }
-            | RuntimeRequest::RemoveImage { .. }
-            | RuntimeRequest::CopyFiles { .. }
-            | RuntimeRequest::BuildImage(_)
-            | RuntimeRequest::CreateNetwork(_)
-            | RuntimeRequest::RemoveNetwork { .. }
-            | RuntimeRequest::ConnectNetwork { .. }
-            | RuntimeRequest::DisconnectNetwork { .. }
-            | RuntimeRequest::CreateVolume(_)
-            | RuntimeRequest::RemoveVolume { .. } => false,
+            | RuntimeRequest::ContainerEvents { .. } => (Container, Verb::Read),
+            RuntimeRequest::CopyFiles { .. } => (Container, Verb::Copy),
+            RuntimeRequest::InspectImage { .. } => (Image, Verb::Read),
+            RuntimeRequest::PullImage { .. } => (Image, Verb::Pull),
+            RuntimeRequest::RemoveImage { .. } => (Image, Verb::Remove),
+            RuntimeRequest::BuildImage(_) => (Image, Verb::Build),
+            RuntimeRequest::CreateNetwork(_) => (Network, Verb::Create),
+            RuntimeRequest::InspectNetwork { .. } | RuntimeRequest::ListNetworks { .. } => (Network, Verb::Read),
+            RuntimeRequest::RemoveNetwork { .. } => (Network, Verb::Remove),
+            RuntimeRequest::ConnectNetwork { .. } => (Network, Verb::Connect),
+            RuntimeRequest::DisconnectNetwork { .. } => (Network, Verb::Disconnect),
+            RuntimeRequest::CreateVolume(_) => (Volume, Verb::Create),
+            RuntimeRequest::InspectVolume { .. } | RuntimeRequest::ListVolumes { .. } => (Volume, Verb::Read),
+            RuntimeRequest::RemoveVolume { .. } => (Volume, Verb::Remove),
         }
+    }
+
+    /// Whether the request only reads the runtime (inspect, list, events) and changes nothing in
+    /// it (see [`RuntimeRequest::class`]).
+    pub fn is_read(&self) -> bool {
+        self.class().1 == Verb::Read
     }
 
     /// Whether the request changes the runtime (creates, starts, stops, removes, pulls, builds,
@@ -209,42 +254,124 @@ impl RuntimeRequest {
         !self.is_read()
     }
 
-    /// Short form for traces: `create ns-a`, `start 3f2a…`.
+    /// Short form for traces: `create ns-a from busybox`, `start 3f2a…` (the `Display`).
     pub fn describe(&self) -> String {
+        self.to_string()
+    }
+
+    /// What a trace keeps of the request: its code, then the fields its `Display` names (full
+    /// ids, where the words shorten them); see [`Fields`].
+    pub fn summarize(&self, out: &mut impl Fields) {
         match self {
-            RuntimeRequest::CreateContainer(c) => format!("create {} from {}", c.name, c.image),
-            RuntimeRequest::StartContainer { id } => format!("start {}", short(id)),
-            RuntimeRequest::StopContainer { id, .. } => format!("stop {}", short(id)),
-            RuntimeRequest::RemoveContainer { id, force } => format!("remove {} force={force}", short(id)),
-            RuntimeRequest::InspectContainer { id } => format!("inspect {}", short(id)),
-            RuntimeRequest::ListContainers { labels } => format!("list {}", label_list(labels)),
-            RuntimeRequest::InspectImage { reference } => format!("inspect-image {reference}"),
-            RuntimeRequest::ContainerEvents { id, .. } => format!("events {}", short(id)),
-            RuntimeRequest::PullImage { reference } => format!("pull {reference}"),
-            RuntimeRequest::RemoveImage { reference, force } => format!("remove-image {reference} force={force}"),
-            RuntimeRequest::CopyFiles { id, files } => format!("copy {} file(s) to {}", files.len(), short(id)),
-            RuntimeRequest::BuildImage(b) => format!("build {} from {}", b.tag, b.context),
-            RuntimeRequest::CreateNetwork(n) => format!("create-network {}", n.name),
-            RuntimeRequest::InspectNetwork { id } => format!("inspect-network {}", short(id)),
-            RuntimeRequest::ListNetworks { labels } => format!("list-networks {}", label_list(labels)),
-            RuntimeRequest::RemoveNetwork { id } => format!("remove-network {}", short(id)),
+            RuntimeRequest::CreateContainer(c) => {
+                out.code(144);
+                out.text(&c.name);
+                out.text(&c.image);
+            }
+            RuntimeRequest::StartContainer { id } => coded(out, 145, id),
+            RuntimeRequest::StopContainer { id, .. } => coded(out, 146, id),
+            RuntimeRequest::RemoveContainer { id, force } => {
+                coded(out, 147, id);
+                out.flag(*force);
+            }
+            RuntimeRequest::InspectContainer { id } => coded(out, 148, id),
+            RuntimeRequest::ListContainers { labels } => {
+                out.code(149);
+                out.labels(labels);
+            }
+            RuntimeRequest::InspectImage { reference } => coded(out, 150, reference),
+            RuntimeRequest::ContainerEvents { id, .. } => coded(out, 151, id),
+            RuntimeRequest::PullImage { reference } => coded(out, 152, reference),
+            RuntimeRequest::RemoveImage { reference, force } => {
+                coded(out, 153, reference);
+                out.flag(*force);
+            }
+            RuntimeRequest::CopyFiles { id, files } => {
+                coded(out, 154, id);
+                out.count(files.len());
+            }
+            RuntimeRequest::BuildImage(b) => {
+                coded(out, 155, &b.tag);
+                out.text(&b.context);
+            }
+            RuntimeRequest::CreateNetwork(n) => coded(out, 156, &n.name),
+            RuntimeRequest::InspectNetwork { id } => coded(out, 157, id),
+            RuntimeRequest::ListNetworks { labels } => {
+                out.code(158);
+                out.labels(labels);
+            }
+            RuntimeRequest::RemoveNetwork { id } => coded(out, 159, id),
             RuntimeRequest::ConnectNetwork { network, container, .. } => {
-                format!("connect {} to {}", short(container), short(network))
+                coded(out, 160, container);
+                out.text(network);
             }
             RuntimeRequest::DisconnectNetwork { network, container } => {
-                format!("disconnect {} from {}", short(container), short(network))
+                coded(out, 161, container);
+                out.text(network);
             }
-            RuntimeRequest::CreateVolume(v) => format!("create-volume {}", v.name),
-            RuntimeRequest::InspectVolume { name } => format!("inspect-volume {name}"),
-            RuntimeRequest::ListVolumes { labels } => format!("list-volumes {}", label_list(labels)),
-            RuntimeRequest::RemoveVolume { name } => format!("remove-volume {name}"),
+            RuntimeRequest::CreateVolume(v) => coded(out, 162, &v.name),
+            RuntimeRequest::InspectVolume { name } => coded(out, 163, name),
+            RuntimeRequest::ListVolumes { labels } => {
+                out.code(164);
+                out.labels(labels);
+            }
+            RuntimeRequest::RemoveVolume { name } => coded(out, 165, name),
         }
     }
 }
 
-fn label_list(labels: &BTreeMap<String, String>) -> String {
-    let l: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={}", short(v))).collect();
-    l.join(",")
+/// A code and the one name or id it is about.
+fn coded(out: &mut impl Fields, code: u16, name: &str) {
+    out.code(code);
+    out.text(name);
+}
+
+impl fmt::Display for RuntimeRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeRequest::CreateContainer(c) => write!(f, "create {} from {}", c.name, c.image),
+            RuntimeRequest::StartContainer { id } => write!(f, "start {}", short(id)),
+            RuntimeRequest::StopContainer { id, .. } => write!(f, "stop {}", short(id)),
+            RuntimeRequest::RemoveContainer { id, force } => write!(f, "remove {} force={force}", short(id)),
+            RuntimeRequest::InspectContainer { id } => write!(f, "inspect {}", short(id)),
+            RuntimeRequest::ListContainers { labels } => write!(f, "list {}", LabelList(labels)),
+            RuntimeRequest::InspectImage { reference } => write!(f, "inspect-image {reference}"),
+            RuntimeRequest::ContainerEvents { id, .. } => write!(f, "events {}", short(id)),
+            RuntimeRequest::PullImage { reference } => write!(f, "pull {reference}"),
+            RuntimeRequest::RemoveImage { reference, force } => write!(f, "remove-image {reference} force={force}"),
+            RuntimeRequest::CopyFiles { id, files } => write!(f, "copy {} file(s) to {}", files.len(), short(id)),
+            RuntimeRequest::BuildImage(b) => write!(f, "build {} from {}", b.tag, b.context),
+            RuntimeRequest::CreateNetwork(n) => write!(f, "create-network {}", n.name),
+            RuntimeRequest::InspectNetwork { id } => write!(f, "inspect-network {}", short(id)),
+            RuntimeRequest::ListNetworks { labels } => write!(f, "list-networks {}", LabelList(labels)),
+            RuntimeRequest::RemoveNetwork { id } => write!(f, "remove-network {}", short(id)),
+            RuntimeRequest::ConnectNetwork { network, container, .. } => {
+                write!(f, "connect {} to {}", short(container), short(network))
+            }
+            RuntimeRequest::DisconnectNetwork { network, container } => {
+                write!(f, "disconnect {} from {}", short(container), short(network))
+            }
+            RuntimeRequest::CreateVolume(v) => write!(f, "create-volume {}", v.name),
+            RuntimeRequest::InspectVolume { name } => write!(f, "inspect-volume {name}"),
+            RuntimeRequest::ListVolumes { labels } => write!(f, "list-volumes {}", LabelList(labels)),
+            RuntimeRequest::RemoveVolume { name } => write!(f, "remove-volume {name}"),
+        }
+    }
+}
+
+/// Labels as a filter prints them: `k=v,k2=v2`, values shortened like ids.
+struct LabelList<'a>(&'a BTreeMap<String, String>);
+
+impl fmt::Display for LabelList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (key, value)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{key}={}", short(value))?;
+        }
+        Ok(())
+    }
 }
 
 /// The first 12 characters of an id, as `docker ps` shows it.
@@ -336,6 +463,59 @@ pub enum RuntimeReply {
     Volumes(Vec<VolumeInfo>),
 }
 
+impl RuntimeReply {
+    /// What a trace keeps of the reply: its code, then what its `Display` names (full ids, and
+    /// how many items a list or a stream had); see [`Fields`].
+    pub fn summarize(&self, out: &mut impl Fields) {
+        match self {
+            RuntimeReply::Created { id } => coded(out, 176, id),
+            RuntimeReply::Done => out.code(177),
+            RuntimeReply::Container(c) => {
+                coded(out, 178, &c.id);
+                out.state(c.state);
+            }
+            RuntimeReply::Containers(list) => counted(out, 179, list.len()),
+            RuntimeReply::Image(i) => coded(out, 180, &i.id),
+            RuntimeReply::Events(events) => counted(out, 181, events.len()),
+            RuntimeReply::Pulled { progress } => counted(out, 182, progress.len()),
+            RuntimeReply::Built { progress } => counted(out, 183, progress.len()),
+            RuntimeReply::Network(n) => {
+                coded(out, 184, &n.id);
+                out.text(&n.name);
+            }
+            RuntimeReply::Networks(list) => counted(out, 185, list.len()),
+            RuntimeReply::Volume(v) => coded(out, 186, &v.name),
+            RuntimeReply::Volumes(list) => counted(out, 187, list.len()),
+        }
+    }
+}
+
+/// A code and a count.
+fn counted(out: &mut impl Fields, code: u16, count: usize) {
+    out.code(code);
+    out.count(count);
+}
+
+impl fmt::Display for RuntimeReply {
+    /// In short: `created 3f2a…`, `ok`, `3f2a… running`, `4 containers`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeReply::Created { id } => write!(f, "created {}", short(id)),
+            RuntimeReply::Done => f.write_str("ok"),
+            RuntimeReply::Container(c) => write!(f, "{} {}", short(&c.id), c.state),
+            RuntimeReply::Containers(list) => write!(f, "{} containers", list.len()),
+            RuntimeReply::Image(i) => write!(f, "image {}", short(&i.id)),
+            RuntimeReply::Events(events) => write!(f, "{} events", events.len()),
+            RuntimeReply::Pulled { progress } => write!(f, "pulled ({} progress lines)", progress.len()),
+            RuntimeReply::Built { progress } => write!(f, "built ({} progress lines)", progress.len()),
+            RuntimeReply::Network(n) => write!(f, "network {} {}", short(&n.id), n.name),
+            RuntimeReply::Networks(list) => write!(f, "{} networks", list.len()),
+            RuntimeReply::Volume(v) => write!(f, "volume {}", v.name),
+            RuntimeReply::Volumes(list) => write!(f, "{} volumes", list.len()),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum RuntimeError {
     #[error("not found: {0}")]
@@ -378,47 +558,4 @@ impl fmt::Display for ContainerState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// One request of every kind, with what `is_read` must say of it.
-    fn every_request() -> Vec<(RuntimeRequest, bool)> {
-        let id = || "c1".to_string();
-        let labels = BTreeMap::from([("drydock.dev/owner".to_string(), "u1".to_string())]);
-        vec![
-            (RuntimeRequest::CreateContainer(ContainerCreate::default()), false),
-            (RuntimeRequest::StartContainer { id: id() }, false),
-            (RuntimeRequest::StopContainer { id: id(), timeout_secs: 10 }, false),
-            (RuntimeRequest::RemoveContainer { id: id(), force: true }, false),
-            (RuntimeRequest::InspectContainer { id: id() }, true),
-            (RuntimeRequest::ListContainers { labels: labels.clone() }, true),
-            (RuntimeRequest::InspectImage { reference: "busybox".into() }, true),
-            (RuntimeRequest::PullImage { reference: "busybox".into() }, false),
-            (RuntimeRequest::RemoveImage { reference: "busybox".into(), force: false }, false),
-            (RuntimeRequest::ContainerEvents { id: id(), since: WallTime(0) }, true),
-            (RuntimeRequest::CopyFiles { id: id(), files: Vec::new() }, false),
-            (RuntimeRequest::BuildImage(ImageBuild::default()), false),
-            (RuntimeRequest::CreateNetwork(NetworkCreate::default()), false),
-            (RuntimeRequest::InspectNetwork { id: id() }, true),
-            (RuntimeRequest::ListNetworks { labels: labels.clone() }, true),
-            (RuntimeRequest::RemoveNetwork { id: id() }, false),
-            (RuntimeRequest::ConnectNetwork { network: "n".into(), container: id(), aliases: Vec::new() }, false),
-            (RuntimeRequest::DisconnectNetwork { network: "n".into(), container: id() }, false),
-            (RuntimeRequest::CreateVolume(VolumeCreate::default()), false),
-            (RuntimeRequest::InspectVolume { name: "v".into() }, true),
-            (RuntimeRequest::ListVolumes { labels }, true),
-            (RuntimeRequest::RemoveVolume { name: "v".into() }, false),
-        ]
-    }
-
-    #[test]
-    fn inspections_lists_and_events_read_everything_else_changes_the_world() {
-        for (request, read) in every_request() {
-            assert_eq!(request.is_read(), read, "{}", request.describe());
-            assert_eq!(request.changes_world(), !read, "{}", request.describe());
-            let verb = request.describe().split([' ', '-']).next().unwrap_or_default().to_string();
-            let reading_verb = ["inspect", "list", "events"].contains(&verb.as_str());
-            assert_eq!(reading_verb, read, "`{}` reads by its name, and only then", request.describe());
-        }
-    }
-}
+mod tests;

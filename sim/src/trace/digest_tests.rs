@@ -7,6 +7,7 @@ use super::encode::{Encode, Encoder, hundredths};
 use super::record::Tag;
 use super::tests::{runtime_requests, with_records};
 use super::*;
+use drydock_engine::runtime::{RuntimeError, RuntimeRequest, RuntimeResult};
 use drydock_engine::store::EventType;
 use drydock_engine::{MonoTime, OpId};
 use drydock_faults::{FaultKind, FaultPlan};
@@ -95,9 +96,10 @@ fn a_kept_trace_renders_its_lines_and_an_unkept_one_renders_nothing() {
 fn records_that_read_alike_digest_apart() {
     // Ids that share their first 12 characters print alike; they are different containers.
     let (a, b) = ("3f2a9c81d0e4aaaa", "3f2a9c81d0e4bbbb");
-    let start = |id| Record::RuntimeApply { process: 0, id: OpId(3), op: RuntimeOp::Start { id } };
-    assert_eq!(start(a).to_string(), start(b).to_string());
-    assert_ne!(encoded(&start(a)), encoded(&start(b)));
+    let [a, b] = [a, b].map(|id| RuntimeRequest::StartContainer { id: id.to_string() });
+    let start = |request| Record::RuntimeApply { process: 0, id: OpId(3), op: RuntimeOp(request) };
+    assert_eq!(start(&a).to_string(), start(&b).to_string());
+    assert_ne!(encoded(&start(&a)), encoded(&start(&b)));
     // `Kind/a/b`: a name in namespace `a`, or a cluster-scoped name with a slash.
     let namespaced = Key::new("Lease", Some("a"), "b");
     let cluster = Key::new("Lease", None, "a/b");
@@ -168,8 +170,10 @@ fn changing_a_field_changes_the_digest() {
     ] {
         assert_ne!(encoded(&crashed), encoded(&other));
     }
-    let result = |code| Record::RuntimeResult(RuntimeOutcome::Failed { code });
-    assert_ne!(encoded(&result("NotFound")), encoded(&result("Conflict")));
+    let (not_found, conflict): (RuntimeResult, RuntimeResult) =
+        (Err(RuntimeError::NotFound("x".into())), Err(RuntimeError::Conflict("x".into())));
+    let result = |result| Record::RuntimeResult(RuntimeOutcome(result));
+    assert_ne!(encoded(&result(&not_found)), encoded(&result(&conflict)));
     let plan = FaultPlan::none().with(FaultKind::StaleCache, 0.25);
     let other = FaultPlan::none().with(FaultKind::StaleCache, 0.26);
     assert_ne!(encoded(&Record::Heal { faults: &plan }), encoded(&Record::Heal { faults: &other }));

@@ -19,7 +19,7 @@ use super::latency::{Factor, Latency};
 use crate::runtime::SimRuntime;
 use crate::trace::{Fault, Record};
 use drydock_engine::api::container::CopiedFile;
-use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
+use drydock_engine::runtime::{RuntimeError, RuntimeObject, RuntimeReply, RuntimeRequest, RuntimeResult, Verb};
 use drydock_engine::{MonoTime, OpId};
 use drydock_faults::{FaultKind, unit};
 use rand_core::RngCore;
@@ -333,7 +333,11 @@ impl RuntimeLink {
                 lost = true;
             }
         }
-        if matches!(request, RuntimeRequest::CreateNetwork(_) | RuntimeRequest::CreateVolume(_))
+        // Any other object's create (a network's, a volume's: every kind the contract classifies
+        // as one) may lose its reply the same way.
+        let (object, verb) = request.class();
+        if verb == Verb::Create
+            && object != RuntimeObject::Container
             && told.is_ok()
             && env.fires(FaultKind::UncertainCreate)
         {
@@ -342,12 +346,10 @@ impl RuntimeLink {
             told = Err(RuntimeError::Uncertain("connection reset by peer after the request was sent".into()));
             lost = true;
         }
-        if matches!(
-            request,
-            RuntimeRequest::RemoveContainer { .. }
-                | RuntimeRequest::RemoveNetwork { .. }
-                | RuntimeRequest::RemoveVolume { .. }
-        ) && told.is_ok()
+        // Any removal but an image's (the engine never removes images it pulled).
+        if verb == Verb::Remove
+            && object != RuntimeObject::Image
+            && told.is_ok()
             && env.fires(FaultKind::UncertainRemove)
         {
             env.record(Record::Fault(Fault::UncertainRemove));
