@@ -10,7 +10,9 @@ pub mod facts;
 pub mod logs;
 pub mod markup;
 pub mod probes;
-pub mod runtime;
+/// The simulated container runtime, a crate of its own (`drydock-sim-runtime`): re-exported so
+/// that `drydock_sim::runtime::...` paths keep working.
+pub use drydock_sim_runtime as runtime;
 pub mod scheduler;
 pub mod stamp;
 pub mod sweep;

@@ -161,7 +161,7 @@ impl SimRuntime {
     }
 
     /// Container `id` changed.
-    pub(super) fn touched(&mut self, id: &str) {
+    pub(crate) fn touched(&mut self, id: &str) {
         if !self.journal.containers.contains(id) {
             self.journal.containers.insert(id.to_string());
         }
