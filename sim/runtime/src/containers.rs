@@ -73,7 +73,7 @@ impl SimRuntime {
         let files = image.map(|image| image.config.files.clone()).unwrap_or_default();
         let scratch = image.is_some_and(|image| image.config.scratch);
         self.names.insert(info.name.clone(), info.id.clone());
-        self.touched(&info.id);
+        self.journal.container(&info.id);
         let started_at = (info.state == ContainerState::Running).then_some(self.now);
         if let Some(old) = self.containers.get(&info.id).map(|c| c.info.labels.clone()) {
             self.labelled.remove(&info.id, &old);
@@ -241,7 +241,7 @@ impl SimRuntime {
 
     /// Record an event of container `id` at `time`.
     pub(super) fn event_at(&mut self, id: &str, action: EventAction, time: WallTime) {
-        self.touched(id);
+        self.journal.container(id);
         let labels = self.containers.get(id).map(|c| c.info.labels.clone()).unwrap_or_default();
         let event = RuntimeEvent { container_id: id.to_string(), action, time, labels };
         if self.recent.len() == EVENTS_KEPT {

@@ -25,7 +25,7 @@ use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult};
 impl SimRuntime {
     pub(super) fn copy_files(&mut self, id_or_name: &str, files: &[CopiedFile]) -> RuntimeResult {
         let id = self.resolve(id_or_name)?;
-        self.touched(&id);
+        self.journal.container(&id);
         let container = self.containers.get_mut(&id).ok_or_else(|| not_found(&id))?;
         for file in files {
             let path = clean_path(&format!("/{}", file.destination));

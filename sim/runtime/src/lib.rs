@@ -31,6 +31,7 @@ mod containers;
 mod dockerfile;
 mod files;
 mod images;
+mod journal;
 mod label_index;
 mod lifecycle;
 mod mounts;
@@ -46,6 +47,7 @@ mod volumes;
 
 pub use containers::EVENTS_KEPT;
 pub use images::DEFAULT_IMAGE_COMMAND;
+pub use journal::Journal;
 pub use output::{ContainerOutput, OutputLine};
 pub use references::{ImageReference, ReferenceError, familiar_reference, normalize_reference, reference_key};
 pub use shell::{OUTPUT_LIMIT, Stream};
@@ -119,27 +121,6 @@ pub struct SimRuntime {
     published: BTreeMap<(u16, Protocol), u32>,
 }
 
-/// What changed in a runtime since its journal was last taken: the ids of containers and
-/// networks and the names of volumes created, changed or removed. Checkers that look only at
-/// what changed read it (see [`SimRuntime::take_journal`]).
-///
-/// *Guarantees*: every change of a container (created, started, ended, being removed, removed,
-/// its start failing, its networks, its files, inserted from outside), of a network (created,
-/// inserted, removed) and of a volume (created, also by a mount, removed) is in it. A network's
-/// endpoints follow from its containers: a change of them is journalled as the container's.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Journal {
-    pub containers: BTreeSet<String>,
-    pub networks: BTreeSet<String>,
-    pub volumes: BTreeSet<String>,
-}
-
-impl Journal {
-    pub fn is_empty(&self) -> bool {
-        self.containers.is_empty() && self.networks.is_empty() && self.volumes.is_empty()
-    }
-}
-
 impl SimRuntime {
     /// A runtime whose container ids and registry content are derived from `seed`.
     pub fn new(seed: u64) -> Self {
@@ -158,13 +139,6 @@ impl SimRuntime {
         value: &str,
     ) -> impl Iterator<Item = &'a drydock_engine::runtime::ContainerInfo> + 'a {
         self.labelled.ids(label, value).filter_map(|id| self.containers.get(id).map(|c| &c.info))
-    }
-
-    /// Container `id` changed.
-    pub(crate) fn touched(&mut self, id: &str) {
-        if !self.journal.containers.contains(id) {
-            self.journal.containers.insert(id.to_string());
-        }
     }
 
     /// Set the wall clock that stamps events and starts main processes. Exits due by then

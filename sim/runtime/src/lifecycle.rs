@@ -111,7 +111,7 @@ impl SimRuntime {
         if let Some(container) = self.containers.get_mut(&id) {
             container.info.state = ContainerState::Removing;
         }
-        self.touched(&id);
+        self.journal.container(&id);
         Ok(id)
     }
 
@@ -235,7 +235,7 @@ impl SimRuntime {
     /// A start failed: the container keeps its state, with Docker's error and an exit code
     /// (`exit_code`, else 128 unless it has a non-zero one already).
     fn fail_start(&mut self, id: &str, message: &str, exit_code: Option<i64>) {
-        self.touched(id);
+        self.journal.container(id);
         if let Some(container) = self.containers.get_mut(id) {
             container.info.error = Some(message.to_string());
             container.info.exit_code = match (exit_code, container.info.exit_code) {

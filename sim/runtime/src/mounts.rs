@@ -43,7 +43,7 @@ impl SimRuntime {
             if kind == "volume" {
                 check_volume_name(&mount.source)?;
                 if !self.volumes.contains_key(&mount.source) {
-                    self.journal.volumes.insert(mount.source.clone());
+                    self.journal.volume(&mount.source);
                     self.volumes.entry(mount.source.clone()).or_default();
                 }
             }

@@ -76,7 +76,7 @@ impl SimRuntime {
     pub fn insert_network(&mut self, name: &str, labels: BTreeMap<String, String>) -> String {
         self.network_ids += 1;
         let id = network_id(self.seed, &self.network_ids.to_le_bytes());
-        self.journal.networks.insert(id.clone());
+        self.journal.network(&id);
         self.networks.insert(id.clone(), SimNetwork { id: id.clone(), name: name.to_string(), labels });
         id
     }
@@ -124,7 +124,7 @@ impl SimRuntime {
             )));
         }
         let id = network.id.clone();
-        self.journal.networks.insert(id.clone());
+        self.journal.network(&id);
         self.networks.remove(&id);
         Ok(RuntimeReply::Done)
     }
@@ -133,7 +133,7 @@ impl SimRuntime {
     /// network (404) and that it is not attached yet.
     pub(super) fn connect_network(&mut self, network: &str, container: &str, aliases: &[String]) -> RuntimeResult {
         let id = self.resolve(container)?;
-        self.touched(&id);
+        self.journal.container(&id);
         if self.is_running(&id) {
             let found = self.find_network(network).map_err(|e| e.error(network, Lookup::Inspect))?;
             let (net_id, net_name) = (found.id.clone(), found.name.clone());
@@ -158,7 +158,7 @@ impl SimRuntime {
 
     pub(super) fn disconnect_network(&mut self, network: &str, container: &str) -> RuntimeResult {
         let id = self.resolve(container)?;
-        self.touched(&id);
+        self.journal.container(&id);
         let running = self.is_running(&id);
         let found = self.find_network(network).ok().map(|n| (n.id.clone(), n.name.clone()));
         let Some(record) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };

@@ -64,7 +64,7 @@ impl SimRuntime {
             return Err(RuntimeError::Conflict(format!("remove {name}: volume is in use - [{}]", users.join(", "))));
         }
         self.volumes.remove(name);
-        self.journal.volumes.insert(name.to_string());
+        self.journal.volume(name);
         Ok(())
     }
 
@@ -83,7 +83,7 @@ impl SimRuntime {
                 name.to_string()
             }
         };
-        self.journal.volumes.insert(name.clone());
+        self.journal.volume(&name);
         let volume = self.volumes.entry(name.clone()).or_insert_with(|| SimVolume { labels: create.labels.clone() });
         Ok(RuntimeReply::Volume(VolumeInfo { name, labels: volume.labels.clone() }))
     }
