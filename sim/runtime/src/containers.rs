@@ -158,7 +158,7 @@ impl SimRuntime {
         }
         self.mount_points(&create.mounts)?;
         self.ids += 1;
-        self.creates += 1;
+        self.counters.created();
         let info = ContainerInfo {
             ports: Vec::new(),
             id: id.clone(),

@@ -28,6 +28,7 @@
 
 mod builds;
 mod containers;
+mod counters;
 mod dockerfile;
 mod files;
 mod images;
@@ -103,10 +104,8 @@ pub struct SimRuntime {
     seed: u64,
     /// What containers printed, by container id (kept after removal).
     outputs: BTreeMap<String, output::ContainerOutput>,
-    /// Containers ever created, for reports.
-    pub creates: u64,
-    /// Pulls that succeeded, for reports.
-    pub pulls: u64,
+    /// Creates and pulls that succeeded, for reports.
+    counters: counters::Counters,
     /// What changed since the journal was last taken.
     journal: Journal,
     /// (label, value) -> the ids of the containers carrying it.
@@ -188,6 +187,17 @@ impl SimRuntime {
     /// takes them after every step; a runtime whose events nobody takes keeps them all.)
     pub fn take_events(&mut self) -> Vec<RuntimeEvent> {
         std::mem::take(&mut self.unsent)
+    }
+
+    /// How many containers creates have made since the runtime began (inserted ones not
+    /// counted).
+    pub fn creates(&self) -> u64 {
+        self.counters.creates()
+    }
+
+    /// How many pulls have succeeded since the runtime began.
+    pub fn pulls(&self) -> u64 {
+        self.counters.pulls()
     }
 
     /// How many events the runtime has recorded since it began.

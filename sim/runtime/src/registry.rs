@@ -185,7 +185,7 @@ impl SimRuntime {
             Selector::Tag(tag) => self.images.set_ref(&format!("{name}:{tag}"), &image_id),
             Selector::Digest(_) => by_digest,
         };
-        self.pulls += 1;
+        self.counters.pulled();
         progress.push(format!("Digest: {digest}"));
         progress.push(if updated {
             format!("Status: Downloaded newer image for {familiar}")
@@ -241,7 +241,7 @@ mod tests {
         assert_eq!(progress.first().map(String::as_str), Some("latest: Pulling from library/busybox"));
         assert!(progress.contains(&format!("Digest: {digest}")), "{progress:?}");
         assert_eq!(progress.last().map(String::as_str), Some("Status: Downloaded newer image for busybox:latest"));
-        assert_eq!(rt.pulls, 1);
+        assert_eq!(rt.pulls(), 1);
         for reference in ["busybox", "busybox:latest", "docker.io/library/busybox:latest", &format!("busybox@{digest}")]
         {
             let info = image(&mut rt, reference).unwrap_or_else(|e| panic!("{reference}: {e}"));
@@ -251,7 +251,7 @@ mod tests {
         let again = pull(&mut rt, "docker.io/library/busybox").expect("pull again");
         assert_eq!(again.last().map(String::as_str), Some("Status: Image is up to date for busybox:latest"));
         assert!(!again.iter().any(|l| l.contains("Pull complete")), "nothing downloaded: {again:?}");
-        assert_eq!(rt.pulls, 2);
+        assert_eq!(rt.pulls(), 2);
     }
 
     #[test]
@@ -275,7 +275,7 @@ mod tests {
             matches!(pull(&mut rt, "imported"), Err(RuntimeError::NotFound(_))),
             "imported images have no registry"
         );
-        assert_eq!(rt.pulls, 0);
+        assert_eq!(rt.pulls(), 0);
     }
 
     #[test]
@@ -305,7 +305,7 @@ mod tests {
             image(&mut rt, "app-"),
             Err(RuntimeError::Invalid("no such image: app-: invalid reference format".into()))
         );
-        assert_eq!(rt.pulls, 0);
+        assert_eq!(rt.pulls(), 0);
     }
 
     #[test]
