@@ -14,13 +14,6 @@ use drydock_engine::runtime::{
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-/// How many events Docker 20.10 keeps for replay (its daemon's `eventsLimit`): an events query
-/// with `since` sees at most the daemon's last 256 events of any kind, while a live stream sees
-/// every event. (Checked on Docker 20.10.24: after 280 events, a replay from the epoch returned
-/// the last 256.) The simulated runtime counts only container events, so it keeps a container's
-/// event a little longer than Docker, which also counts network, image and volume events.
-pub const EVENTS_KEPT: usize = 256;
-
 /// The network a container is attached to when its create names none.
 pub(super) const DEFAULT_NETWORK: &str = "bridge";
 
@@ -214,11 +207,11 @@ impl SimRuntime {
     }
 
     /// A container's events at or after `since`, from the events Docker keeps for replay: the
-    /// last [`EVENTS_KEPT`] of the daemon, so an old container's first events are gone once
+    /// last [`EVENTS_KEPT`](crate::EVENTS_KEPT) of the daemon, so an old container's first events are gone once
     /// enough has happened since (whatever `since` asks for).
     pub(super) fn container_events(&self, id_or_name: &str, since: WallTime) -> RuntimeReply {
         let id = self.resolve(id_or_name).unwrap_or_else(|_| id_or_name.to_string());
-        RuntimeReply::Events(self.recent.iter().filter(|e| e.container_id == id && e.time >= since).cloned().collect())
+        RuntimeReply::Events(self.events.replay(&id, since))
     }
 
     /// The id of the first container (by id) created from image `image_id` that `which` accepts.
@@ -244,12 +237,7 @@ impl SimRuntime {
         self.journal.container(id);
         let labels = self.containers.get(id).map(|c| c.info.labels.clone()).unwrap_or_default();
         let event = RuntimeEvent { container_id: id.to_string(), action, time, labels };
-        if self.recent.len() == EVENTS_KEPT {
-            self.recent.pop_front();
-        }
-        self.recent.push_back(event.clone());
-        self.unsent.push(event);
-        self.recorded += 1;
+        self.events.record(event);
     }
 
     pub(super) fn event(&mut self, id: &str, action: EventAction) {

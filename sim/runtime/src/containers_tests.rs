@@ -1,7 +1,7 @@
 //! Containers: creation and its checks, inspection, lists, names and ids.
 
-use super::super::STOPPED_EXIT_CODE;
 use super::super::test_support::{create, id_of};
+use super::super::{EVENTS_KEPT, STOPPED_EXIT_CODE};
 use super::*;
 use drydock_engine::runtime::RuntimeRequest;
 

@@ -27,9 +27,11 @@
 //! container's main process that ends later (a script's finite sleeps) is due then.
 
 mod builds;
+mod consistency;
 mod containers;
 mod counters;
 mod dockerfile;
+mod event_log;
 mod files;
 mod images;
 mod journal;
@@ -46,7 +48,7 @@ mod shell;
 mod test_support;
 mod volumes;
 
-pub use containers::EVENTS_KEPT;
+pub use event_log::EVENTS_KEPT;
 pub use images::DEFAULT_IMAGE_COMMAND;
 pub use journal::Journal;
 pub use output::{ContainerOutput, OutputLine};
@@ -92,12 +94,9 @@ pub struct SimRuntime {
     build_contexts: BTreeMap<String, BTreeMap<String, String>>,
     images: ImageStore,
     registry: Registry,
-    /// The events a `since` query replays: the last [`EVENTS_KEPT`], oldest first.
-    recent: std::collections::VecDeque<RuntimeEvent>,
-    /// The events the event streams have not been handed yet ([`SimRuntime::take_events`]).
-    unsent: Vec<RuntimeEvent>,
-    /// Events recorded since the runtime began.
-    recorded: usize,
+    /// The events: the last [`EVENTS_KEPT`] for a `since` query, those the streams have not
+    /// been handed yet ([`SimRuntime::take_events`]), how many there were.
+    events: event_log::EventLog,
     now: WallTime,
     /// Container ids handed out so far, for fresh ones.
     ids: u64,
@@ -179,14 +178,14 @@ impl SimRuntime {
 
     /// The events a `since` query can still replay (the last [`EVENTS_KEPT`]), oldest first.
     pub fn recent_events(&self) -> &std::collections::VecDeque<RuntimeEvent> {
-        &self.recent
+        self.events.recent()
     }
 
     /// The events recorded since the last call, oldest first, for the event streams: a stream
     /// sees every event, however many, where a `since` query sees only the last ones. (The world
     /// takes them after every step; a runtime whose events nobody takes keeps them all.)
     pub fn take_events(&mut self) -> Vec<RuntimeEvent> {
-        std::mem::take(&mut self.unsent)
+        self.events.take_unsent()
     }
 
     /// How many containers creates have made since the runtime began (inserted ones not
@@ -202,7 +201,7 @@ impl SimRuntime {
 
     /// How many events the runtime has recorded since it began.
     pub fn recorded_events(&self) -> usize {
-        self.recorded
+        self.events.recorded()
     }
 }
 

@@ -113,7 +113,7 @@ impl SimRuntime {
                 None
             };
             if let Some(reason) = failed {
-                let endpoint = super::sha256_of(&[b"endpoint", id.as_bytes(), &self.recorded.to_le_bytes()]);
+                let endpoint = super::sha256_of(&[b"endpoint", id.as_bytes(), &self.events.recorded().to_le_bytes()]);
                 let endpoint = endpoint.trim_start_matches("sha256:");
                 return Err(format!(
                     "driver failed programming external connectivity on endpoint {name} ({endpoint}): {reason}"
