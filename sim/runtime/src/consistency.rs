@@ -7,7 +7,8 @@ impl SimRuntime {
     /// Whether the runtime is consistent: every part's guarantees hold. Reads everything: for
     /// tests, not for every step of a run.
     pub fn check(&self) -> Result<(), String> {
-        self.events.check()
+        self.events.check()?;
+        self.outputs.check()
     }
 }
 

@@ -187,7 +187,7 @@ impl SimRuntime {
         self.containers.insert(id.clone(), record);
         self.index_ports(&id);
         self.event(&id, EventAction::Create);
-        self.created_output(&id);
+        self.outputs.created(&id, self.now);
         Ok(RuntimeReply::Created { id })
     }
 

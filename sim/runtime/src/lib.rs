@@ -39,7 +39,7 @@ mod label_index;
 mod lifecycle;
 mod mounts;
 mod networks;
-mod output;
+mod outputs;
 mod ports;
 mod references;
 mod registry;
@@ -51,7 +51,7 @@ mod volumes;
 pub use event_log::EVENTS_KEPT;
 pub use images::DEFAULT_IMAGE_COMMAND;
 pub use journal::Journal;
-pub use output::{ContainerOutput, OutputLine};
+pub use outputs::{ContainerOutput, OutputLine};
 pub use references::{ImageReference, ReferenceError, familiar_reference, normalize_reference, reference_key};
 pub use shell::{OUTPUT_LIMIT, Stream};
 
@@ -102,7 +102,7 @@ pub struct SimRuntime {
     ids: u64,
     seed: u64,
     /// What containers printed, by container id (kept after removal).
-    outputs: BTreeMap<String, output::ContainerOutput>,
+    outputs: outputs::Outputs,
     /// Creates and pulls that succeeded, for reports.
     counters: counters::Counters,
     /// What changed since the journal was last taken.
@@ -197,6 +197,16 @@ impl SimRuntime {
     /// How many pulls have succeeded since the runtime began.
     pub fn pulls(&self) -> u64 {
         self.counters.pulls()
+    }
+
+    /// The output of container `id` (also once removed), if it ever started.
+    pub fn output(&self, id: &str) -> Option<&ContainerOutput> {
+        self.outputs.get(id)
+    }
+
+    /// Every container's output, by container id.
+    pub fn outputs(&self) -> impl Iterator<Item = (&String, &ContainerOutput)> {
+        self.outputs.iter()
     }
 
     /// How many events the runtime has recorded since it began.

@@ -122,7 +122,7 @@ impl SimRuntime {
             return false;
         }
         self.event(id, EventAction::Destroy);
-        self.removed_output(id);
+        self.outputs.removed(id, self.now);
         self.set_exit_due(id, None);
         self.unindex_ports(id);
         if let Some(removed) = self.containers.remove(id) {
@@ -178,7 +178,7 @@ impl SimRuntime {
         self.activate_attachments(&id, networks);
         self.event(&id, EventAction::Start);
         let (outcome, printed) = self.process_outcome(&id, Signals::default());
-        self.plan_output(&id, printed);
+        self.outputs.plan(&id, self.now, printed);
         match outcome {
             Outcome::Exits { after_ms: 0, code } => self.exit_at(&id, code, self.now),
             Outcome::Exits { after_ms, code } => {
@@ -211,7 +211,7 @@ impl SimRuntime {
         let term_at = self.now.0.saturating_sub(started.0);
         let signals = Signals { term_at: Some(term_at), kill_at: Some(term_at + u64::from(grace_secs) * 1_000) };
         let (outcome, printed) = self.process_outcome(id, signals);
-        self.restate_output(id, started, printed);
+        self.outputs.restate(id, started, self.now, printed);
         match outcome {
             Outcome::Exits { code, .. } => code,
             Outcome::Forever => KILLED,
@@ -255,7 +255,7 @@ impl SimRuntime {
         }
         self.set_published(id, Vec::new());
         self.set_exit_due(id, None);
-        self.end_output(id, time);
+        self.outputs.end(id, time);
         self.event_at(id, EventAction::Die { exit_code: Some(code) }, time);
     }
 }
