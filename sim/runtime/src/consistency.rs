@@ -1,14 +1,32 @@
-//! The runtime's consistency: each part keeps its own guarantees, and says whether they hold
-//! (its `check`); the runtime checks them all here.
+//! The runtime's consistency: each part keeps its own guarantees (its `check`), and where a
+//! part indexes what another holds (the exits due by the container records), the runtime keeps
+//! them in step and checks it here. Docker keeps the same facts in one place per daemon; the
+//! model keeps indexes beside the records so that no request reads every container.
 
 use super::SimRuntime;
+use drydock_engine::WallTime;
+use std::collections::BTreeSet;
 
 impl SimRuntime {
-    /// Whether the runtime is consistent: every part's guarantees hold. Reads everything: for
-    /// tests, not for every step of a run.
+    /// Whether the runtime is consistent: every part's guarantees hold, and the parts agree
+    /// with one another (the exits due are those the container records say). Reads everything:
+    /// for tests, not for every step of a run.
     pub fn check(&self) -> Result<(), String> {
         self.events.check()?;
-        self.outputs.check()
+        self.outputs.check()?;
+        self.clock.check()?;
+        self.check_due_exits()
+    }
+
+    /// The clock's exits due are exactly the containers' `exit_due`.
+    fn check_due_exits(&self) -> Result<(), String> {
+        let recorded: BTreeSet<(WallTime, &str)> =
+            self.containers.values().filter_map(|c| c.exit_due.map(|(at, _)| (at, c.info.id.as_str()))).collect();
+        let due: BTreeSet<(WallTime, &str)> = self.clock.due().collect();
+        if recorded != due {
+            return Err(format!("exits due {due:?}, while the containers say {recorded:?}"));
+        }
+        Ok(())
     }
 }
 

@@ -94,7 +94,7 @@ fn step(rt: &mut SimRuntime, rng: &mut ChaCha8Rng) -> String {
         }
         10 => return format!("daemon restart: {} stopped", rt.restart_daemon()),
         11 => {
-            let now = rt.now;
+            let now = rt.clock.now();
             match rt.next_due().filter(|_| rng.next_u32().is_multiple_of(2)) {
                 Some(due) => rt.advance(due),
                 None => rt.set_now(WallTime(now.0 + u64::from(rng.next_u32() % 3_000))),

@@ -67,7 +67,7 @@ impl SimRuntime {
         let scratch = image.is_some_and(|image| image.config.scratch);
         self.names.insert(info.name.clone(), info.id.clone());
         self.journal.container(&info.id);
-        let started_at = (info.state == ContainerState::Running).then_some(self.now);
+        let started_at = (info.state == ContainerState::Running).then_some(self.clock.now());
         if let Some(old) = self.containers.get(&info.id).map(|c| c.info.labels.clone()) {
             self.labelled.remove(&info.id, &old);
         }
@@ -85,7 +85,7 @@ impl SimRuntime {
                 existing.info = info;
                 existing.started_at = started_at;
                 if let Some((at, _)) = existing.exit_due.take() {
-                    self.due.remove(&(at, existing.info.id.clone()));
+                    self.clock.unschedule(at, &existing.info.id);
                 }
             }
             None => {
@@ -187,7 +187,7 @@ impl SimRuntime {
         self.containers.insert(id.clone(), record);
         self.index_ports(&id);
         self.event(&id, EventAction::Create);
-        self.outputs.created(&id, self.now);
+        self.outputs.created(&id, self.clock.now());
         Ok(RuntimeReply::Created { id })
     }
 
@@ -241,7 +241,7 @@ impl SimRuntime {
     }
 
     pub(super) fn event(&mut self, id: &str, action: EventAction) {
-        self.event_at(id, action, self.now);
+        self.event_at(id, action, self.clock.now());
     }
 
     /// Docker resolves a full id, a name, or an id prefix; a prefix of several ids is an error

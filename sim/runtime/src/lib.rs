@@ -27,6 +27,7 @@
 //! container's main process that ends later (a script's finite sleeps) is due then.
 
 mod builds;
+mod clock;
 mod consistency;
 mod containers;
 mod counters;
@@ -97,7 +98,8 @@ pub struct SimRuntime {
     /// The events: the last [`EVENTS_KEPT`] for a `since` query, those the streams have not
     /// been handed yet ([`SimRuntime::take_events`]), how many there were.
     events: event_log::EventLog,
-    now: WallTime,
+    /// The wall clock, and the exits due by the container's main processes.
+    clock: clock::Clock,
     /// Container ids handed out so far, for fresh ones.
     ids: u64,
     seed: u64,
@@ -112,9 +114,6 @@ pub struct SimRuntime {
     /// Network id -> the ids of the containers with an attachment to it (running or not): a
     /// network's endpoints are the running ones, found without reading every container.
     attached: BTreeMap<String, BTreeSet<String>>,
-    /// When each main process due to end by itself ends, and its container: every
-    /// `exit_due` there is, in time order.
-    due: BTreeSet<(WallTime, String)>,
     /// Host ports the containers publish, with how many publish each (see `ports.rs`).
     published: BTreeMap<(u16, Protocol), u32>,
 }
@@ -142,12 +141,12 @@ impl SimRuntime {
     /// Set the wall clock that stamps events and starts main processes. Exits due by then
     /// apply at the next request, or at [`SimRuntime::advance`].
     pub fn set_now(&mut self, now: WallTime) {
-        self.now = now;
+        self.clock.set(now);
     }
 
     /// Carry out one request, after the exits due by the clock.
     pub fn execute(&mut self, request: &RuntimeRequest) -> RuntimeResult {
-        self.advance(self.now);
+        self.advance(self.clock.now());
         match request {
             RuntimeRequest::CreateContainer(create) => self.create_container(create),
             RuntimeRequest::StartContainer { id } => self.start_container(id),

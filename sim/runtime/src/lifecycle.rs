@@ -29,17 +29,17 @@ const START_FAILED_EXIT_CODE: i64 = 128;
 impl SimRuntime {
     /// When the next running container's main process ends by itself, if one will.
     pub fn next_due(&self) -> Option<WallTime> {
-        self.due.first().map(|(at, _)| *at)
+        self.clock.next_due()
     }
 
     /// Container `id`'s main process ends by itself at `due` (with its status), or not.
     fn set_exit_due(&mut self, id: &str, due: Option<(WallTime, i64)>) {
         let Some(container) = self.containers.get_mut(id) else { return };
         if let Some((at, _)) = std::mem::replace(&mut container.exit_due, due) {
-            self.due.remove(&(at, id.to_string()));
+            self.clock.unschedule(at, id);
         }
         if let Some((at, _)) = due {
-            self.due.insert((at, id.to_string()));
+            self.clock.schedule(at, id);
         }
     }
 
@@ -48,16 +48,16 @@ impl SimRuntime {
     /// is `now` (never earlier than it was). Every request applies the exits due by the clock
     /// first, so a runtime nobody advances still never answers from a stale state.
     pub fn advance(&mut self, now: WallTime) {
-        while let Some((at, id)) = self.due.first().filter(|(at, _)| *at <= now).cloned() {
+        while let Some((at, id)) = self.clock.first_due_by(now) {
             let code = self.containers.get(&id).and_then(|c| c.exit_due).map(|(_, code)| code);
             match code {
                 Some(code) => self.exit_at(&id, code, at),
                 None => {
-                    self.due.remove(&(at, id));
+                    self.clock.unschedule(at, &id);
                 }
             }
         }
-        self.now = self.now.max(now);
+        self.clock.catch_up(now);
     }
 
     /// The daemon restarts (no live-restore): it stops every running container as `dockerd`
@@ -65,7 +65,7 @@ impl SimRuntime {
     /// events are recorded, but whoever was streaming events loses the stream (the world drops
     /// them).
     pub fn restart_daemon(&mut self) -> usize {
-        self.advance(self.now);
+        self.advance(self.clock.now());
         let running: Vec<String> = self
             .containers
             .values()
@@ -74,14 +74,14 @@ impl SimRuntime {
             .collect();
         for id in &running {
             let code = self.stop_status(id, DAEMON_SHUTDOWN_GRACE_SECS);
-            self.exit_at(id, code, self.now);
+            self.exit_at(id, code, self.clock.now());
         }
         running.len()
     }
 
     /// Remove a container behind the engine's back (`docker rm -f`).
     pub fn remove_externally(&mut self, id_or_name: &str) -> bool {
-        self.advance(self.now);
+        self.advance(self.clock.now());
         self.remove_container(id_or_name, true).is_ok()
     }
 
@@ -91,7 +91,7 @@ impl SimRuntime {
     /// start is refused (409), a stop does nothing (304) and a second removal is refused (409).
     /// Returns its id.
     pub fn begin_removal(&mut self, id_or_name: &str, force: bool) -> Result<String, RuntimeError> {
-        self.advance(self.now);
+        self.advance(self.clock.now());
         let id = self.resolve(id_or_name)?;
         let state = self.containers.get(&id).map(|c| c.info.state).ok_or_else(|| not_found(&id))?;
         match state {
@@ -105,7 +105,7 @@ impl SimRuntime {
                     "You cannot remove a running container {id}. Stop the container before attempting removal or force remove"
                 )));
             }
-            ContainerState::Running => self.exit_at(&id, KILLED, self.now),
+            ContainerState::Running => self.exit_at(&id, KILLED, self.clock.now()),
             ContainerState::Created | ContainerState::Exited => {}
         }
         if let Some(container) = self.containers.get_mut(&id) {
@@ -122,7 +122,7 @@ impl SimRuntime {
             return false;
         }
         self.event(id, EventAction::Destroy);
-        self.outputs.removed(id, self.now);
+        self.outputs.removed(id, self.clock.now());
         self.set_exit_due(id, None);
         self.unindex_ports(id);
         if let Some(removed) = self.containers.remove(id) {
@@ -173,16 +173,16 @@ impl SimRuntime {
         container.info.state = ContainerState::Running;
         container.info.exit_code = None;
         container.info.error = None;
-        container.started_at = Some(self.now);
+        container.started_at = Some(self.clock.now());
         self.set_exit_due(&id, None);
         self.activate_attachments(&id, networks);
         self.event(&id, EventAction::Start);
         let (outcome, printed) = self.process_outcome(&id, Signals::default());
-        self.outputs.plan(&id, self.now, printed);
+        self.outputs.plan(&id, self.clock.now(), printed);
         match outcome {
-            Outcome::Exits { after_ms: 0, code } => self.exit_at(&id, code, self.now),
+            Outcome::Exits { after_ms: 0, code } => self.exit_at(&id, code, self.clock.now()),
             Outcome::Exits { after_ms, code } => {
-                self.set_exit_due(&id, Some((WallTime(self.now.0.saturating_add(after_ms)), code)));
+                self.set_exit_due(&id, Some((WallTime(self.clock.now().0.saturating_add(after_ms)), code)));
             }
             Outcome::Forever => {}
         }
@@ -193,7 +193,7 @@ impl SimRuntime {
         let id = self.resolve(id_or_name)?;
         if self.is_running(&id) {
             let code = self.stop_status(&id, timeout_secs);
-            self.exit_at(&id, code, self.now);
+            self.exit_at(&id, code, self.clock.now());
         }
         Ok(RuntimeReply::Done)
     }
@@ -207,11 +207,11 @@ impl SimRuntime {
     /// The status a running container's main process exits with when stopped now: TERM now,
     /// KILL `grace_secs` later. What it prints until then is restated.
     fn stop_status(&mut self, id: &str, grace_secs: u32) -> i64 {
-        let started = self.containers.get(id).and_then(|c| c.started_at).unwrap_or(self.now);
-        let term_at = self.now.0.saturating_sub(started.0);
+        let started = self.containers.get(id).and_then(|c| c.started_at).unwrap_or(self.clock.now());
+        let term_at = self.clock.now().0.saturating_sub(started.0);
         let signals = Signals { term_at: Some(term_at), kill_at: Some(term_at + u64::from(grace_secs) * 1_000) };
         let (outcome, printed) = self.process_outcome(id, signals);
-        self.outputs.restate(id, started, self.now, printed);
+        self.outputs.restate(id, started, self.clock.now(), printed);
         match outcome {
             Outcome::Exits { code, .. } => code,
             Outcome::Forever => KILLED,
