@@ -31,6 +31,7 @@
 //! argument, the target, the labels) another. The built image has the files the build copied,
 //! its entrypoint and command, and busybox unless it was built `FROM scratch`.
 
+use super::build_contexts::relative;
 use super::dockerfile::{self, Dockerfile, Instruction, command_form, copy_args, expand, pairs, split_words};
 use super::images::ImageConfig;
 use super::references::{check_reference, familiar_reference, full_id, reference_key, truncate_id};
@@ -70,8 +71,7 @@ impl SimRuntime {
     /// Register build context directory `dir` (absolute) with its files: relative path ->
     /// contents. Registering a directory again replaces its files.
     pub fn add_build_context(&mut self, dir: &str, files: BTreeMap<String, String>) {
-        let files = files.into_iter().map(|(path, contents)| (relative(&path), contents)).collect();
-        self.build_contexts.insert(clean_path(dir), files);
+        self.build_contexts.add(dir, files);
     }
 
     /// Docker's `POST /build` (see the module doc). Replies `Built` with the progress lines.
@@ -81,7 +81,7 @@ impl SimRuntime {
         if build.tag.is_empty() || build.tag.contains('@') || full_id(&build.tag).is_some() {
             return Err(invalid("invalid reference format".into()));
         }
-        let Some(context) = self.build_contexts.get(&clean_path(&build.context)).cloned() else {
+        let Some(context) = self.build_contexts.get(&build.context).cloned() else {
             return Err(invalid(format!("unable to prepare context: path {:?} not found", build.context)));
         };
         let dockerfile_path = if build.dockerfile.is_empty() { "Dockerfile" } else { build.dockerfile.as_str() };
@@ -345,11 +345,6 @@ impl Builder<'_> {
 /// argument's value).
 fn step_id(parent: &str, text: &str, extra: &[u8]) -> String {
     sha256_of(&[b"build-step", parent.as_bytes(), &[0], text.as_bytes(), &[0], extra])
-}
-
-/// A context path as stored: relative, cleaned, without `./`.
-fn relative(path: &str) -> String {
-    clean_path(&format!("/{path}")).trim_start_matches('/').to_string()
 }
 
 /// What `COPY SOURCES... DEST` writes: absolute path -> contents. Sources are files or

@@ -15,6 +15,7 @@ impl SimRuntime {
         self.events.check()?;
         self.outputs.check()?;
         self.clock.check()?;
+        self.build_contexts.check()?;
         self.check_due_exits()
     }
 

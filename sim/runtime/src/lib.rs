@@ -26,6 +26,7 @@
 //! runtime's. Time passes only through [`SimRuntime::set_now`] and [`SimRuntime::advance`]: a
 //! container's main process that ends later (a script's finite sleeps) is due then.
 
+mod build_contexts;
 mod builds;
 mod clock;
 mod consistency;
@@ -92,7 +93,7 @@ pub struct SimRuntime {
     /// Network ids handed out so far.
     network_ids: u64,
     /// Build context directories (cleaned absolute paths) -> relative path -> contents.
-    build_contexts: BTreeMap<String, BTreeMap<String, String>>,
+    build_contexts: build_contexts::BuildContexts,
     images: ImageStore,
     registry: Registry,
     /// The events: the last [`EVENTS_KEPT`] for a `since` query, those the streams have not
