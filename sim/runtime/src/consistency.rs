@@ -16,6 +16,7 @@ impl SimRuntime {
         self.outputs.check()?;
         self.clock.check()?;
         self.build_contexts.check()?;
+        self.registry.check()?;
         self.check_due_exits()
     }
 

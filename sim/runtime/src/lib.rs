@@ -32,6 +32,7 @@ mod clock;
 mod consistency;
 mod containers;
 mod counters;
+mod distribution;
 mod dockerfile;
 mod event_log;
 mod files;
@@ -122,7 +123,12 @@ pub struct SimRuntime {
 impl SimRuntime {
     /// A runtime whose container ids and registry content are derived from `seed`.
     pub fn new(seed: u64) -> Self {
-        SimRuntime { seed, builtin_networks: networks::builtin_networks(seed), ..SimRuntime::default() }
+        SimRuntime {
+            seed,
+            builtin_networks: networks::builtin_networks(seed),
+            registry: Registry::new(seed),
+            ..SimRuntime::default()
+        }
     }
 
     /// What changed since the last call (everything there is, for the first).
