@@ -33,7 +33,7 @@
 
 use super::build_contexts::relative;
 use super::dockerfile::{self, Dockerfile, Instruction, command_form, copy_args, expand, pairs, split_words};
-use super::images::ImageConfig;
+use super::image_store::ImageConfig;
 use super::references::{check_reference, familiar_reference, full_id, reference_key, truncate_id};
 use super::shell::{self, Fs, Outcome, Signals, clean_path};
 use super::{SimRuntime, sha256_of};

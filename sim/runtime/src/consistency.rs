@@ -17,6 +17,7 @@ impl SimRuntime {
         self.clock.check()?;
         self.build_contexts.check()?;
         self.registry.check()?;
+        self.images.check()?;
         self.check_due_exits()
     }
 

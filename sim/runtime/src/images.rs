@@ -1,8 +1,6 @@
-//! The local image store, following Docker 20.10 (`daemon/images`).
+//! The image API over the local image store (see `image_store`), following Docker 20.10
+//! (`daemon/images`): images made present outside any registry, inspect, and removal.
 //!
-//! - The store keys images by id; references (`name:tag` tags and `name@digest` repo digests,
-//!   normalized) point to ids. Pulling a tag that moved re-points the local tag and leaves the old
-//!   image reachable by id and by its repo digest.
 //! - A container records the id of the image it was created from.
 //! - Removal follows `ImageService.ImageDelete` (checked against the daemon by the conformance
 //!   suite). By tag (or repo digest) it *untags*, and deletes the image only with its last
@@ -12,130 +10,12 @@
 //!   the image with all its references: refused while a running container uses it (even forced),
 //!   and without force also while a stopped one does or it has tags in several repositories.
 
+use super::image_store::{ImageConfig, SimImage};
 use super::references::{
-    check_reference, familiar_reference, full_id, is_tag_ref, normalize_reference, ref_name, reference_key, truncate_id,
+    check_reference, familiar_reference, full_id, is_tag_ref, ref_name, reference_key, truncate_id,
 };
 use super::{SimRuntime, sha256_of};
 use drydock_engine::runtime::{ContainerState, ImageInfo, RuntimeError, RuntimeReply, RuntimeResult};
-use std::collections::{BTreeMap, BTreeSet};
-
-/// The command images get when none is given (`docker import -c 'CMD ...'`).
-pub const DEFAULT_IMAGE_COMMAND: [&str; 2] = ["sleep", "3600"];
-
-/// What a container made from an image starts with: its entrypoint and default command, the
-/// files a build copied into it, and whether it has the test image's busybox at all.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct ImageConfig {
-    pub(super) entrypoint: Vec<String>,
-    pub(super) command: Vec<String>,
-    /// Absolute path -> contents, of the files a build copied in (`COPY`, `ADD`).
-    pub(super) files: BTreeMap<String, String>,
-    /// Built `FROM scratch`: no busybox, no `/bin/sh`; nothing but `files`.
-    pub(super) scratch: bool,
-}
-
-impl ImageConfig {
-    /// The test image's: busybox, with [`DEFAULT_IMAGE_COMMAND`].
-    pub(super) fn busybox() -> Self {
-        ImageConfig { command: DEFAULT_IMAGE_COMMAND.iter().map(|s| s.to_string()).collect(), ..Default::default() }
-    }
-}
-
-/// A local image: its id, its config and every reference (normalized `name:tag` or
-/// `name@sha256:...`) that points to it.
-#[derive(Clone, Debug)]
-pub(super) struct SimImage {
-    pub(super) id: String,
-    pub(super) config: ImageConfig,
-    refs: BTreeSet<String>,
-}
-
-/// Images by id, and the references that point to them.
-#[derive(Clone, Debug, Default)]
-pub(super) struct ImageStore {
-    /// Image id -> image.
-    images: BTreeMap<String, SimImage>,
-    /// Normalized reference -> image id.
-    refs: BTreeMap<String, String>,
-}
-
-impl ImageStore {
-    /// Store an image unless one with that id is here already. Whether it was new.
-    pub(super) fn add(&mut self, id: &str, config: impl FnOnce() -> ImageConfig) -> bool {
-        if self.images.contains_key(id) {
-            return false;
-        }
-        self.images.insert(id.to_string(), SimImage { id: id.to_string(), config: config(), refs: BTreeSet::new() });
-        true
-    }
-
-    /// Point `reference` (normalized) at image `id`, taking it from any image it pointed to.
-    /// Whether anything changed.
-    pub(super) fn set_ref(&mut self, reference: &str, id: &str) -> bool {
-        if self.refs.get(reference).is_some_and(|old| old == id) {
-            return false;
-        }
-        self.unset_ref(reference);
-        self.refs.insert(reference.to_string(), id.to_string());
-        if let Some(image) = self.images.get_mut(id) {
-            image.refs.insert(reference.to_string());
-        }
-        true
-    }
-
-    fn unset_ref(&mut self, reference: &str) {
-        if let Some(old) = self.refs.remove(reference)
-            && let Some(image) = self.images.get_mut(&old)
-        {
-            image.refs.remove(reference);
-        }
-    }
-
-    fn remove(&mut self, id: &str) {
-        self.images.remove(id);
-    }
-
-    fn refs_of(&self, id: &str) -> Vec<String> {
-        self.images.get(id).map(|i| i.refs.iter().cloned().collect()).unwrap_or_default()
-    }
-
-    /// Docker's `isSingleReference`: at least one reference, at most one of them a tag, all in
-    /// one repository.
-    fn is_single_reference(&self, id: &str) -> bool {
-        let refs = self.refs_of(id);
-        if refs.len() <= 1 {
-            return refs.len() == 1;
-        }
-        let tags: Vec<&String> = refs.iter().filter(|r| is_tag_ref(r)).collect();
-        if tags.len() > 1 {
-            return false;
-        }
-        let names: BTreeSet<String> = refs.iter().map(|r| ref_name(r)).collect();
-        names.len() == 1
-    }
-
-    /// Docker's `GetImage`: a full id is only an id; otherwise a reference (tag or repo digest),
-    /// else a unique id prefix (here of at least 12 hex characters, with or without `sha256:`).
-    pub(super) fn resolve(&self, reference: &str) -> Option<&SimImage> {
-        if let Some(id) = full_id(reference) {
-            return self.images.get(&id);
-        }
-        if let Some(image) =
-            normalize_reference(reference).and_then(|r| self.refs.get(&r)).and_then(|id| self.images.get(id))
-        {
-            return Some(image);
-        }
-        let prefix = reference.strip_prefix("sha256:").unwrap_or(reference);
-        if prefix.len() < 12 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        let mut matches = self.images.values().filter(|i| i.id["sha256:".len()..].starts_with(prefix));
-        match (matches.next(), matches.next()) {
-            (Some(image), None) => Some(image),
-            _ => None,
-        }
-    }
-}
 
 impl SimRuntime {
     /// Make an image present under `reference` (as `docker load` or `docker import` would), with
@@ -222,9 +102,6 @@ impl SimRuntime {
             }
             return Err(conflict.into_error(&id));
         }
-        for r in self.images.refs_of(&id) {
-            self.images.unset_ref(&r);
-        }
         self.images.remove(&id);
         Ok(RuntimeReply::Done)
     }
@@ -290,7 +167,7 @@ fn image_info(image: &SimImage) -> ImageInfo {
     ImageInfo {
         id: image.id.clone(),
         tags: image
-            .refs
+            .refs()
             .iter()
             .filter(|r| is_tag_ref(r))
             .map(|r| familiar_reference(r).unwrap_or_else(|| r.clone()))

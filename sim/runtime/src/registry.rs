@@ -7,7 +7,7 @@
 //! under two tags gives one digest. The transfers between the registry and the local image store
 //! are in `distribution`.
 
-use super::images::ImageConfig;
+use super::image_store::ImageConfig;
 use super::references::{Selector, split_reference};
 use super::sha256_of;
 use std::collections::{BTreeMap, BTreeSet};
