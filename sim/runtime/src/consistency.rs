@@ -1,7 +1,8 @@
 //! The runtime's consistency: each part keeps its own guarantees (its `check`), and where a
-//! part indexes what another holds (the exits due by the container records), the runtime keeps
-//! them in step and checks it here. Docker keeps the same facts in one place per daemon; the
-//! model keeps indexes beside the records so that no request reads every container.
+//! part indexes or refers to what another holds (the exits due by the container records, the
+//! volumes containers mount), the runtime keeps them in step and checks it here. Docker keeps
+//! the same facts in one place per daemon; the model keeps indexes beside the records so that
+//! no request reads every container.
 
 use super::SimRuntime;
 use drydock_engine::WallTime;
@@ -9,8 +10,8 @@ use std::collections::BTreeSet;
 
 impl SimRuntime {
     /// Whether the runtime is consistent: every part's guarantees hold, and the parts agree
-    /// with one another (the exits due are those the container records say). Reads everything:
-    /// for tests, not for every step of a run.
+    /// with one another (the exits due are those the container records say; the volumes
+    /// containers mount exist). Reads everything: for tests, not for every step of a run.
     pub fn check(&self) -> Result<(), String> {
         self.events.check()?;
         self.outputs.check()?;
@@ -18,7 +19,21 @@ impl SimRuntime {
         self.build_contexts.check()?;
         self.registry.check()?;
         self.images.check()?;
-        self.check_due_exits()
+        self.volumes.check()?;
+        self.check_due_exits()?;
+        self.check_mounted_volumes()
+    }
+
+    /// Every named volume a container mounts exists: its create made it, and a volume in use
+    /// cannot be removed.
+    fn check_mounted_volumes(&self) -> Result<(), String> {
+        for container in self.containers.values() {
+            let mut named = container.mounts.iter().filter(|m| !m.source.starts_with('/'));
+            if let Some(mount) = named.find(|m| !self.volumes.contains(&m.source)) {
+                return Err(format!("container {} mounts volume {}, which is gone", container.info.id, mount.source));
+            }
+        }
+        Ok(())
     }
 
     /// The clock's exits due are exactly the containers' `exit_due`.

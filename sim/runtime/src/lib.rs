@@ -50,6 +50,7 @@ mod registry;
 mod shell;
 #[cfg(test)]
 mod test_support;
+mod volume_api;
 mod volumes;
 
 pub use event_log::EVENTS_KEPT;
@@ -68,7 +69,6 @@ use networks::SimNetwork;
 use registry::Registry;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
-use volumes::SimVolume;
 
 /// Exit code of a container killed by `stop` after its grace period (SIGKILL: 128 + 9), as a
 /// `sleep` that ignores SIGTERM is.
@@ -84,10 +84,8 @@ pub struct SimRuntime {
     next_host_port: u16,
     /// Host ports processes outside any container listen on.
     host_ports: BTreeSet<(u16, Protocol)>,
-    /// Named volumes, by name.
-    volumes: BTreeMap<String, SimVolume>,
-    /// Volume names generated so far (for creates without a name).
-    volume_names: u64,
+    /// Named volumes, and the names generated so far.
+    volumes: volumes::Volumes,
     /// Networks created, by id.
     networks: BTreeMap<String, SimNetwork>,
     /// `bridge`, `host` and `none`.
@@ -128,6 +126,7 @@ impl SimRuntime {
             seed,
             builtin_networks: networks::builtin_networks(seed),
             registry: Registry::new(seed),
+            volumes: volumes::Volumes::new(seed),
             ..SimRuntime::default()
         }
     }

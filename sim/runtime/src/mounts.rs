@@ -11,9 +11,10 @@
 
 use super::SimRuntime;
 use super::shell::clean_path;
+use super::volumes::check_volume_name;
 use drydock_engine::api::container::Mount;
 use drydock_engine::runtime::RuntimeError;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 impl SimRuntime {
     /// Check a create's mounts and create its named volumes (see the module doc).
@@ -42,28 +43,12 @@ impl SimRuntime {
             }
             if kind == "volume" {
                 check_volume_name(&mount.source)?;
-                if !self.volumes.contains_key(&mount.source) {
+                if !self.volumes.contains(&mount.source) {
                     self.journal.volume(&mount.source);
-                    self.volumes.entry(mount.source.clone()).or_default();
+                    self.volumes.create(&mount.source, BTreeMap::new());
                 }
             }
         }
         Ok(())
     }
-}
-
-/// The local volume driver's name rule (`validateName`).
-pub(super) fn check_volume_name(name: &str) -> Result<(), RuntimeError> {
-    if name.len() == 1 {
-        return Err(RuntimeError::Invalid(format!(
-            "create {name}: volume name is too short, names should be at least two alphanumeric characters"
-        )));
-    }
-    let bytes = name.as_bytes();
-    if !bytes[0].is_ascii_alphanumeric() || !bytes.iter().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b)) {
-        return Err(RuntimeError::Invalid(format!(
-            "create {name}: {name:?} includes invalid characters for a local volume name, only \"[a-zA-Z0-9][a-zA-Z0-9_.-]\" are allowed. If you intended to pass a host directory, use absolute path"
-        )));
-    }
-    Ok(())
 }

@@ -1,114 +1,128 @@
-//! Named volumes, as Docker 20.10's local driver shows them through the API (checked against the
-//! daemon by the conformance suite):
-//!
-//! - A create is idempotent: a name already taken answers the existing volume, its labels
-//!   unchanged (the create's are ignored). A name outside `[a-zA-Z0-9][a-zA-Z0-9_.-]+` is 400
-//!   (`Invalid`: "create bad name: ... includes invalid characters for a local volume name");
-//!   an empty one gets a generated name (64 hex digits, from the seed and a counter here).
-//! - Inspect and remove of a missing volume are 404 "get nope: no such volume".
-//! - A volume cannot be removed while any container, in any state, mounts it (409 "remove v1:
-//!   volume is in use - [ids]"); drydock never forces a removal.
-//! - A volume a container's mount created (see `mounts`) has no labels.
+//! Named volumes, as Docker 20.10's local volume driver keeps them: by name, with the labels
+//! their create gave (none for a volume a container's mount made), a name generated for a create
+//! without one (64 hex digits, from the seed and a counter here), and the driver's name rule.
+//! The volume API is in `volume_api`; volumes made by mounts in `mounts`.
 
-use super::SimRuntime;
-use super::mounts::check_volume_name;
-use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult, VolumeCreate, VolumeInfo};
+use drydock_engine::runtime::RuntimeError;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// A named volume.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct SimVolume {
-    pub(super) labels: BTreeMap<String, String>,
+pub(crate) struct SimVolume {
+    pub(crate) labels: BTreeMap<String, String>,
 }
 
-impl SimRuntime {
-    /// The named volumes, in name order.
-    pub fn volumes(&self) -> impl Iterator<Item = &str> {
-        self.volumes.keys().map(String::as_str)
+/// The named volumes, and the names generated so far.
+///
+/// *Guarantees* (see [`Volumes::check`]): every volume's name follows the local driver's rule
+/// (`[a-zA-Z0-9][a-zA-Z0-9_.-]+`), generated names included; a create of a name taken keeps the
+/// volume as it was; generated names derive from the seed and how many were generated, so they
+/// are the same on every run and never repeat.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Volumes {
+    /// Named volumes, by name.
+    volumes: BTreeMap<String, SimVolume>,
+    /// Volume names generated so far (for creates without a name).
+    generated: u64,
+    seed: u64,
+}
+
+impl Volumes {
+    /// No volumes; names generated from `seed`.
+    pub(crate) fn new(seed: u64) -> Self {
+        Volumes { seed, ..Volumes::default() }
     }
 
-    /// The named volumes with their labels, in name order (for checkers).
-    pub fn volume_infos(&self) -> impl Iterator<Item = VolumeInfo> + '_ {
-        self.volumes.iter().map(|(name, v)| VolumeInfo { name: name.clone(), labels: v.labels.clone() })
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.volumes.contains_key(name)
     }
 
-    /// Every volume's name and labels, in name order.
-    pub fn volume_labels(&self) -> impl Iterator<Item = (&str, &BTreeMap<String, String>)> {
-        self.volumes.iter().map(|(name, v)| (name.as_str(), &v.labels))
+    pub(crate) fn get(&self, name: &str) -> Option<&SimVolume> {
+        self.volumes.get(name)
     }
 
-    /// The labels of volume `name`, if there is one.
-    pub fn volume_labels_of(&self, name: &str) -> Option<&BTreeMap<String, String>> {
-        self.volumes.get(name).map(|v| &v.labels)
+    /// The volumes, in name order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &SimVolume)> {
+        self.volumes.iter()
     }
 
-    /// The sources of container `id`'s mounts: host paths and volume names (for checkers).
-    pub fn mounts_of(&self, id: &str) -> impl Iterator<Item = &str> {
-        self.containers.get(id).into_iter().flat_map(|c| c.mounts.iter().map(|m| m.source.as_str()))
+    /// A fresh name for a create without one.
+    pub(crate) fn generate_name(&mut self) -> String {
+        self.generated += 1;
+        let mut h = Sha256::new();
+        h.update(b"volume");
+        h.update(self.seed.to_le_bytes());
+        h.update(self.generated.to_le_bytes());
+        hex::encode(h.finalize())
     }
 
-    /// `docker volume rm NAME`: `Conflict` while a container (in any state) mounts it,
-    /// `NotFound` if there is no such volume.
-    pub fn remove_volume(&mut self, name: &str) -> Result<(), RuntimeError> {
-        if !self.volumes.contains_key(name) {
-            return Err(no_such_volume(name));
+    /// Volume `name` (a valid name: see [`check_volume_name`]) with `labels`, unless it exists:
+    /// then it stays as it is. The volume.
+    pub(crate) fn create(&mut self, name: &str, labels: BTreeMap<String, String>) -> &SimVolume {
+        debug_assert!(check_volume_name(name).is_ok(), "volume name {name:?}");
+        self.volumes.entry(name.to_string()).or_insert_with(|| SimVolume { labels })
+    }
+
+    /// Remove volume `name`. Whether there was one.
+    pub(crate) fn remove(&mut self, name: &str) -> bool {
+        self.volumes.remove(name).is_some()
+    }
+
+    /// Whether the guarantees hold.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        for name in self.volumes.keys() {
+            check_volume_name(name).map_err(|e| format!("volumes: {e}"))?;
         }
-        let users: Vec<&str> = self
-            .containers
-            .values()
-            .filter(|c| c.mounts.iter().any(|m| m.source == name))
-            .map(|c| c.info.id.as_str())
-            .collect();
-        if !users.is_empty() {
-            return Err(RuntimeError::Conflict(format!("remove {name}: volume is in use - [{}]", users.join(", "))));
-        }
-        self.volumes.remove(name);
-        self.journal.volume(name);
         Ok(())
     }
-
-    pub(super) fn create_volume(&mut self, create: &VolumeCreate) -> RuntimeResult {
-        let name = match create.name.as_str() {
-            "" => {
-                self.volume_names += 1;
-                let mut h = Sha256::new();
-                h.update(b"volume");
-                h.update(self.seed.to_le_bytes());
-                h.update(self.volume_names.to_le_bytes());
-                hex::encode(h.finalize())
-            }
-            name => {
-                check_volume_name(name)?;
-                name.to_string()
-            }
-        };
-        self.journal.volume(&name);
-        let volume = self.volumes.entry(name.clone()).or_insert_with(|| SimVolume { labels: create.labels.clone() });
-        Ok(RuntimeReply::Volume(VolumeInfo { name, labels: volume.labels.clone() }))
-    }
-
-    pub(super) fn inspect_volume(&self, name: &str) -> RuntimeResult {
-        let volume = self.volumes.get(name).ok_or_else(|| no_such_volume(name))?;
-        Ok(RuntimeReply::Volume(VolumeInfo { name: name.to_string(), labels: volume.labels.clone() }))
-    }
-
-    /// Volumes carrying every one of `labels`, by name.
-    pub(super) fn list_volumes(&self, labels: &BTreeMap<String, String>) -> RuntimeReply {
-        RuntimeReply::Volumes(
-            self.volumes
-                .iter()
-                .filter(|(_, v)| labels.iter().all(|(k, value)| v.labels.get(k) == Some(value)))
-                .map(|(name, v)| VolumeInfo { name: name.clone(), labels: v.labels.clone() })
-                .collect(),
-        )
-    }
 }
 
-fn no_such_volume(name: &str) -> RuntimeError {
-    RuntimeError::NotFound(format!("get {name}: no such volume"))
+/// The local volume driver's name rule (`validateName`).
+pub(crate) fn check_volume_name(name: &str) -> Result<(), RuntimeError> {
+    if name.len() == 1 {
+        return Err(RuntimeError::Invalid(format!(
+            "create {name}: volume name is too short, names should be at least two alphanumeric characters"
+        )));
+    }
+    let bytes = name.as_bytes();
+    if !bytes[0].is_ascii_alphanumeric() || !bytes.iter().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b)) {
+        return Err(RuntimeError::Invalid(format!(
+            "create {name}: {name:?} includes invalid characters for a local volume name, only \"[a-zA-Z0-9][a-zA-Z0-9_.-]\" are allowed. If you intended to pass a host directory, use absolute path"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
-#[path = "volumes_tests.rs"]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_create_keeps_an_existing_volume_and_names_are_generated_afresh() {
+        let mut volumes = Volumes::new(1);
+        let labels = BTreeMap::from([("a".to_string(), "1".to_string())]);
+        assert_eq!(volumes.create("v1", labels.clone()).labels, labels);
+        assert_eq!(volumes.create("v1", BTreeMap::new()).labels, labels, "the first labels stay");
+        let (first, second) = (volumes.generate_name(), volumes.generate_name());
+        assert_ne!(first, second);
+        assert_eq!(Volumes::new(1).generate_name(), first, "the same seed, the same names");
+        volumes.create(&first, BTreeMap::new());
+        volumes.check().expect("valid names");
+        assert_eq!(volumes.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), [first.as_str(), "v1"]);
+        assert!(volumes.remove("v1") && !volumes.remove("v1") && !volumes.contains("v1"));
+    }
+
+    #[test]
+    fn names_follow_the_local_drivers_rule() {
+        for good in ["v1", "a.b-c_d", "0x"] {
+            assert_eq!(check_volume_name(good), Ok(()), "{good}");
+        }
+        for bad in ["a", "-v", "v/1", "v 1"] {
+            assert!(matches!(check_volume_name(bad), Err(RuntimeError::Invalid(_))), "{bad}");
+        }
+        let mut volumes = Volumes::new(1);
+        volumes.volumes.insert("bad name".into(), SimVolume::default());
+        assert!(volumes.check().is_err());
+    }
+}
