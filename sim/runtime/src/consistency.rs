@@ -1,17 +1,18 @@
 //! The runtime's consistency: each part keeps its own guarantees (its `check`), and where a
 //! part indexes or refers to what another holds (the exits due by the container records, the
-//! volumes containers mount), the runtime keeps them in step and checks it here. Docker keeps
+//! ports they publish, the volumes they mount), the runtime keeps them in step and checks it here. Docker keeps
 //! the same facts in one place per daemon; the model keeps indexes beside the records so that
 //! no request reads every container.
 
 use super::SimRuntime;
+use super::ports::HostPort;
 use drydock_engine::WallTime;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 impl SimRuntime {
     /// Whether the runtime is consistent: every part's guarantees hold, and the parts agree
-    /// with one another (the exits due are those the container records say; the volumes
-    /// containers mount exist). Reads everything: for tests, not for every step of a run.
+    /// with one another (the exits due and the ports counted as published are those the
+    /// container records say; the volumes containers mount exist). Reads everything: for tests, not for every step of a run.
     pub fn check(&self) -> Result<(), String> {
         self.events.check()?;
         self.outputs.check()?;
@@ -20,8 +21,23 @@ impl SimRuntime {
         self.registry.check()?;
         self.images.check()?;
         self.volumes.check()?;
+        self.ports.check()?;
         self.check_due_exits()?;
-        self.check_mounted_volumes()
+        self.check_mounted_volumes()?;
+        self.check_published_ports()
+    }
+
+    /// The ports counted as published are those the containers publish, as many times.
+    fn check_published_ports(&self) -> Result<(), String> {
+        let mut published: BTreeMap<HostPort, u32> = BTreeMap::new();
+        for port in self.containers.values().flat_map(|c| &c.info.ports) {
+            *published.entry((port.host_port, port.protocol)).or_default() += 1;
+        }
+        let counted: BTreeMap<HostPort, u32> = self.ports.publications().collect();
+        if counted != published {
+            return Err(format!("ports counted as published {counted:?}, while the containers publish {published:?}"));
+        }
+        Ok(())
     }
 
     /// Every named volume a container mounts exists: its create made it, and a volume in use

@@ -45,6 +45,7 @@ mod mounts;
 mod networks;
 mod outputs;
 mod ports;
+mod publishing;
 mod references;
 mod registry;
 mod shell;
@@ -62,7 +63,6 @@ pub use shell::{OUTPUT_LIMIT, Stream};
 
 use containers::SimContainer;
 use drydock_engine::WallTime;
-use drydock_engine::api::container::Protocol;
 use drydock_engine::runtime::{RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult};
 use image_store::ImageStore;
 use networks::SimNetwork;
@@ -80,10 +80,9 @@ pub struct SimRuntime {
     containers: drydock_engine::fixed::SortedMap<String, SimContainer>,
     /// Container name -> id, for every container in `containers`.
     names: drydock_engine::fixed::FixedMap<String, String>,
-    /// The last host port handed out for a port published without one (Docker's ephemeral range).
-    next_host_port: u16,
-    /// Host ports processes outside any container listen on.
-    host_ports: BTreeSet<(u16, Protocol)>,
+    /// Host ports: held by processes outside containers, published (counted), the ephemeral
+    /// range's cursor.
+    ports: ports::Ports,
     /// Named volumes, and the names generated so far.
     volumes: volumes::Volumes,
     /// Networks created, by id.
@@ -115,8 +114,6 @@ pub struct SimRuntime {
     /// Network id -> the ids of the containers with an attachment to it (running or not): a
     /// network's endpoints are the running ones, found without reading every container.
     attached: BTreeMap<String, BTreeSet<String>>,
-    /// Host ports the containers publish, with how many publish each (see `ports.rs`).
-    published: BTreeMap<(u16, Protocol), u32>,
 }
 
 impl SimRuntime {

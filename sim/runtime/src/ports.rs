@@ -1,74 +1,63 @@
-//! Host ports, as Docker 20.10's bridge driver publishes them at start: a fixed host port, or
-//! with none (or 0) the next free one of the ephemeral range, handed out in turn.
-//!
-//! A fixed port fails the start (500) while another running container publishes it ("port is
-//! already allocated") or a process on the host listens on it (the userland proxy cannot bind:
-//! "address already in use"). Ports are told apart by number and protocol; the host address
-//! of a binding only appears in the message (Docker also keeps 0.0.0.0 and a specific address
-//! apart; the model does not).
+//! Host ports, as Docker 20.10 hands them out: the ports processes outside any container listen
+//! on, the ports running containers publish, and the cursor of the ephemeral range from which a
+//! port published without a host port (or with 0) gets the next free one, in turn. How a start
+//! publishes its ports (and fails to) is in `publishing`.
 
-use super::SimRuntime;
 use drydock_engine::api::container::Protocol;
-use drydock_engine::runtime::PublishedPort;
-use std::collections::BTreeSet;
-
-/// Ports as the index knows them: by number and protocol.
-fn port_keys(ports: &[PublishedPort]) -> Vec<(u16, Protocol)> {
-    ports.iter().map(|p| (p.host_port, p.protocol)).collect()
-}
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Docker's ephemeral port range (`/proc/sys/net/ipv4/ip_local_port_range` on Linux).
-const EPHEMERAL: std::ops::RangeInclusive<u16> = 32_768..=60_999;
+pub(crate) const EPHEMERAL: std::ops::RangeInclusive<u16> = 32_768..=60_999;
 
-impl SimRuntime {
-    /// A process on the host listens on `port` (as a test's own listener does): a container
-    /// that publishes it fails to start until [`SimRuntime::release_host_port`].
-    pub fn hold_host_port(&mut self, port: u16, protocol: Protocol) {
-        self.host_ports.insert((port, protocol));
+/// A host port as the model tells them apart: by number and protocol.
+pub(crate) type HostPort = (u16, Protocol);
+
+/// The host ports in use.
+///
+/// *Guarantees* (see [`Ports::check`]): a port published is counted once per publication (so a
+/// start asks "published by another?" without reading every container), and a port no longer
+/// published is not kept with a count of zero; the ephemeral cursor is in the ephemeral range
+/// once it has moved, and [`Ports::next_ephemeral`] hands the range out in turn, wrapping
+/// around. That the counts are those of the running containers' ports is the runtime's to keep
+/// (`SimRuntime::check`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Ports {
+    /// The last host port handed out for a port published without one (0: none yet).
+    next_host_port: u16,
+    /// Host ports processes outside any container listen on.
+    host_ports: BTreeSet<HostPort>,
+    /// Host ports the containers publish, with how many publish each.
+    published: BTreeMap<HostPort, u32>,
+}
+
+impl Ports {
+    /// A process outside any container listens on `port`.
+    pub(crate) fn hold(&mut self, port: HostPort) {
+        self.host_ports.insert(port);
     }
 
-    pub fn release_host_port(&mut self, port: u16, protocol: Protocol) {
-        self.host_ports.remove(&(port, protocol));
+    /// The process listening on `port` stopped.
+    pub(crate) fn release(&mut self, port: HostPort) {
+        self.host_ports.remove(&port);
     }
 
-    /// Container `id` publishes `ports` from now on (none: it stopped). Keeps the index of
-    /// published ports in step, so a start looks its ports up instead of reading every container.
-    pub(super) fn set_published(&mut self, id: &str, ports: Vec<PublishedPort>) {
-        let Some(container) = self.containers.get_mut(id) else { return };
-        let old = std::mem::replace(&mut container.info.ports, ports);
-        let new = port_keys(&container.info.ports);
-        for port in port_keys(&old) {
-            self.unindex_port(port);
-        }
-        for port in new {
-            self.index_port(port);
-        }
+    /// Whether a process outside any container listens on `port`.
+    pub(crate) fn is_held(&self, port: HostPort) -> bool {
+        self.host_ports.contains(&port)
     }
 
-    /// Container `id` (about to be removed or replaced) publishes nothing any more, as far as
-    /// the index of published ports goes.
-    pub(super) fn unindex_ports(&mut self, id: &str) {
-        for port in self.recorded_ports(id) {
-            self.unindex_port(port);
-        }
+    /// How many publications of `port` there are.
+    pub(crate) fn published(&self, port: HostPort) -> u32 {
+        self.published.get(&port).copied().unwrap_or(0)
     }
 
-    /// Container `id`'s ports, as recorded, go into the index of published ports.
-    pub(super) fn index_ports(&mut self, id: &str) {
-        for port in self.recorded_ports(id) {
-            self.index_port(port);
-        }
-    }
-
-    fn recorded_ports(&self, id: &str) -> Vec<(u16, Protocol)> {
-        self.containers.get(id).map(|c| port_keys(&c.info.ports)).unwrap_or_default()
-    }
-
-    fn index_port(&mut self, port: (u16, Protocol)) {
+    /// Count a publication of `port`.
+    pub(crate) fn publish(&mut self, port: HostPort) {
         *self.published.entry(port).or_default() += 1;
     }
 
-    fn unindex_port(&mut self, port: (u16, Protocol)) {
+    /// Forget a publication of `port`.
+    pub(crate) fn unpublish(&mut self, port: HostPort) {
         if let Some(count) = self.published.get_mut(&port) {
             *count -= 1;
             if *count == 0 {
@@ -77,57 +66,14 @@ impl SimRuntime {
         }
     }
 
-    /// The ports container `id` publishes if it starts now, or Docker's error.
-    pub(super) fn publish_ports(&mut self, id: &str) -> Result<Vec<PublishedPort>, String> {
-        let Some(container) = self.containers.get(id) else { return Ok(Vec::new()) };
-        let requested = container.requested_ports.clone();
-        let name = container.info.name.clone();
-        let own = port_keys(&container.info.ports);
-        // Published by another container (the index counts this one's own too), or by one of
-        // this container's earlier ports of this start.
-        let mut claimed: BTreeSet<(u16, Protocol)> = BTreeSet::new();
-        let published_by_others = |runtime: &SimRuntime, port: (u16, Protocol)| {
-            let all = runtime.published.get(&port).copied().unwrap_or(0);
-            let mine = own.iter().filter(|p| **p == port).count() as u32;
-            all > mine
-        };
-        let mut published = Vec::new();
-        for port in &requested {
-            let host_port = match port.host_port {
-                Some(fixed) if fixed != 0 => fixed,
-                _ => self.next_ephemeral_port(port.protocol, |runtime, candidate| {
-                    claimed.contains(&candidate) || published_by_others(runtime, candidate)
-                }),
-            };
-            let address = format!("{}:{host_port}", port.host_ip.as_deref().unwrap_or("0.0.0.0"));
-            let key = (host_port, port.protocol);
-            let failed = if claimed.contains(&key) || published_by_others(self, key) {
-                Some(format!("Bind for {address} failed: port is already allocated"))
-            } else if self.host_ports.contains(&(host_port, port.protocol)) {
-                let network = match port.protocol {
-                    Protocol::Tcp => "tcp4",
-                    Protocol::Udp => "udp4",
-                };
-                Some(format!("Error starting userland proxy: listen {network} {address}: bind: address already in use"))
-            } else {
-                None
-            };
-            if let Some(reason) = failed {
-                let endpoint = super::sha256_of(&[b"endpoint", id.as_bytes(), &self.events.recorded().to_le_bytes()]);
-                let endpoint = endpoint.trim_start_matches("sha256:");
-                return Err(format!(
-                    "driver failed programming external connectivity on endpoint {name} ({endpoint}): {reason}"
-                ));
-            }
-            claimed.insert(key);
-            published.push(PublishedPort { container_port: port.container_port, protocol: port.protocol, host_port });
-        }
-        published.sort();
-        Ok(published)
+    /// The ports published, with their counts, in order.
+    pub(crate) fn publications(&self) -> impl Iterator<Item = (HostPort, u32)> + '_ {
+        self.published.iter().map(|(port, count)| (*port, *count))
     }
 
-    /// The next ephemeral port after the last one handed out that no container publishes.
-    fn next_ephemeral_port(&mut self, protocol: Protocol, taken: impl Fn(&SimRuntime, (u16, Protocol)) -> bool) -> u16 {
+    /// The next ephemeral port after the last one handed out that `taken` does not refuse (the
+    /// last one tried, if it refuses the whole range).
+    pub(crate) fn next_ephemeral(&mut self, protocol: Protocol, taken: impl Fn(&Ports, HostPort) -> bool) -> u16 {
         for _ in EPHEMERAL {
             self.next_host_port = match self.next_host_port {
                 port if port < *EPHEMERAL.start() || port >= *EPHEMERAL.end() => *EPHEMERAL.start() + 1,
@@ -138,5 +84,54 @@ impl SimRuntime {
             }
         }
         self.next_host_port
+    }
+
+    /// Whether the guarantees hold.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if let Some((port, _)) = self.published.iter().find(|(_, count)| **count == 0) {
+            return Err(format!("ports: {port:?} kept with no publication"));
+        }
+        if self.next_host_port != 0 && !EPHEMERAL.contains(&self.next_host_port) {
+            return Err(format!("ports: the ephemeral cursor {} is outside the range", self.next_host_port));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TCP: Protocol = Protocol::Tcp;
+
+    #[test]
+    fn publications_are_counted_and_ephemeral_ports_handed_out_in_turn() {
+        let mut ports = Ports::default();
+        ports.publish((8080, TCP));
+        ports.publish((8080, TCP));
+        ports.unpublish((8080, TCP));
+        assert_eq!((ports.published((8080, TCP)), ports.published((8080, Protocol::Udp))), (1, 0));
+        ports.unpublish((8080, TCP));
+        ports.unpublish((8080, TCP));
+        assert_eq!(ports.publications().count(), 0, "none kept at zero");
+        ports.hold((32_770, TCP));
+        let taken = |ports: &Ports, port: HostPort| ports.is_held(port);
+        assert_eq!(ports.next_ephemeral(TCP, taken), 32_769, "the range's first, after its start");
+        assert_eq!(ports.next_ephemeral(TCP, taken), 32_771, "a held one skipped");
+        assert_eq!(ports.next_ephemeral(Protocol::Udp, taken), 32_772, "in turn, whatever the protocol");
+        ports.release((32_770, TCP));
+        assert!(!ports.is_held((32_770, TCP)));
+        ports.next_host_port = *EPHEMERAL.end();
+        assert_eq!(ports.next_ephemeral(TCP, taken), 32_769, "wraps around");
+        ports.check().expect("consistent");
+    }
+
+    #[test]
+    fn check_finds_a_zero_count_or_a_cursor_out_of_range() {
+        let mut ports = Ports::default();
+        ports.published.insert((1, TCP), 0);
+        assert!(ports.check().is_err());
+        let ports = Ports { next_host_port: 80, ..Ports::default() };
+        assert!(ports.check().is_err());
     }
 }
