@@ -1,6 +1,7 @@
 //! The runtime's consistency: each part keeps its own guarantees (its `check`), and where a
 //! part indexes or refers to what another holds (the exits due by the container records, the
-//! ports they publish, the volumes they mount), the runtime keeps them in step and checks it here. Docker keeps
+//! ports they publish, the networks they are attached to, the volumes they mount), the runtime
+//! keeps them in step and checks it here. Docker keeps
 //! the same facts in one place per daemon; the model keeps indexes beside the records so that
 //! no request reads every container.
 
@@ -11,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 impl SimRuntime {
     /// Whether the runtime is consistent: every part's guarantees hold, and the parts agree
-    /// with one another (the exits due and the ports counted as published are those the
-    /// container records say; the volumes containers mount exist). Reads everything: for tests, not for every step of a run.
+    /// with one another (the exits due, the ports counted as published and the attachments
+    /// indexed are those the container records say; the volumes containers mount exist). Reads everything: for tests, not for every step of a run.
     pub fn check(&self) -> Result<(), String> {
         self.events.check()?;
         self.outputs.check()?;
@@ -22,9 +23,26 @@ impl SimRuntime {
         self.images.check()?;
         self.volumes.check()?;
         self.ports.check()?;
+        self.networks.check()?;
         self.check_due_exits()?;
         self.check_mounted_volumes()?;
-        self.check_published_ports()
+        self.check_published_ports()?;
+        self.check_attachments()
+    }
+
+    /// The attachment index holds exactly each container's attachments to a network it started
+    /// on (an attachment by name that never started has no network id yet).
+    fn check_attachments(&self) -> Result<(), String> {
+        let recorded: BTreeSet<(&str, &str)> = self
+            .containers
+            .values()
+            .flat_map(|c| c.networks.values().filter_map(|a| a.network_id.as_deref()).map(|n| (n, c.info.id.as_str())))
+            .collect();
+        let indexed: BTreeSet<(&str, &str)> = self.networks.attachments().collect();
+        if indexed != recorded {
+            return Err(format!("attachments indexed {indexed:?}, while the containers have {recorded:?}"));
+        }
+        Ok(())
     }
 
     /// The ports counted as published are those the containers publish, as many times.

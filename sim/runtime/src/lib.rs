@@ -42,6 +42,7 @@ mod journal;
 mod label_index;
 mod lifecycle;
 mod mounts;
+mod network_api;
 mod networks;
 mod outputs;
 mod ports;
@@ -65,10 +66,8 @@ use containers::SimContainer;
 use drydock_engine::WallTime;
 use drydock_engine::runtime::{RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult};
 use image_store::ImageStore;
-use networks::SimNetwork;
 use registry::Registry;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
 
 /// Exit code of a container killed by `stop` after its grace period (SIGKILL: 128 + 9), as a
 /// `sleep` that ignores SIGTERM is.
@@ -85,12 +84,9 @@ pub struct SimRuntime {
     ports: ports::Ports,
     /// Named volumes, and the names generated so far.
     volumes: volumes::Volumes,
-    /// Networks created, by id.
-    networks: BTreeMap<String, SimNetwork>,
-    /// `bridge`, `host` and `none`.
-    builtin_networks: Vec<SimNetwork>,
-    /// Network ids handed out so far.
-    network_ids: u64,
+    /// Networks (created and built-in), the ids handed out, and which containers are attached
+    /// to each.
+    networks: networks::Networks,
     /// Build context directories (cleaned absolute paths) -> relative path -> contents.
     build_contexts: build_contexts::BuildContexts,
     images: ImageStore,
@@ -111,9 +107,6 @@ pub struct SimRuntime {
     journal: Journal,
     /// (label, value) -> the ids of the containers carrying it.
     labelled: label_index::LabelIndex,
-    /// Network id -> the ids of the containers with an attachment to it (running or not): a
-    /// network's endpoints are the running ones, found without reading every container.
-    attached: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl SimRuntime {
@@ -121,7 +114,7 @@ impl SimRuntime {
     pub fn new(seed: u64) -> Self {
         SimRuntime {
             seed,
-            builtin_networks: networks::builtin_networks(seed),
+            networks: networks::Networks::new(seed),
             registry: Registry::new(seed),
             volumes: volumes::Volumes::new(seed),
             ..SimRuntime::default()

@@ -1,289 +1,69 @@
-//! Networks, as Docker 20.10's bridge driver shows them through the API (checked against the
-//! daemon by the conformance suite):
-//!
-//! - Every host has `bridge`, `host` and `none`: creating one of those names is refused (403
-//!   "operation is not permitted on predefined bridge network ", `Invalid`), and so is removing
-//!   one (403 "bridge is a pre-defined network and cannot be removed", `Invalid`).
-//! - A create always asks Docker to check duplicates: a name taken is 409 "network with name n1
-//!   already exists" (`Conflict`; so is an empty name, as the daemon answers). Any other name is
-//!   taken as it is. Only someone else can make two networks of one name
-//!   ([`SimRuntime::insert_network`]); then a lookup by that name is ambiguous (400, `Invalid`).
-//! - A network is found by full id, else by name, else by unique id prefix; none is 404 "network
-//!   nope not found".
-//! - Attaching a container that is not running (its create, a connect) only records the
-//!   attachment, keyed by the network's name, or by what it was given when no such network
-//!   exists: nothing is checked, a second connect changes nothing. Its start looks each one up
-//!   (by the id it was last attached to, if it ever ran) and fails with 404 "network X not
-//!   found", recording the error and exit code 128 as any failed start, while one is gone.
-//! - A running container has an endpoint on each of its networks: the network's inspect lists
-//!   it (and only running ones). Connecting it needs the network (404), and a second connect is
-//!   403 "endpoint with name c1 already exists in network n1" (`Conflict`); disconnecting it
-//!   from a network it is not on is 500 "container ID is not connected to network n1"
-//!   (`NotFound` here: what was to be detached is not there). A stopped container keeps its
-//!   attachments.
-//! - A network with a running container attached cannot be removed (403 "error while removing
-//!   network: network n1 id ID has active endpoints", `Conflict`); with only created or stopped
-//!   ones it can, and their next start fails as above.
-//!
-//! Not modelled: IPAM, drivers and options, what the built-in networks refuse beyond create and
-//! remove (aliases on `bridge`, connecting to `host` or `none`).
+//! Networks, as Docker 20.10's daemon keeps them: the networks created (by id), the built-in
+//! ones every host has (`bridge`, `host`, `none`), Docker's `FindNetwork` (a full id, else a
+//! name, two of one name being ambiguous, else a unique id prefix), and which containers are
+//! attached to each. What the network API does with them is in `network_api`.
 
-use super::SimRuntime;
-use super::not_found;
-use drydock_engine::runtime::{
-    BUILTIN_NETWORKS, ContainerState, NetworkCreate, NetworkInfo, RuntimeError, RuntimeReply, RuntimeResult,
-    is_builtin_network,
-};
+use drydock_engine::runtime::{BUILTIN_NETWORKS, RuntimeError};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A network: what its inspect shows besides the containers attached.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct SimNetwork {
-    pub(super) id: String,
-    pub(super) name: String,
-    pub(super) labels: BTreeMap<String, String>,
+pub(crate) struct SimNetwork {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) labels: BTreeMap<String, String>,
 }
 
 /// A container's attachment to a network (Docker's endpoint settings).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Attachment {
-    pub(super) aliases: Vec<String>,
+pub(crate) struct Attachment {
+    pub(crate) aliases: Vec<String>,
     /// The id of the network it was attached to when the container last started (Docker's
     /// `NetworkID`, kept while it is stopped); `None` if it never started on it.
-    pub(super) network_id: Option<String>,
+    pub(crate) network_id: Option<String>,
 }
 
-impl SimRuntime {
-    /// The networks, in id order (the built-in ones included).
-    pub fn networks(&self) -> impl Iterator<Item = NetworkInfo> + '_ {
-        self.all_networks().map(|n| self.network_info(n))
-    }
+/// The networks, the ids handed out, and the index of attachments.
+///
+/// *Guarantees* (see [`Networks::check`]): the built-in networks are there, under the ids the
+/// seed gives them, and nothing removes them; a created network is kept under its id, and ids
+/// never repeat (they derive from the seed and a count); the attachment index keeps no network
+/// with no container. That it holds exactly the containers' attachments to a network they
+/// started on (the runtime's to keep: `SimRuntime::check`) lets a network's endpoints be found
+/// without reading every container.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Networks {
+    /// Networks created, by id.
+    created: BTreeMap<String, SimNetwork>,
+    /// `bridge`, `host` and `none`.
+    builtin: Vec<SimNetwork>,
+    /// Network ids handed out so far.
+    ids: u64,
+    seed: u64,
+    /// Network id -> the ids of the containers with an attachment to it (running or not): a
+    /// network's endpoints are the running ones, found without reading every container.
+    attached: BTreeMap<String, BTreeSet<String>>,
+}
 
-    /// Every network's id, name and labels, in id order (built-in ones first), without the
-    /// endpoints `networks` works out (for checkers: no scan of the containers).
-    pub fn network_labels(&self) -> impl Iterator<Item = (&str, &str, &BTreeMap<String, String>)> {
-        self.all_networks().map(|n| (n.id.as_str(), n.name.as_str(), &n.labels))
-    }
-
-    /// Whether a network of this name exists.
-    pub fn has_network_named(&self, name: &str) -> bool {
-        self.all_networks().any(|n| n.name == name)
-    }
-
-    /// Add a network as someone else would, without Docker's duplicate check: two networks of
-    /// one name make lookups by that name ambiguous. Returns its id.
-    pub fn insert_network(&mut self, name: &str, labels: BTreeMap<String, String>) -> String {
-        self.network_ids += 1;
-        let id = network_id(self.seed, &self.network_ids.to_le_bytes());
-        self.journal.network(&id);
-        self.networks.insert(id.clone(), SimNetwork { id: id.clone(), name: name.to_string(), labels });
-        id
-    }
-
-    pub(super) fn create_network(&mut self, create: &NetworkCreate) -> RuntimeResult {
-        let name = create.name.as_str();
-        if is_builtin_network(name) {
-            return Err(RuntimeError::Invalid(format!("operation is not permitted on predefined {name} network ")));
-        }
-        if name.is_empty() || self.all_networks().any(|n| n.name == name) {
-            return Err(RuntimeError::Conflict(format!("network with name {name} already exists")));
-        }
-        let id = self.insert_network(name, create.labels.clone());
-        Ok(RuntimeReply::Created { id })
-    }
-
-    pub(super) fn inspect_network(&self, id_or_name: &str) -> RuntimeResult {
-        let network = self.find_network(id_or_name).map_err(|e| e.error(id_or_name, Lookup::Inspect))?;
-        Ok(RuntimeReply::Network(self.network_info(network)))
-    }
-
-    /// Networks carrying every one of `labels`, by name (then id).
-    pub(super) fn list_networks(&self, labels: &BTreeMap<String, String>) -> RuntimeReply {
-        let mut list: Vec<NetworkInfo> = self
-            .all_networks()
-            .filter(|n| labels.iter().all(|(k, v)| n.labels.get(k) == Some(v)))
-            .map(|n| self.network_info(n))
-            .collect();
-        list.sort_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
-        RuntimeReply::Networks(list)
-    }
-
-    pub(super) fn remove_network(&mut self, id_or_name: &str) -> RuntimeResult {
-        let network = self.find_network(id_or_name).map_err(|e| e.error(id_or_name, Lookup::Remove))?;
-        if is_builtin_network(&network.name) {
-            return Err(RuntimeError::Invalid(format!(
-                "{} is a pre-defined network and cannot be removed",
-                network.name
-            )));
-        }
-        if !self.endpoints(&network.id).is_empty() {
-            return Err(RuntimeError::Conflict(format!(
-                "error while removing network: network {} id {} has active endpoints",
-                network.name, network.id
-            )));
-        }
-        let id = network.id.clone();
-        self.journal.network(&id);
-        self.networks.remove(&id);
-        Ok(RuntimeReply::Done)
-    }
-
-    /// Docker checks the container first (404 "No such container"), then, for a running one, the
-    /// network (404) and that it is not attached yet.
-    pub(super) fn connect_network(&mut self, network: &str, container: &str, aliases: &[String]) -> RuntimeResult {
-        let id = self.resolve(container)?;
-        self.journal.container(&id);
-        if self.is_running(&id) {
-            let found = self.find_network(network).map_err(|e| e.error(network, Lookup::Inspect))?;
-            let (net_id, net_name) = (found.id.clone(), found.name.clone());
-            let Some(record) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
-            if record.networks.values().any(|a| a.network_id.as_deref() == Some(net_id.as_str())) {
-                return Err(RuntimeError::Conflict(format!(
-                    "endpoint with name {} already exists in network {net_name}",
-                    record.info.name
-                )));
-            }
-            let attachment = Attachment { aliases: aliases.to_vec(), network_id: Some(net_id.clone()) };
-            record.networks.insert(net_name, attachment);
-            self.index_attachment(&id, &net_id, true);
-            return Ok(RuntimeReply::Done);
-        }
-        let (key, attachment) = self.attachment(network, aliases);
-        if let Some(record) = self.containers.get_mut(&id) {
-            record.networks.entry(key).or_insert(attachment);
-        }
-        Ok(RuntimeReply::Done)
-    }
-
-    pub(super) fn disconnect_network(&mut self, network: &str, container: &str) -> RuntimeResult {
-        let id = self.resolve(container)?;
-        self.journal.container(&id);
-        let running = self.is_running(&id);
-        let found = self.find_network(network).ok().map(|n| (n.id.clone(), n.name.clone()));
-        let Some(record) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
-        if running {
-            let Some((net_id, net_name)) = found else {
-                return Err(RuntimeError::NotFound(format!("network {network} not found")));
-            };
-            let key = record
-                .networks
-                .iter()
-                .find(|(_, a)| a.network_id.as_deref() == Some(net_id.as_str()))
-                .map(|(key, _)| key.clone());
-            return match key {
-                Some(key) => {
-                    record.networks.remove(&key);
-                    self.index_attachment(&id, &net_id, false);
-                    Ok(RuntimeReply::Done)
-                }
-                None => Err(RuntimeError::NotFound(format!("container {id} is not connected to network {net_name}"))),
-            };
-        }
-        let key = found.map_or_else(|| network.to_string(), |(_, name)| name);
-        match record.networks.remove(&key) {
-            Some(removed) => {
-                if let Some(net_id) = removed.network_id {
-                    self.index_attachment(&id, &net_id, false);
-                }
-                Ok(RuntimeReply::Done)
-            }
-            None => Err(RuntimeError::NotFound(format!("container {id} is not connected to the network {key}"))),
-        }
-    }
-
-    /// How attaching a container that is not running to `network` is recorded: by the network's
-    /// name if it exists (uniquely), else by `network` as given.
-    pub(super) fn attachment(&self, network: &str, aliases: &[String]) -> (String, Attachment) {
-        let key = self.find_network(network).map_or_else(|_| network.to_string(), |n| n.name.clone());
-        (key, Attachment { aliases: aliases.to_vec(), network_id: None })
-    }
-
-    /// The network each of container `id`'s attachments names now, as a start looks them up:
-    /// attachment key -> network id, or Docker's 404 message for the first one missing.
-    pub(super) fn resolve_attachments(&self, id: &str) -> Result<BTreeMap<String, String>, String> {
-        let Some(record) = self.containers.get(id) else { return Ok(BTreeMap::new()) };
-        let mut resolved = BTreeMap::new();
-        for (key, attachment) in &record.networks {
-            let wanted = attachment.network_id.as_deref().unwrap_or(key);
-            match self.find_network(wanted) {
-                Ok(network) => resolved.insert(key.clone(), network.id.clone()),
-                Err(_) => return Err(format!("network {wanted} not found")),
-            };
-        }
-        Ok(resolved)
-    }
-
-    /// Container `id` started on the networks `resolved` found: each attachment remembers its
-    /// network's id.
-    pub(super) fn activate_attachments(&mut self, id: &str, resolved: BTreeMap<String, String>) {
-        let Some(record) = self.containers.get_mut(id) else { return };
-        let mut moved = Vec::new();
-        for (key, network_id) in resolved {
-            if let Some(attachment) = record.networks.get_mut(&key) {
-                let before = attachment.network_id.replace(network_id.clone());
-                if before.as_ref() != Some(&network_id) {
-                    moved.push((before, network_id));
-                }
-            }
-        }
-        for (before, after) in moved {
-            if let Some(before) = before {
-                self.index_attachment(id, &before, false);
-            }
-            self.index_attachment(id, &after, true);
-        }
-    }
-
-    /// Record (`add`) that container `id` has an attachment to network `network_id`, or forget
-    /// it unless another of its attachments (one by name, one by id) is to that network too.
-    pub(super) fn index_attachment(&mut self, id: &str, network_id: &str, add: bool) {
-        if add {
-            self.attached.entry(network_id.to_string()).or_default().insert(id.to_string());
-            return;
-        }
-        let record = self.containers.get(id);
-        if record.is_some_and(|c| c.networks.values().any(|a| a.network_id.as_deref() == Some(network_id))) {
-            return;
-        }
-        if let Some(ids) = self.attached.get_mut(network_id) {
-            ids.remove(id);
-            if ids.is_empty() {
-                self.attached.remove(network_id);
-            }
-        }
-    }
-
-    /// The running containers with an endpoint on network `network_id`, in id order.
-    fn endpoints(&self, network_id: &str) -> Vec<String> {
-        let attached = self.attached.get(network_id).into_iter().flatten();
-        attached
-            .filter(|id| self.containers.get(*id).is_some_and(|c| c.info.state == ContainerState::Running))
-            .cloned()
-            .collect()
-    }
-
-    fn network_info(&self, network: &SimNetwork) -> NetworkInfo {
-        NetworkInfo {
-            id: network.id.clone(),
-            name: network.name.clone(),
-            labels: network.labels.clone(),
-            containers: self.endpoints(&network.id),
-        }
+impl Networks {
+    /// The built-in networks only, their ids and those handed out later derived from `seed`.
+    pub(crate) fn new(seed: u64) -> Self {
+        Networks { builtin: builtin_networks(seed), seed, ..Networks::default() }
     }
 
     /// The created networks and the built-in ones (whose ids derive from the seed and name).
-    fn all_networks(&self) -> impl Iterator<Item = &SimNetwork> {
-        self.builtin_networks.iter().chain(self.networks.values())
+    pub(crate) fn all(&self) -> impl Iterator<Item = &SimNetwork> {
+        self.builtin.iter().chain(self.created.values())
     }
 
     /// Docker's `FindNetwork`: a full id, else a name (two of one name are ambiguous), else a
     /// unique id prefix.
-    fn find_network(&self, id_or_name: &str) -> Result<&SimNetwork, Missing> {
-        if let Some(network) = self.all_networks().find(|n| n.id == id_or_name) {
+    pub(crate) fn find(&self, id_or_name: &str) -> Result<&SimNetwork, Missing> {
+        if let Some(network) = self.all().find(|n| n.id == id_or_name) {
             return Ok(network);
         }
-        let named: Vec<&SimNetwork> = self.all_networks().filter(|n| n.name == id_or_name).collect();
+        let named: Vec<&SimNetwork> = self.all().filter(|n| n.name == id_or_name).collect();
         match named.as_slice() {
             [one] => return Ok(one),
             [] => {}
@@ -292,17 +72,75 @@ impl SimRuntime {
         if id_or_name.is_empty() {
             return Err(Missing::None);
         }
-        let prefixed: Vec<&SimNetwork> = self.all_networks().filter(|n| n.id.starts_with(id_or_name)).collect();
+        let prefixed: Vec<&SimNetwork> = self.all().filter(|n| n.id.starts_with(id_or_name)).collect();
         match prefixed.as_slice() {
             [one] => Ok(one),
             [] => Err(Missing::None),
             many => Err(Missing::AmbiguousPrefix(many.len())),
         }
     }
+
+    /// Add a network, without Docker's duplicate check (the caller's). Returns its id.
+    pub(crate) fn insert(&mut self, name: &str, labels: BTreeMap<String, String>) -> String {
+        self.ids += 1;
+        let id = network_id(self.seed, &self.ids.to_le_bytes());
+        self.created.insert(id.clone(), SimNetwork { id: id.clone(), name: name.to_string(), labels });
+        id
+    }
+
+    /// Remove created network `id` (a built-in one cannot be).
+    pub(crate) fn remove(&mut self, id: &str) {
+        self.created.remove(id);
+    }
+
+    /// Index that container `container` has an attachment to network `network_id`.
+    pub(crate) fn attach(&mut self, container: &str, network_id: &str) {
+        self.attached.entry(network_id.to_string()).or_default().insert(container.to_string());
+    }
+
+    /// Forget that container `container` has an attachment to network `network_id`.
+    pub(crate) fn detach(&mut self, container: &str, network_id: &str) {
+        if let Some(ids) = self.attached.get_mut(network_id) {
+            ids.remove(container);
+            if ids.is_empty() {
+                self.attached.remove(network_id);
+            }
+        }
+    }
+
+    /// The containers indexed as attached to network `network_id`, in id order.
+    pub(crate) fn attached(&self, network_id: &str) -> impl Iterator<Item = &String> {
+        self.attached.get(network_id).into_iter().flatten()
+    }
+
+    /// Every (network id, container id) the index holds, in order.
+    pub(crate) fn attachments(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.attached.iter().flat_map(|(network, ids)| ids.iter().map(move |id| (network.as_str(), id.as_str())))
+    }
+
+    /// Whether the guarantees hold.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if !self.builtin.iter().map(|n| n.name.as_str()).eq(BUILTIN_NETWORKS.iter().copied())
+            || self.builtin.iter().any(|n| n.id != network_id(self.seed, n.name.as_bytes()))
+        {
+            return Err(format!("networks: the built-in ones are {:?}", self.builtin));
+        }
+        if let Some((id, network)) = self.created.iter().find(|(id, n)| **id != n.id) {
+            return Err(format!("networks: network {} kept as {id}", network.id));
+        }
+        let mut ids = BTreeSet::new();
+        if let Some(network) = self.all().find(|n| !ids.insert(n.id.as_str())) {
+            return Err(format!("networks: two networks of id {}", network.id));
+        }
+        if let Some((network, _)) = self.attached.iter().find(|(_, ids)| ids.is_empty()) {
+            return Err(format!("networks: network {network} indexed with no container"));
+        }
+        Ok(())
+    }
 }
 
 /// Why a network lookup found no one network.
-enum Missing {
+pub(crate) enum Missing {
     None,
     AmbiguousName(usize),
     AmbiguousPrefix(usize),
@@ -310,13 +148,13 @@ enum Missing {
 
 /// Which API asked: inspect and remove word an ambiguous name differently.
 #[derive(Copy, Clone, PartialEq, Eq)]
-enum Lookup {
+pub(crate) enum Lookup {
     Inspect,
     Remove,
 }
 
 impl Missing {
-    fn error(self, wanted: &str, lookup: Lookup) -> RuntimeError {
+    pub(crate) fn error(self, wanted: &str, lookup: Lookup) -> RuntimeError {
         let (count, based_on) = match self {
             Missing::None => return RuntimeError::NotFound(format!("network {wanted} not found")),
             Missing::AmbiguousName(n) => (n, "name"),
@@ -330,7 +168,7 @@ impl Missing {
 }
 
 /// The built-in networks of a runtime with this seed.
-pub(super) fn builtin_networks(seed: u64) -> Vec<SimNetwork> {
+fn builtin_networks(seed: u64) -> Vec<SimNetwork> {
     BUILTIN_NETWORKS
         .iter()
         .map(|name| SimNetwork {
@@ -351,5 +189,50 @@ fn network_id(seed: u64, what: &[u8]) -> String {
 }
 
 #[cfg(test)]
-#[path = "networks_tests.rs"]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_by_id_name_and_prefix_as_dockers_find_network() {
+        let mut networks = Networks::new(1);
+        assert_eq!(networks.all().map(|n| n.name.as_str()).collect::<Vec<_>>(), ["bridge", "host", "none"]);
+        let first = networks.insert("n1", BTreeMap::new());
+        let second = networks.insert("n1", BTreeMap::new());
+        assert_ne!(first, second, "ids never repeat");
+        assert_eq!(Networks::new(1).insert("n1", BTreeMap::new()), first, "the same seed, the same ids");
+        networks.check().expect("two of one name are allowed");
+        assert_eq!(networks.find(&first).map(|n| n.id.clone()).ok(), Some(first.clone()), "by full id");
+        assert!(matches!(networks.find("n1"), Err(Missing::AmbiguousName(2))), "two of one name");
+        assert_eq!(networks.find("bridge").map(|n| n.name.as_str()).ok(), Some("bridge"), "a built-in one by name");
+        let prefix = &second[..12];
+        assert_eq!(networks.find(prefix).map(|n| n.id.clone()).ok(), Some(second.clone()), "by unique id prefix");
+        assert!(matches!(networks.find(""), Err(Missing::None)) && matches!(networks.find("zzz"), Err(Missing::None)));
+        networks.remove(&first);
+        assert_eq!(networks.find("n1").map(|n| n.id.clone()).ok(), Some(second), "one of that name left");
+        networks.check().expect("after a removal");
+    }
+
+    #[test]
+    fn the_attachment_index_keeps_no_empty_network() {
+        let mut networks = Networks::new(1);
+        networks.attach("c1", "net");
+        networks.attach("c2", "net");
+        networks.attach("c1", "other");
+        assert_eq!(networks.attached("net").collect::<Vec<_>>(), ["c1", "c2"]);
+        networks.detach("c1", "net");
+        networks.detach("c1", "other");
+        networks.detach("c9", "nowhere");
+        assert_eq!(networks.attachments().collect::<Vec<_>>(), [("net", "c2")]);
+        networks.check().expect("no empty network kept");
+        networks.attached.insert("empty".into(), BTreeSet::new());
+        assert!(networks.check().is_err());
+    }
+
+    #[test]
+    fn check_finds_missing_built_in_networks() {
+        let mut networks = Networks::new(1);
+        networks.builtin.pop();
+        assert!(networks.check().is_err());
+        assert!(Networks::default().check().is_err(), "a runtime without its built-in networks");
+    }
+}

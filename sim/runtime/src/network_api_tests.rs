@@ -4,7 +4,7 @@
 use super::super::test_support::{create, id_of};
 use super::*;
 use drydock_engine::api::container::NetworkAttachment;
-use drydock_engine::runtime::{ContainerCreate, RuntimeRequest};
+use drydock_engine::runtime::{BUILTIN_NETWORKS, ContainerCreate, RuntimeRequest};
 
 fn runtime() -> SimRuntime {
     let mut rt = SimRuntime::new(1);
@@ -264,7 +264,7 @@ fn the_endpoint_index_agrees_with_a_scan_of_every_container() {
                     }
                 }),
             };
-            let ids: Vec<String> = rt.all_networks().map(|n| n.id.clone()).collect();
+            let ids: Vec<String> = rt.networks.all().map(|n| n.id.clone()).collect();
             for id in ids {
                 let indexed = rt.endpoints(&id);
                 assert_eq!(indexed, scan(&rt, &id), "seed {seed}: network {id}");

@@ -1,0 +1,254 @@
+//! Networks, as Docker 20.10's bridge driver shows them through the API (checked against the
+//! daemon by the conformance suite):
+//!
+//! - Every host has `bridge`, `host` and `none`: creating one of those names is refused (403
+//!   "operation is not permitted on predefined bridge network ", `Invalid`), and so is removing
+//!   one (403 "bridge is a pre-defined network and cannot be removed", `Invalid`).
+//! - A create always asks Docker to check duplicates: a name taken is 409 "network with name n1
+//!   already exists" (`Conflict`; so is an empty name, as the daemon answers). Any other name is
+//!   taken as it is. Only someone else can make two networks of one name
+//!   ([`SimRuntime::insert_network`]); then a lookup by that name is ambiguous (400, `Invalid`).
+//! - A network is found by full id, else by name, else by unique id prefix; none is 404 "network
+//!   nope not found".
+//! - Attaching a container that is not running (its create, a connect) only records the
+//!   attachment, keyed by the network's name, or by what it was given when no such network
+//!   exists: nothing is checked, a second connect changes nothing. Its start looks each one up
+//!   (by the id it was last attached to, if it ever ran) and fails with 404 "network X not
+//!   found", recording the error and exit code 128 as any failed start, while one is gone.
+//! - A running container has an endpoint on each of its networks: the network's inspect lists
+//!   it (and only running ones). Connecting it needs the network (404), and a second connect is
+//!   403 "endpoint with name c1 already exists in network n1" (`Conflict`); disconnecting it
+//!   from a network it is not on is 500 "container ID is not connected to network n1"
+//!   (`NotFound` here: what was to be detached is not there). A stopped container keeps its
+//!   attachments.
+//! - A network with a running container attached cannot be removed (403 "error while removing
+//!   network: network n1 id ID has active endpoints", `Conflict`); with only created or stopped
+//!   ones it can, and their next start fails as above.
+//!
+//! Not modelled: IPAM, drivers and options, what the built-in networks refuse beyond create and
+//! remove (aliases on `bridge`, connecting to `host` or `none`).
+
+use super::SimRuntime;
+use super::networks::{Attachment, Lookup, SimNetwork};
+use super::not_found;
+use drydock_engine::runtime::{
+    ContainerState, NetworkCreate, NetworkInfo, RuntimeError, RuntimeReply, RuntimeResult, is_builtin_network,
+};
+use std::collections::BTreeMap;
+
+impl SimRuntime {
+    /// The networks, in id order (the built-in ones included).
+    pub fn networks(&self) -> impl Iterator<Item = NetworkInfo> + '_ {
+        self.networks.all().map(|n| self.network_info(n))
+    }
+
+    /// Every network's id, name and labels, in id order (built-in ones first), without the
+    /// endpoints `networks` works out (for checkers: no scan of the containers).
+    pub fn network_labels(&self) -> impl Iterator<Item = (&str, &str, &BTreeMap<String, String>)> {
+        self.networks.all().map(|n| (n.id.as_str(), n.name.as_str(), &n.labels))
+    }
+
+    /// Whether a network of this name exists.
+    pub fn has_network_named(&self, name: &str) -> bool {
+        self.networks.all().any(|n| n.name == name)
+    }
+
+    /// Add a network as someone else would, without Docker's duplicate check: two networks of
+    /// one name make lookups by that name ambiguous. Returns its id.
+    pub fn insert_network(&mut self, name: &str, labels: BTreeMap<String, String>) -> String {
+        let id = self.networks.insert(name, labels);
+        self.journal.network(&id);
+        id
+    }
+
+    pub(crate) fn create_network(&mut self, create: &NetworkCreate) -> RuntimeResult {
+        let name = create.name.as_str();
+        if is_builtin_network(name) {
+            return Err(RuntimeError::Invalid(format!("operation is not permitted on predefined {name} network ")));
+        }
+        if name.is_empty() || self.networks.all().any(|n| n.name == name) {
+            return Err(RuntimeError::Conflict(format!("network with name {name} already exists")));
+        }
+        let id = self.insert_network(name, create.labels.clone());
+        Ok(RuntimeReply::Created { id })
+    }
+
+    pub(crate) fn inspect_network(&self, id_or_name: &str) -> RuntimeResult {
+        let network = self.networks.find(id_or_name).map_err(|e| e.error(id_or_name, Lookup::Inspect))?;
+        Ok(RuntimeReply::Network(self.network_info(network)))
+    }
+
+    /// Networks carrying every one of `labels`, by name (then id).
+    pub(crate) fn list_networks(&self, labels: &BTreeMap<String, String>) -> RuntimeReply {
+        let mut list: Vec<NetworkInfo> = self
+            .networks
+            .all()
+            .filter(|n| labels.iter().all(|(k, v)| n.labels.get(k) == Some(v)))
+            .map(|n| self.network_info(n))
+            .collect();
+        list.sort_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
+        RuntimeReply::Networks(list)
+    }
+
+    pub(crate) fn remove_network(&mut self, id_or_name: &str) -> RuntimeResult {
+        let network = self.networks.find(id_or_name).map_err(|e| e.error(id_or_name, Lookup::Remove))?;
+        if is_builtin_network(&network.name) {
+            return Err(RuntimeError::Invalid(format!(
+                "{} is a pre-defined network and cannot be removed",
+                network.name
+            )));
+        }
+        if !self.endpoints(&network.id).is_empty() {
+            return Err(RuntimeError::Conflict(format!(
+                "error while removing network: network {} id {} has active endpoints",
+                network.name, network.id
+            )));
+        }
+        let id = network.id.clone();
+        self.journal.network(&id);
+        self.networks.remove(&id);
+        Ok(RuntimeReply::Done)
+    }
+
+    /// Docker checks the container first (404 "No such container"), then, for a running one, the
+    /// network (404) and that it is not attached yet.
+    pub(crate) fn connect_network(&mut self, network: &str, container: &str, aliases: &[String]) -> RuntimeResult {
+        let id = self.resolve(container)?;
+        self.journal.container(&id);
+        if self.is_running(&id) {
+            let found = self.networks.find(network).map_err(|e| e.error(network, Lookup::Inspect))?;
+            let (net_id, net_name) = (found.id.clone(), found.name.clone());
+            let Some(record) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
+            if record.networks.values().any(|a| a.network_id.as_deref() == Some(net_id.as_str())) {
+                return Err(RuntimeError::Conflict(format!(
+                    "endpoint with name {} already exists in network {net_name}",
+                    record.info.name
+                )));
+            }
+            let attachment = Attachment { aliases: aliases.to_vec(), network_id: Some(net_id.clone()) };
+            record.networks.insert(net_name, attachment);
+            self.index_attachment(&id, &net_id, true);
+            return Ok(RuntimeReply::Done);
+        }
+        let (key, attachment) = self.attachment(network, aliases);
+        if let Some(record) = self.containers.get_mut(&id) {
+            record.networks.entry(key).or_insert(attachment);
+        }
+        Ok(RuntimeReply::Done)
+    }
+
+    pub(crate) fn disconnect_network(&mut self, network: &str, container: &str) -> RuntimeResult {
+        let id = self.resolve(container)?;
+        self.journal.container(&id);
+        let running = self.is_running(&id);
+        let found = self.networks.find(network).ok().map(|n| (n.id.clone(), n.name.clone()));
+        let Some(record) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
+        if running {
+            let Some((net_id, net_name)) = found else {
+                return Err(RuntimeError::NotFound(format!("network {network} not found")));
+            };
+            let key = record
+                .networks
+                .iter()
+                .find(|(_, a)| a.network_id.as_deref() == Some(net_id.as_str()))
+                .map(|(key, _)| key.clone());
+            return match key {
+                Some(key) => {
+                    record.networks.remove(&key);
+                    self.index_attachment(&id, &net_id, false);
+                    Ok(RuntimeReply::Done)
+                }
+                None => Err(RuntimeError::NotFound(format!("container {id} is not connected to network {net_name}"))),
+            };
+        }
+        let key = found.map_or_else(|| network.to_string(), |(_, name)| name);
+        match record.networks.remove(&key) {
+            Some(removed) => {
+                if let Some(net_id) = removed.network_id {
+                    self.index_attachment(&id, &net_id, false);
+                }
+                Ok(RuntimeReply::Done)
+            }
+            None => Err(RuntimeError::NotFound(format!("container {id} is not connected to the network {key}"))),
+        }
+    }
+
+    /// How attaching a container that is not running to `network` is recorded: by the network's
+    /// name if it exists (uniquely), else by `network` as given.
+    pub(crate) fn attachment(&self, network: &str, aliases: &[String]) -> (String, Attachment) {
+        let key = self.networks.find(network).map_or_else(|_| network.to_string(), |n| n.name.clone());
+        (key, Attachment { aliases: aliases.to_vec(), network_id: None })
+    }
+
+    /// The network each of container `id`'s attachments names now, as a start looks them up:
+    /// attachment key -> network id, or Docker's 404 message for the first one missing.
+    pub(crate) fn resolve_attachments(&self, id: &str) -> Result<BTreeMap<String, String>, String> {
+        let Some(record) = self.containers.get(id) else { return Ok(BTreeMap::new()) };
+        let mut resolved = BTreeMap::new();
+        for (key, attachment) in &record.networks {
+            let wanted = attachment.network_id.as_deref().unwrap_or(key);
+            match self.networks.find(wanted) {
+                Ok(network) => resolved.insert(key.clone(), network.id.clone()),
+                Err(_) => return Err(format!("network {wanted} not found")),
+            };
+        }
+        Ok(resolved)
+    }
+
+    /// Container `id` started on the networks `resolved` found: each attachment remembers its
+    /// network's id.
+    pub(crate) fn activate_attachments(&mut self, id: &str, resolved: BTreeMap<String, String>) {
+        let Some(record) = self.containers.get_mut(id) else { return };
+        let mut moved = Vec::new();
+        for (key, network_id) in resolved {
+            if let Some(attachment) = record.networks.get_mut(&key) {
+                let before = attachment.network_id.replace(network_id.clone());
+                if before.as_ref() != Some(&network_id) {
+                    moved.push((before, network_id));
+                }
+            }
+        }
+        for (before, after) in moved {
+            if let Some(before) = before {
+                self.index_attachment(id, &before, false);
+            }
+            self.index_attachment(id, &after, true);
+        }
+    }
+
+    /// Record (`add`) that container `id` has an attachment to network `network_id`, or forget
+    /// it unless another of its attachments (one by name, one by id) is to that network too.
+    pub(crate) fn index_attachment(&mut self, id: &str, network_id: &str, add: bool) {
+        if add {
+            self.networks.attach(id, network_id);
+            return;
+        }
+        let record = self.containers.get(id);
+        if record.is_some_and(|c| c.networks.values().any(|a| a.network_id.as_deref() == Some(network_id))) {
+            return;
+        }
+        self.networks.detach(id, network_id);
+    }
+
+    /// The running containers with an endpoint on network `network_id`, in id order.
+    pub(crate) fn endpoints(&self, network_id: &str) -> Vec<String> {
+        let attached = self.networks.attached(network_id);
+        attached
+            .filter(|id| self.containers.get(*id).is_some_and(|c| c.info.state == ContainerState::Running))
+            .cloned()
+            .collect()
+    }
+
+    fn network_info(&self, network: &SimNetwork) -> NetworkInfo {
+        NetworkInfo {
+            id: network.id.clone(),
+            name: network.name.clone(),
+            labels: network.labels.clone(),
+            containers: self.endpoints(&network.id),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "network_api_tests.rs"]
+mod tests;
