@@ -24,6 +24,7 @@ impl SimRuntime {
         self.volumes.check()?;
         self.ports.check()?;
         self.networks.check()?;
+        self.containers.check()?;
         self.check_due_exits()?;
         self.check_mounted_volumes()?;
         self.check_published_ports()?;
@@ -36,7 +37,7 @@ impl SimRuntime {
         let recorded: BTreeSet<(&str, &str)> = self
             .containers
             .values()
-            .flat_map(|c| c.networks.values().filter_map(|a| a.network_id.as_deref()).map(|n| (n, c.info.id.as_str())))
+            .flat_map(|c| c.networks.values().filter_map(|a| a.network_id.as_deref()).map(|n| (n, c.id())))
             .collect();
         let indexed: BTreeSet<(&str, &str)> = self.networks.attachments().collect();
         if indexed != recorded {
@@ -48,7 +49,7 @@ impl SimRuntime {
     /// The ports counted as published are those the containers publish, as many times.
     fn check_published_ports(&self) -> Result<(), String> {
         let mut published: BTreeMap<HostPort, u32> = BTreeMap::new();
-        for port in self.containers.values().flat_map(|c| &c.info.ports) {
+        for port in self.containers.values().flat_map(|c| &c.info().ports) {
             *published.entry((port.host_port, port.protocol)).or_default() += 1;
         }
         let counted: BTreeMap<HostPort, u32> = self.ports.publications().collect();
@@ -64,7 +65,7 @@ impl SimRuntime {
         for container in self.containers.values() {
             let mut named = container.mounts.iter().filter(|m| !m.source.starts_with('/'));
             if let Some(mount) = named.find(|m| !self.volumes.contains(&m.source)) {
-                return Err(format!("container {} mounts volume {}, which is gone", container.info.id, mount.source));
+                return Err(format!("container {} mounts volume {}, which is gone", container.id(), mount.source));
             }
         }
         Ok(())
@@ -73,7 +74,7 @@ impl SimRuntime {
     /// The clock's exits due are exactly the containers' `exit_due`.
     fn check_due_exits(&self) -> Result<(), String> {
         let recorded: BTreeSet<(WallTime, &str)> =
-            self.containers.values().filter_map(|c| c.exit_due.map(|(at, _)| (at, c.info.id.as_str()))).collect();
+            self.containers.values().filter_map(|c| c.exit_due.map(|(at, _)| (at, c.id()))).collect();
         let due: BTreeSet<(WallTime, &str)> = self.clock.due().collect();
         if recorded != due {
             return Err(format!("exits due {due:?}, while the containers say {recorded:?}"));

@@ -153,9 +153,15 @@ fn step(rt: &mut SimRuntime, rng: &mut ChaCha8Rng) -> String {
                 Some(id) if rng.next_u32().is_multiple_of(2) => id.clone(),
                 _ => format!("outside{}", rng.next_u64()),
             };
+            // A name no other container holds: Docker keeps names unique (an insert could break
+            // that, and the name index then names one of the two).
+            let name = match rt.containers.id_named(&container) {
+                Some(holder) if *holder != id => format!("outside-{}", rng.next_u64()),
+                _ => container.clone(),
+            };
             rt.insert(ContainerInfo {
                 id,
-                name: container.clone(),
+                name,
                 image: "busybox".into(),
                 labels: BTreeMap::from([("app".to_string(), "outside".to_string())]).into(),
                 state: *state,
@@ -205,7 +211,7 @@ fn every_part_and_their_agreement_hold_after_every_step() {
 /// Everything a checker can see of the runtime, by what the journal names it by.
 fn snapshot(rt: &SimRuntime) -> [BTreeMap<String, String>; 3] {
     [
-        rt.containers.iter().map(|(id, c)| (id.clone(), format!("{c:?}"))).collect(),
+        rt.containers.values().map(|c| (c.id().to_string(), format!("{c:?}"))).collect(),
         rt.network_labels().map(|(id, name, labels)| (id.to_string(), format!("{name} {labels:?}"))).collect(),
         rt.volume_labels().map(|(name, labels)| (name.to_string(), format!("{labels:?}"))).collect(),
     ]

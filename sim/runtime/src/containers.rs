@@ -1,260 +1,207 @@
-//! Containers: one record per container, the name index, creation (with Docker's checks, in
-//! Docker's order), inspection, label lists and the event log. Starting, stopping and removing
-//! are in `lifecycle`; networks attached in `networks`; copied files in `files`.
+//! Containers, as Docker 20.10's daemon keeps them: one record per container (what `inspect`
+//! shows, plus what it was created with), found by full id, by name, or by a unique id prefix
+//! (a prefix of several is an error of its own, a 500 "Multiple IDs found with provided
+//! prefix"), and listed by label (`docker ps --filter label=K=V`) through an index. Ids are 64
+//! hex digits (here from the seed and a count of creates, so a run makes the same ids every
+//! time); a create without a name gets one as Docker's `namesgenerator` makes them.
+//!
+//! What the container API does with them is in `container_api` (create, inspect, lists) and
+//! `lifecycle` (start, stop, removal, time).
 
 use super::networks::Attachment;
-use super::references::check_reference;
-use super::{SimRuntime, not_found};
+use super::{label_index, not_found};
 use drydock_engine::WallTime;
 use drydock_engine::api::container::{Mount, PortMapping};
-use drydock_engine::runtime::{
-    ContainerCreate, ContainerInfo, ContainerState, EventAction, RuntimeError, RuntimeEvent, RuntimeReply,
-    RuntimeResult,
-};
+use drydock_engine::fixed::{FixedMap, SortedMap};
+use drydock_engine::runtime::{ContainerInfo, ContainerState, PublishedPort, RuntimeError};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The network a container is attached to when its create names none.
-pub(super) const DEFAULT_NETWORK: &str = "bridge";
+pub(crate) const DEFAULT_NETWORK: &str = "bridge";
 
 /// A container: what `inspect` shows, what it was created with, and its main process.
+///
+/// Its id, name and labels are indexed by [`Containers`], so they are read-only here: its state
+/// changes through the transitions below.
 #[derive(Clone, Debug)]
-pub(super) struct SimContainer {
-    pub(super) info: ContainerInfo,
+pub(crate) struct SimContainer {
+    info: ContainerInfo,
     /// The command it runs: the create's, else its image's default. Empty for an inserted
     /// container, which then runs until it is stopped.
-    pub(super) command: Vec<String>,
-    pub(super) mounts: Vec<Mount>,
+    pub(crate) command: Vec<String>,
+    pub(crate) mounts: Vec<Mount>,
     /// The ports it publishes; those without a host port (or with 0) get one at each start.
-    pub(super) requested_ports: Vec<PortMapping>,
+    pub(crate) requested_ports: Vec<PortMapping>,
     /// Its network attachments, keyed as Docker keys its endpoint configs: by the network's
     /// name if it existed when attached, else by the id or name it was given.
-    pub(super) networks: BTreeMap<String, Attachment>,
+    pub(crate) networks: BTreeMap<String, Attachment>,
     /// Files its processes can read: its image's, then those copied in, by absolute path.
-    pub(super) files: BTreeMap<String, String>,
+    pub(crate) files: BTreeMap<String, String>,
     /// Made from an image built `FROM scratch` (no busybox).
-    pub(super) scratch: bool,
+    pub(crate) scratch: bool,
     /// The id of the image it was created from; `None` for a container inserted with an image
     /// that is not present.
     image_id: Option<String>,
     /// When its main process started, while it runs.
-    pub(super) started_at: Option<WallTime>,
+    pub(crate) started_at: Option<WallTime>,
     /// When its main process ends by itself, and with which status, if it does.
-    pub(super) exit_due: Option<(WallTime, i64)>,
+    pub(crate) exit_due: Option<(WallTime, i64)>,
 }
 
-impl SimRuntime {
-    pub fn containers(&self) -> impl Iterator<Item = &ContainerInfo> {
-        self.containers.values().map(|c| &c.info)
-    }
-
-    /// Container `id` (a full id only: no name or prefix resolution).
-    pub fn container_by_id(&self, id: &str) -> Option<&ContainerInfo> {
-        self.containers.get(id).map(|c| &c.info)
-    }
-
-    pub fn container(&self, id_or_name: &str) -> Option<&ContainerInfo> {
-        self.resolve(id_or_name).ok().and_then(|id| self.containers.get(&id)).map(|c| &c.info)
-    }
-
-    /// Insert a container as-is (tests, external actors). It uses its image if that is present,
-    /// and runs until stopped. A container of the same id is replaced, keeping what it was
-    /// created with.
-    pub fn insert(&mut self, info: ContainerInfo) {
-        let image = self.images.resolve(&info.image);
-        let image_id = image.map(|image| image.id.clone());
-        let files = image.map(|image| image.config.files.clone()).unwrap_or_default();
-        let scratch = image.is_some_and(|image| image.config.scratch);
-        self.names.insert(info.name.clone(), info.id.clone());
-        self.journal.container(&info.id);
-        let started_at = (info.state == ContainerState::Running).then_some(self.clock.now());
-        if let Some(old) = self.containers.get(&info.id).map(|c| c.info.labels.clone()) {
-            self.labelled.remove(&info.id, &old);
-        }
-        self.labelled.add(&info.id, &info.labels);
-        self.unindex_ports(&info.id);
-        let id = info.id.clone();
-        match self.containers.get_mut(&info.id) {
-            Some(existing) => {
-                if existing.info.name != info.name && self.names.get(&existing.info.name) == Some(&info.id) {
-                    self.names.swap_remove(&existing.info.name);
-                }
-                if image_id.is_some() {
-                    existing.image_id = image_id;
-                }
-                existing.info = info;
-                existing.started_at = started_at;
-                if let Some((at, _)) = existing.exit_due.take() {
-                    self.clock.unschedule(at, &existing.info.id);
-                }
-            }
-            None => {
-                let record = SimContainer {
-                    info,
-                    command: Vec::new(),
-                    mounts: Vec::new(),
-                    requested_ports: Vec::new(),
-                    networks: default_networks(),
-                    files,
-                    scratch,
-                    image_id,
-                    started_at,
-                    exit_due: None,
-                };
-                self.containers.insert(record.info.id.clone(), record);
-            }
-        }
-        self.index_ports(&id);
-    }
-
-    /// Docker 20.10's create, its checks in its order: the environment, the image reference's
-    /// grammar, the image, a command to run, the name's grammar and uniqueness, then the mounts
-    /// one by one (a named volume is created as its mount is reached, and stays if a later mount
-    /// fails). Nothing else is created when a check fails.
-    ///
-    /// The command is the image's entrypoint followed by the create's command, else the image's.
-    /// Networks are attached as Docker's create (the first) and connects (the others) attach
-    /// them to a container that is not running: without checking they exist (see `networks`);
-    /// none attaches the default `bridge`.
-    pub(super) fn create_container(&mut self, create: &ContainerCreate) -> RuntimeResult {
-        if let Some((name, value)) = create.env.iter().find(|(name, _)| name.is_empty()) {
-            return Err(RuntimeError::Invalid(format!("invalid environment variable: {name}={value}")));
-        }
-        check_reference(&create.image)?;
-        let Some(image) = self.images.resolve(&create.image) else {
-            return Err(RuntimeError::NotFound(format!("No such image: {}", create.image)));
-        };
-        let config = &image.config;
-        let mut command = config.entrypoint.clone();
-        command.extend(if create.command.is_empty() { config.command.clone() } else { create.command.clone() });
-        if command.is_empty() {
-            return Err(RuntimeError::Invalid("No command specified".into()));
-        }
-        let (files, scratch) = (config.files.clone(), config.scratch);
-        let image_id = image.id.clone();
-        // Ids are only used up by creates that succeed.
-        let id = self.id_number(self.ids + 1);
-        let name = match create.name.trim_start_matches('/') {
-            "" => self.generated_name(&id),
-            name if is_container_name(name) => name.to_string(),
-            _ => {
-                return Err(RuntimeError::Invalid(format!(
-                    "Invalid container name ({}), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed",
-                    create.name
-                )));
-            }
-        };
-        if let Some(existing) = self.names.get(&name) {
-            return Err(RuntimeError::Conflict(format!(
-                "Conflict. The container name \"/{name}\" is already in use by container \"{existing}\". You have to remove (or rename) that container to be able to reuse that name."
-            )));
-        }
-        self.mount_points(&create.mounts)?;
-        self.ids += 1;
-        self.counters.created();
-        let info = ContainerInfo {
-            ports: Vec::new(),
-            id: id.clone(),
-            name: name.clone(),
-            image: create.image.clone(),
-            labels: create.labels.clone().into(),
-            state: ContainerState::Created,
-            exit_code: None,
-            error: None,
-        };
-        let mut networks = BTreeMap::new();
-        for attachment in &create.networks {
-            let (key, record) = self.attachment(&attachment.name, &attachment.aliases);
-            networks.entry(key).or_insert(record);
-        }
+impl SimContainer {
+    /// A container record: `info` with what it was created with, attached to the default
+    /// network if `networks` is empty, not running, nothing due.
+    pub(crate) fn new(info: ContainerInfo, image_id: Option<String>, created_with: CreatedWith) -> Self {
+        let CreatedWith { command, mounts, requested_ports, mut networks, files, scratch } = created_with;
         if networks.is_empty() {
             networks = default_networks();
         }
-        let record = SimContainer {
+        SimContainer {
             info,
             command,
-            mounts: create.mounts.clone(),
-            requested_ports: create.ports.clone(),
+            mounts,
+            requested_ports,
             networks,
             files,
             scratch,
-            image_id: Some(image_id),
+            image_id,
             started_at: None,
             exit_due: None,
-        };
-        self.names.insert(name, id.clone());
-        self.labelled.add(&id, &record.info.labels);
-        self.containers.insert(id.clone(), record);
-        self.index_ports(&id);
-        self.event(&id, EventAction::Create);
-        self.outputs.created(&id, self.clock.now());
-        Ok(RuntimeReply::Created { id })
+        }
     }
 
-    pub(super) fn inspect_container(&self, id_or_name: &str) -> RuntimeResult {
-        let id = self.resolve(id_or_name)?;
-        self.containers.get(&id).map(|c| RuntimeReply::Container(c.info.clone())).ok_or_else(|| not_found(&id))
+    /// What `inspect` shows.
+    pub(crate) fn info(&self) -> &ContainerInfo {
+        &self.info
     }
 
-    pub(super) fn list_containers(&self, labels: &BTreeMap<String, String>) -> RuntimeReply {
-        let matches = |c: &&ContainerInfo| labels.iter().all(|(k, v)| c.labels.get(k) == Some(v));
-        // Both in id order: through the index of the first label, or all of them.
-        let found = match labels.iter().next() {
-            Some((label, value)) => self.containers_labelled(label, value).filter(matches).cloned().collect(),
-            None => self.containers().cloned().collect(),
-        };
-        RuntimeReply::Containers(found)
+    pub(crate) fn id(&self) -> &str {
+        &self.info.id
     }
 
-    /// A container's events at or after `since`, from the events Docker keeps for replay: the
-    /// last [`EVENTS_KEPT`](crate::EVENTS_KEPT) of the daemon, so an old container's first events are gone once
-    /// enough has happened since (whatever `since` asks for).
-    pub(super) fn container_events(&self, id_or_name: &str, since: WallTime) -> RuntimeReply {
-        let id = self.resolve(id_or_name).unwrap_or_else(|_| id_or_name.to_string());
-        RuntimeReply::Events(self.events.replay(&id, since))
+    pub(crate) fn state(&self) -> ContainerState {
+        self.info.state
     }
 
-    /// The id of the first container (by id) created from image `image_id` that `which` accepts.
-    pub(super) fn first_container_using(
-        &self,
-        image_id: &str,
-        which: impl Fn(&ContainerInfo) -> bool,
-    ) -> Option<String> {
-        self.containers
-            .values()
-            .filter(|c| c.image_id.as_deref() == Some(image_id))
-            .map(|c| &c.info)
-            .find(|c| which(c))
-            .map(|c| c.id.clone())
+    /// Its main process started at `now`: running, with no exit code or error.
+    pub(crate) fn run(&mut self, now: WallTime) {
+        self.info.state = ContainerState::Running;
+        self.info.exit_code = None;
+        self.info.error = None;
+        self.started_at = Some(now);
     }
 
-    pub(super) fn is_running(&self, id: &str) -> bool {
-        self.containers.get(id).is_some_and(|c| c.info.state == ContainerState::Running)
+    /// Its main process ended with `code`.
+    pub(crate) fn exit(&mut self, code: i64) {
+        self.info.state = ContainerState::Exited;
+        self.info.exit_code = Some(code);
+        self.started_at = None;
     }
 
-    /// Record an event of container `id` at `time`.
-    pub(super) fn event_at(&mut self, id: &str, action: EventAction, time: WallTime) {
-        self.journal.container(id);
-        let labels = self.containers.get(id).map(|c| c.info.labels.clone()).unwrap_or_default();
-        let event = RuntimeEvent { container_id: id.to_string(), action, time, labels };
-        self.events.record(event);
+    /// A start failed: its state stays, with Docker's error and `exit_code`.
+    pub(crate) fn fail_start(&mut self, message: &str, exit_code: i64) {
+        self.info.error = Some(message.to_string());
+        self.info.exit_code = Some(exit_code);
     }
 
-    pub(super) fn event(&mut self, id: &str, action: EventAction) {
-        self.event_at(id, action, self.clock.now());
+    /// Its removal began.
+    pub(crate) fn mark_removing(&mut self) {
+        self.info.state = ContainerState::Removing;
+    }
+
+    /// It publishes `ports` from now on; the ports it published before.
+    pub(crate) fn replace_ports(&mut self, ports: Vec<PublishedPort>) -> Vec<PublishedPort> {
+        std::mem::replace(&mut self.info.ports, ports)
+    }
+}
+
+/// What a container is created with, besides what `inspect` shows.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CreatedWith {
+    pub(crate) command: Vec<String>,
+    pub(crate) mounts: Vec<Mount>,
+    pub(crate) requested_ports: Vec<PortMapping>,
+    /// None: the default network.
+    pub(crate) networks: BTreeMap<String, Attachment>,
+    pub(crate) files: BTreeMap<String, String>,
+    pub(crate) scratch: bool,
+}
+
+/// The containers: records by id, the name index, the label index, the ids handed out.
+///
+/// *Guarantees* (see [`Containers::check`]): a record is kept under its id; the name index maps
+/// each container's name to it, and the label index holds each container under each of its
+/// labels, and nothing else: [`Containers::insert_created`], [`Containers::insert_outside`],
+/// [`Containers::replace`] and [`Containers::remove`] keep both in step, and nothing outside
+/// writes a record's id, name or labels. Ids handed out by creates derive from the seed and
+/// their count, so they are the same on every run, and only a create that succeeds uses one up.
+///
+/// *Assumptions*: names are unique, as Docker keeps them. Only an insert from outside can give
+/// a second container a name one holds; then the name index names the inserted one, and the
+/// other is found by id only.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Containers {
+    /// Container id -> container.
+    records: SortedMap<String, SimContainer>,
+    /// Container name -> id, for every container in `records`.
+    names: FixedMap<String, String>,
+    /// (label, value) -> the ids of the containers carrying it.
+    labelled: label_index::LabelIndex,
+    /// Container ids handed out so far, for fresh ones.
+    ids: u64,
+    seed: u64,
+}
+
+impl Containers {
+    /// No containers; ids derived from `seed`.
+    pub(crate) fn new(seed: u64) -> Self {
+        Containers { seed, ..Containers::default() }
+    }
+
+    /// Container `id` (a full id only).
+    pub(crate) fn get(&self, id: &str) -> Option<&SimContainer> {
+        self.records.get(id)
+    }
+
+    /// Container `id`, to change what is not indexed (see [`SimContainer`]).
+    pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut SimContainer> {
+        self.records.get_mut(id)
+    }
+
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.records.contains_key(id)
+    }
+
+    /// Every container, in id order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &SimContainer> {
+        self.records.values()
+    }
+
+    /// The containers carrying `label` with `value`, in id order (an index: no scan).
+    pub(crate) fn labelled<'a>(&'a self, label: &str, value: &str) -> impl Iterator<Item = &'a SimContainer> + 'a {
+        self.labelled.ids(label, value).filter_map(|id| self.records.get(id))
+    }
+
+    /// The id of the container named `name` (without the leading `/`).
+    pub(crate) fn id_named(&self, name: &str) -> Option<&String> {
+        self.names.get(name)
+    }
+
+    pub(crate) fn is_running(&self, id: &str) -> bool {
+        self.records.get(id).is_some_and(|c| c.info.state == ContainerState::Running)
     }
 
     /// Docker resolves a full id, a name, or an id prefix; a prefix of several ids is an error
     /// of its own (a 500: "Multiple IDs found with provided prefix"), never "not found".
-    pub(super) fn resolve(&self, id_or_name: &str) -> Result<String, RuntimeError> {
-        if self.containers.contains_key(id_or_name) {
+    pub(crate) fn resolve(&self, id_or_name: &str) -> Result<String, RuntimeError> {
+        if self.records.contains_key(id_or_name) {
             return Ok(id_or_name.to_string());
         }
         if let Some(id) = self.names.get(id_or_name.trim_start_matches('/')) {
             return Ok(id.clone());
         }
-        let mut matches =
-            self.containers.range(id_or_name.to_string()..).take_while(|(id, _)| id.starts_with(id_or_name));
+        let mut matches = self.records.range(id_or_name.to_string()..).take_while(|(id, _)| id.starts_with(id_or_name));
         match (matches.next(), matches.next()) {
             (Some((id, _)), None) if !id_or_name.is_empty() => Ok(id.clone()),
             (Some(_), Some(_)) if !id_or_name.is_empty() => {
@@ -262,6 +209,21 @@ impl SimRuntime {
             }
             _ => Err(not_found(id_or_name)),
         }
+    }
+
+    /// The id of the first container (by id) created from image `image_id` that `which` accepts.
+    pub(crate) fn first_using_image(&self, image_id: &str, which: impl Fn(&ContainerInfo) -> bool) -> Option<String> {
+        self.records
+            .values()
+            .filter(|c| c.image_id.as_deref() == Some(image_id))
+            .map(|c| &c.info)
+            .find(|c| which(c))
+            .map(|c| c.id.clone())
+    }
+
+    /// The id the next create that succeeds gets.
+    pub(crate) fn next_id(&self) -> String {
+        self.id_number(self.ids + 1)
     }
 
     /// The `n`th container id this runtime hands out.
@@ -274,7 +236,7 @@ impl SimRuntime {
 
     /// A name for a create without one, as Docker's `namesgenerator` makes them
     /// (`adjective_scientist`), derived from the container's id; a digit is added while taken.
-    fn generated_name(&self, id: &str) -> String {
+    pub(crate) fn generated_name(&self, id: &str) -> String {
         const LEFT: [&str; 8] = ["admiring", "brave", "clever", "eager", "focused", "gallant", "jolly", "quirky"];
         const RIGHT: [&str; 8] = ["curie", "hopper", "lovelace", "noether", "ritchie", "shannon", "turing", "wing"];
         let byte = |i: usize| usize::from(id.as_bytes().get(i).copied().unwrap_or(0));
@@ -287,19 +249,90 @@ impl SimRuntime {
         }
         name
     }
+
+    /// Keep `record`, made by a create that succeeded with the id [`Containers::next_id`] gave:
+    /// that id is used up.
+    pub(crate) fn insert_created(&mut self, record: SimContainer) {
+        debug_assert_eq!(record.info.id, self.next_id(), "a create's id");
+        self.ids += 1;
+        self.insert_outside(record);
+    }
+
+    /// Keep `record`, of an id no container has, inserted from outside (no id is used up).
+    pub(crate) fn insert_outside(&mut self, record: SimContainer) {
+        debug_assert!(!self.records.contains_key(&record.info.id), "container {} is there already", record.info.id);
+        self.names.insert(record.info.name.clone(), record.info.id.clone());
+        self.labelled.add(&record.info.id, &record.info.labels);
+        self.records.insert(record.info.id.clone(), record);
+    }
+
+    /// Replace what `inspect` shows of container `info.id` (which exists) with `info`, as an
+    /// insert from outside does: it keeps what it was created with, takes `image_id` if there is
+    /// one, and runs since `started_at` (if it runs). Returns when its exit was due, if it was:
+    /// it is not any more.
+    pub(crate) fn replace(
+        &mut self,
+        info: ContainerInfo,
+        image_id: Option<String>,
+        started_at: Option<WallTime>,
+    ) -> Option<WallTime> {
+        let id = info.id.clone();
+        self.names.insert(info.name.clone(), id.clone());
+        if let Some(old) = self.records.get(&id).map(|c| c.info.labels.clone()) {
+            self.labelled.remove(&id, &old);
+        }
+        self.labelled.add(&id, &info.labels);
+        let existing = self.records.get_mut(&id)?;
+        if existing.info.name != info.name && self.names.get(&existing.info.name) == Some(&id) {
+            self.names.swap_remove(&existing.info.name);
+        }
+        if image_id.is_some() {
+            existing.image_id = image_id;
+        }
+        existing.info = info;
+        existing.started_at = started_at;
+        existing.exit_due.take().map(|(at, _)| at)
+    }
+
+    /// Forget container `id`: its record, its name, its labels.
+    pub(crate) fn remove(&mut self, id: &str) -> Option<SimContainer> {
+        let removed = self.records.remove(id)?;
+        self.names.swap_remove(&removed.info.name);
+        self.labelled.remove(id, &removed.info.labels);
+        Some(removed)
+    }
+
+    /// Whether the guarantees hold (with unique names, as Docker keeps them).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if let Some((id, c)) = self.records.iter().find(|(id, c)| **id != c.info.id) {
+            return Err(format!("containers: container {} kept as {id}", c.info.id));
+        }
+        let named: BTreeMap<&str, &str> =
+            self.records.values().map(|c| (c.info.name.as_str(), c.info.id.as_str())).collect();
+        let indexed: BTreeMap<&str, &str> = self.names.iter().map(|(name, id)| (name.as_str(), id.as_str())).collect();
+        if named.len() == self.records.len() && indexed != named {
+            return Err(format!("containers: names indexed {indexed:?}, while the containers are named {named:?}"));
+        }
+        if let Some((name, id)) =
+            indexed.iter().find(|(name, id)| self.records.get(**id).is_none_or(|c| c.info.name != **name))
+        {
+            return Err(format!("containers: name {name} indexed for {id}, which does not carry it"));
+        }
+        let carried: BTreeSet<(&str, &str, &str)> = self
+            .records
+            .values()
+            .flat_map(|c| c.info.labels.iter().map(move |(k, v)| (k.as_str(), v.as_str(), c.info.id.as_str())))
+            .collect();
+        let labelled: BTreeSet<(&str, &str, &str)> = self.labelled.entries().collect();
+        if labelled != carried {
+            return Err(format!("containers: labels indexed {labelled:?}, while the containers carry {carried:?}"));
+        }
+        Ok(())
+    }
 }
 
 fn default_networks() -> BTreeMap<String, Attachment> {
     BTreeMap::from([(DEFAULT_NETWORK.to_string(), Attachment::default())])
-}
-
-/// Docker's container name grammar, `[a-zA-Z0-9][a-zA-Z0-9_.-]+`: at least two characters
-/// (stricter than the engine's admission, which also takes one).
-fn is_container_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    bytes.len() >= 2
-        && bytes[0].is_ascii_alphanumeric()
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b))
 }
 
 #[cfg(test)]

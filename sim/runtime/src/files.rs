@@ -24,7 +24,7 @@ use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult};
 
 impl SimRuntime {
     pub(super) fn copy_files(&mut self, id_or_name: &str, files: &[CopiedFile]) -> RuntimeResult {
-        let id = self.resolve(id_or_name)?;
+        let id = self.containers.resolve(id_or_name)?;
         self.journal.container(&id);
         let container = self.containers.get_mut(&id).ok_or_else(|| not_found(&id))?;
         for file in files {
@@ -41,7 +41,7 @@ impl SimRuntime {
 
     /// The contents of file `path` in container `id`, if the model knows it.
     pub fn container_file(&self, id: &str, path: &str) -> Option<&str> {
-        let id = self.resolve(id).ok()?;
+        let id = self.containers.resolve(id).ok()?;
         self.containers.get(&id)?.files.get(&clean_path(path)).map(String::as_str)
     }
 

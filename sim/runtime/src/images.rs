@@ -60,7 +60,7 @@ impl SimRuntime {
             // is its only tag, unless forced (the image would be left dangling).
             if !force
                 && self.images.is_single_reference(&id)
-                && let Some(container) = self.first_container_using(&id, |_| true)
+                && let Some(container) = self.containers.first_using_image(&id, |_| true)
             {
                 return Err(RuntimeError::Conflict(format!(
                     "conflict: unable to remove repository reference \"{reference}\" (must force) - container {} is using its referenced image {}",
@@ -109,7 +109,7 @@ impl SimRuntime {
     /// `checkImageDeleteConflict`, in Docker's order: running containers, other references,
     /// stopped containers.
     fn delete_conflict(&self, id: &str, conflicts: Conflicts) -> Option<DeleteConflict> {
-        if let Some(c) = self.first_container_using(id, |c| c.state == ContainerState::Running) {
+        if let Some(c) = self.containers.first_using_image(id, |c| c.state == ContainerState::Running) {
             return Some(DeleteConflict {
                 hard: true,
                 used: true,
@@ -124,7 +124,7 @@ impl SimRuntime {
             });
         }
         if conflicts != Conflicts::Hard
-            && let Some(c) = self.first_container_using(id, |c| c.state != ContainerState::Running)
+            && let Some(c) = self.containers.first_using_image(id, |c| c.state != ContainerState::Running)
         {
             return Some(DeleteConflict {
                 hard: false,

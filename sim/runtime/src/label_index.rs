@@ -57,6 +57,13 @@ impl LabelIndex {
         }
     }
 
+    /// Every (label, value, id) indexed, in no particular order (for checks).
+    pub(super) fn entries(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.by_pair
+            .iter()
+            .flat_map(|((label, value), ids)| ids.iter().map(move |o| (label.as_str(), value.as_str(), o.id.as_str())))
+    }
+
     /// The ids of the containers carrying `label` with `value`, in id order.
     pub(super) fn ids<'a>(&'a self, label: &str, value: &str) -> impl Iterator<Item = &'a str> + 'a {
         self.by_pair.get(&(label.to_string(), value.to_string())).into_iter().flatten().map(|o| o.id.as_str())

@@ -30,6 +30,7 @@ mod build_contexts;
 mod builds;
 mod clock;
 mod consistency;
+mod container_api;
 mod containers;
 mod counters;
 mod distribution;
@@ -62,7 +63,6 @@ pub use outputs::{ContainerOutput, OutputLine};
 pub use references::{ImageReference, ReferenceError, familiar_reference, normalize_reference, reference_key};
 pub use shell::{OUTPUT_LIMIT, Stream};
 
-use containers::SimContainer;
 use drydock_engine::WallTime;
 use drydock_engine::runtime::{RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult};
 use image_store::ImageStore;
@@ -75,10 +75,8 @@ pub const STOPPED_EXIT_CODE: i64 = shell::KILLED;
 
 #[derive(Clone, Debug, Default)]
 pub struct SimRuntime {
-    /// Container id -> container.
-    containers: drydock_engine::fixed::SortedMap<String, SimContainer>,
-    /// Container name -> id, for every container in `containers`.
-    names: drydock_engine::fixed::FixedMap<String, String>,
+    /// The containers: records by id, the name and label indexes, the ids handed out.
+    containers: containers::Containers,
     /// Host ports: held by processes outside containers, published (counted), the ephemeral
     /// range's cursor.
     ports: ports::Ports,
@@ -96,24 +94,19 @@ pub struct SimRuntime {
     events: event_log::EventLog,
     /// The wall clock, and the exits due by the container's main processes.
     clock: clock::Clock,
-    /// Container ids handed out so far, for fresh ones.
-    ids: u64,
-    seed: u64,
     /// What containers printed, by container id (kept after removal).
     outputs: outputs::Outputs,
     /// Creates and pulls that succeeded, for reports.
     counters: counters::Counters,
     /// What changed since the journal was last taken.
     journal: Journal,
-    /// (label, value) -> the ids of the containers carrying it.
-    labelled: label_index::LabelIndex,
 }
 
 impl SimRuntime {
     /// A runtime whose container ids and registry content are derived from `seed`.
     pub fn new(seed: u64) -> Self {
         SimRuntime {
-            seed,
+            containers: containers::Containers::new(seed),
             networks: networks::Networks::new(seed),
             registry: Registry::new(seed),
             volumes: volumes::Volumes::new(seed),
@@ -124,15 +117,6 @@ impl SimRuntime {
     /// What changed since the last call (everything there is, for the first).
     pub fn take_journal(&mut self) -> Journal {
         std::mem::take(&mut self.journal)
-    }
-
-    /// The containers carrying `label` with `value`, in id order (an index: no scan).
-    pub fn containers_labelled<'a>(
-        &'a self,
-        label: &str,
-        value: &str,
-    ) -> impl Iterator<Item = &'a drydock_engine::runtime::ContainerInfo> + 'a {
-        self.labelled.ids(label, value).filter_map(|id| self.containers.get(id).map(|c| &c.info))
     }
 
     /// Set the wall clock that stamps events and starts main processes. Exits due by then

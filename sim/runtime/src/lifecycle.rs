@@ -15,6 +15,7 @@
 //!   ([`SimRuntime::begin_removal`], [`SimRuntime::finish_removal`]); a remove request does both.
 
 use super::SimRuntime;
+use super::containers::SimContainer;
 use super::not_found;
 use super::shell::{self, KILLED, Outcome, Signals};
 use drydock_engine::WallTime;
@@ -69,8 +70,8 @@ impl SimRuntime {
         let running: Vec<String> = self
             .containers
             .values()
-            .filter(|c| c.info.state == ContainerState::Running)
-            .map(|c| c.info.id.clone())
+            .filter(|c| c.state() == ContainerState::Running)
+            .map(|c| c.id().to_string())
             .collect();
         for id in &running {
             let code = self.stop_status(id, DAEMON_SHUTDOWN_GRACE_SECS);
@@ -92,8 +93,8 @@ impl SimRuntime {
     /// Returns its id.
     pub fn begin_removal(&mut self, id_or_name: &str, force: bool) -> Result<String, RuntimeError> {
         self.advance(self.clock.now());
-        let id = self.resolve(id_or_name)?;
-        let state = self.containers.get(&id).map(|c| c.info.state).ok_or_else(|| not_found(&id))?;
+        let id = self.containers.resolve(id_or_name)?;
+        let state = self.containers.get(&id).map(SimContainer::state).ok_or_else(|| not_found(&id))?;
         match state {
             ContainerState::Removing => {
                 return Err(RuntimeError::Conflict(format!(
@@ -109,7 +110,7 @@ impl SimRuntime {
             ContainerState::Created | ContainerState::Exited => {}
         }
         if let Some(container) = self.containers.get_mut(&id) {
-            container.info.state = ContainerState::Removing;
+            container.mark_removing();
         }
         self.journal.container(&id);
         Ok(id)
@@ -118,7 +119,7 @@ impl SimRuntime {
     /// The removal of container `id` completes: `destroy`, and its name is free again. Named
     /// volumes it used stay (a remove without `-v`). Whether there was such a removal.
     pub fn finish_removal(&mut self, id: &str) -> bool {
-        if self.containers.get(id).is_none_or(|c| c.info.state != ContainerState::Removing) {
+        if self.containers.get(id).is_none_or(|c| c.state() != ContainerState::Removing) {
             return false;
         }
         self.event(id, EventAction::Destroy);
@@ -126,8 +127,6 @@ impl SimRuntime {
         self.set_exit_due(id, None);
         self.unindex_ports(id);
         if let Some(removed) = self.containers.remove(id) {
-            self.names.swap_remove(&removed.info.name);
-            self.labelled.remove(id, &removed.info.labels);
             for network_id in removed.networks.values().filter_map(|a| a.network_id.as_deref()) {
                 self.index_attachment(id, network_id, false);
             }
@@ -136,9 +135,9 @@ impl SimRuntime {
     }
 
     pub(super) fn start_container(&mut self, id_or_name: &str) -> RuntimeResult {
-        let id = self.resolve(id_or_name)?;
+        let id = self.containers.resolve(id_or_name)?;
         let Some(container) = self.containers.get(&id) else { return Err(not_found(&id)) };
-        match container.info.state {
+        match container.state() {
             ContainerState::Running => return Ok(RuntimeReply::Done),
             ContainerState::Removing => {
                 return Err(RuntimeError::Conflict("container is marked for removal and cannot be started".into()));
@@ -170,10 +169,7 @@ impl SimRuntime {
         }
         self.set_published(&id, ports);
         let Some(container) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
-        container.info.state = ContainerState::Running;
-        container.info.exit_code = None;
-        container.info.error = None;
-        container.started_at = Some(self.clock.now());
+        container.run(self.clock.now());
         self.set_exit_due(&id, None);
         self.activate_attachments(&id, networks);
         self.event(&id, EventAction::Start);
@@ -190,8 +186,8 @@ impl SimRuntime {
     }
 
     pub(super) fn stop_container(&mut self, id_or_name: &str, timeout_secs: u32) -> RuntimeResult {
-        let id = self.resolve(id_or_name)?;
-        if self.is_running(&id) {
+        let id = self.containers.resolve(id_or_name)?;
+        if self.containers.is_running(&id) {
             let code = self.stop_status(&id, timeout_secs);
             self.exit_at(&id, code, self.clock.now());
         }
@@ -237,21 +233,19 @@ impl SimRuntime {
     fn fail_start(&mut self, id: &str, message: &str, exit_code: Option<i64>) {
         self.journal.container(id);
         if let Some(container) = self.containers.get_mut(id) {
-            container.info.error = Some(message.to_string());
-            container.info.exit_code = match (exit_code, container.info.exit_code) {
-                (Some(code), _) => Some(code),
-                (None, Some(code)) if code != 0 => Some(code),
-                (None, _) => Some(START_FAILED_EXIT_CODE),
+            let exit_code = match (exit_code, container.info().exit_code) {
+                (Some(code), _) => code,
+                (None, Some(code)) if code != 0 => code,
+                (None, _) => START_FAILED_EXIT_CODE,
             };
+            container.fail_start(message, exit_code);
         }
     }
 
     /// The main process of container `id` ended with `code` at `time`.
     fn exit_at(&mut self, id: &str, code: i64, time: WallTime) {
         if let Some(c) = self.containers.get_mut(id) {
-            c.info.state = ContainerState::Exited;
-            c.info.exit_code = Some(code);
-            c.started_at = None;
+            c.exit(code);
         }
         self.set_published(id, Vec::new());
         self.set_exit_due(id, None);

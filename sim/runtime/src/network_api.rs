@@ -32,7 +32,7 @@ use super::SimRuntime;
 use super::networks::{Attachment, Lookup, SimNetwork};
 use super::not_found;
 use drydock_engine::runtime::{
-    ContainerState, NetworkCreate, NetworkInfo, RuntimeError, RuntimeReply, RuntimeResult, is_builtin_network,
+    NetworkCreate, NetworkInfo, RuntimeError, RuntimeReply, RuntimeResult, is_builtin_network,
 };
 use std::collections::BTreeMap;
 
@@ -113,16 +113,16 @@ impl SimRuntime {
     /// Docker checks the container first (404 "No such container"), then, for a running one, the
     /// network (404) and that it is not attached yet.
     pub(crate) fn connect_network(&mut self, network: &str, container: &str, aliases: &[String]) -> RuntimeResult {
-        let id = self.resolve(container)?;
+        let id = self.containers.resolve(container)?;
         self.journal.container(&id);
-        if self.is_running(&id) {
+        if self.containers.is_running(&id) {
             let found = self.networks.find(network).map_err(|e| e.error(network, Lookup::Inspect))?;
             let (net_id, net_name) = (found.id.clone(), found.name.clone());
             let Some(record) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
             if record.networks.values().any(|a| a.network_id.as_deref() == Some(net_id.as_str())) {
                 return Err(RuntimeError::Conflict(format!(
                     "endpoint with name {} already exists in network {net_name}",
-                    record.info.name
+                    record.info().name
                 )));
             }
             let attachment = Attachment { aliases: aliases.to_vec(), network_id: Some(net_id.clone()) };
@@ -138,9 +138,9 @@ impl SimRuntime {
     }
 
     pub(crate) fn disconnect_network(&mut self, network: &str, container: &str) -> RuntimeResult {
-        let id = self.resolve(container)?;
+        let id = self.containers.resolve(container)?;
         self.journal.container(&id);
-        let running = self.is_running(&id);
+        let running = self.containers.is_running(&id);
         let found = self.networks.find(network).ok().map(|n| (n.id.clone(), n.name.clone()));
         let Some(record) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
         if running {
@@ -233,10 +233,7 @@ impl SimRuntime {
     /// The running containers with an endpoint on network `network_id`, in id order.
     pub(crate) fn endpoints(&self, network_id: &str) -> Vec<String> {
         let attached = self.networks.attached(network_id);
-        attached
-            .filter(|id| self.containers.get(*id).is_some_and(|c| c.info.state == ContainerState::Running))
-            .cloned()
-            .collect()
+        attached.filter(|id| self.containers.is_running(id)).cloned().collect()
     }
 
     fn network_info(&self, network: &SimNetwork) -> NetworkInfo {

@@ -4,7 +4,7 @@
 use super::super::test_support::{create, id_of};
 use super::*;
 use drydock_engine::api::container::NetworkAttachment;
-use drydock_engine::runtime::{BUILTIN_NETWORKS, ContainerCreate, RuntimeRequest};
+use drydock_engine::runtime::{BUILTIN_NETWORKS, ContainerCreate, ContainerState, RuntimeRequest};
 
 fn runtime() -> SimRuntime {
     let mut rt = SimRuntime::new(1);
@@ -230,9 +230,9 @@ fn the_endpoint_index_agrees_with_a_scan_of_every_container() {
     let scan = |rt: &SimRuntime, network_id: &str| -> Vec<String> {
         rt.containers
             .values()
-            .filter(|c| c.info.state == ContainerState::Running)
+            .filter(|c| c.state() == ContainerState::Running)
             .filter(|c| c.networks.values().any(|a| a.network_id.as_deref() == Some(network_id)))
-            .map(|c| c.info.id.clone())
+            .map(|c| c.id().to_string())
             .collect()
     };
     let mut endpoints_seen = 0;

@@ -34,8 +34,8 @@ impl SimRuntime {
     /// published ports in step, so a start looks its ports up instead of reading every container.
     pub(super) fn set_published(&mut self, id: &str, ports: Vec<PublishedPort>) {
         let Some(container) = self.containers.get_mut(id) else { return };
-        let old = std::mem::replace(&mut container.info.ports, ports);
-        let new = port_keys(&container.info.ports);
+        let old = container.replace_ports(ports);
+        let new = port_keys(&container.info().ports);
         for port in port_keys(&old) {
             self.ports.unpublish(port);
         }
@@ -60,15 +60,15 @@ impl SimRuntime {
     }
 
     fn recorded_ports(&self, id: &str) -> Vec<HostPort> {
-        self.containers.get(id).map(|c| port_keys(&c.info.ports)).unwrap_or_default()
+        self.containers.get(id).map(|c| port_keys(&c.info().ports)).unwrap_or_default()
     }
 
     /// The ports container `id` publishes if it starts now, or Docker's error.
     pub(super) fn publish_ports(&mut self, id: &str) -> Result<Vec<PublishedPort>, String> {
         let Some(container) = self.containers.get(id) else { return Ok(Vec::new()) };
         let requested = container.requested_ports.clone();
-        let name = container.info.name.clone();
-        let own = port_keys(&container.info.ports);
+        let name = container.info().name.clone();
+        let own = port_keys(&container.info().ports);
         // Published by another container (the index counts this one's own too), or by one of
         // this container's earlier ports of this start.
         let mut claimed: BTreeSet<HostPort> = BTreeSet::new();

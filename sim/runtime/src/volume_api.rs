@@ -47,12 +47,8 @@ impl SimRuntime {
         if !self.volumes.contains(name) {
             return Err(no_such_volume(name));
         }
-        let users: Vec<&str> = self
-            .containers
-            .values()
-            .filter(|c| c.mounts.iter().any(|m| m.source == name))
-            .map(|c| c.info.id.as_str())
-            .collect();
+        let users: Vec<&str> =
+            self.containers.values().filter(|c| c.mounts.iter().any(|m| m.source == name)).map(|c| c.id()).collect();
         if !users.is_empty() {
             return Err(RuntimeError::Conflict(format!("remove {name}: volume is in use - [{}]", users.join(", "))));
         }
