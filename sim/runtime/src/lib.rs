@@ -7,20 +7,36 @@
 //! that fail and keep failing, removals in progress, pulls from a registry it cannot reach. Its
 //! fidelity is checked by running the same conformance cases against real Docker.
 //!
-//! One subsystem per module, as in Docker:
-//! - `containers`: one record per container (what `inspect` shows, plus what it was created with:
-//!   command, mounts, requested ports, image id), the name index, creation and its checks, and
-//!   the events (every one for the event streams, the last 256 for a `since` query, as
-//!   Docker); `lifecycle`: starts, stops, removals, and the main process in time;
-//! - `shell`: what a container runs (its command as runc starts it, busybox's `sh`); `output`:
-//!   what it prints;
-//! - `ports`: host ports; `mounts`: mounts (and the named volumes they make); `volumes`: the
-//!   volume API; `networks`: networks and the containers attached to them; `files`: files
-//!   copied into containers;
-//! - `images`: the local image store (images by id, the references that point to them) and
-//!   Docker 20.10's removal rules; `references`: Docker's reference grammar;
-//! - `registry`: the registry, and push and pull between it and the local store;
-//! - `builds`: image builds from registered contexts; `dockerfile`: the Dockerfile grammar.
+//! [`SimRuntime`] composes a dozen parts, one concept each: a struct that keeps its own
+//! invariants (stated as its *Guarantees*, checked by its `check`) with its unit tests next to
+//! it. Nothing but a part's own methods writes its fields.
+//! - `containers`: the container records by id, the name and label indexes (`label_index`),
+//!   the ids handed out;
+//! - `ports`: host ports held from outside, the ports published (counted), the ephemeral cursor;
+//! - `networks`: created and built-in networks, the ids handed out, the attachment index;
+//! - `volumes`: named volumes and the names generated;
+//! - `image_store`: local images by id and the references that point to them;
+//! - `registry`: the registry's repositories, tags and manifests;
+//! - `build_contexts`: the build contexts registered;
+//! - `event_log`: the events (the last 256 for a `since` query, as Docker keeps them; every one
+//!   for the event streams);
+//! - `outputs`: what containers printed; `clock`: the wall clock and the exits due;
+//! - `journal`: what changed since the world last looked; `counters`: creates and pulls.
+//!
+//! Docker's API is [`SimRuntime`]'s methods, which compose the parts (a create touches the
+//! containers, the volumes its mounts make, the networks, the event log, the outputs), one
+//! subsystem per module, as in Docker:
+//! - `container_api`: create and its checks, insert, inspect, lists, the events query;
+//!   `lifecycle`: starts, stops, removals, and the main process in time; `publishing`: the
+//!   ports a start publishes; `mounts`: a create's mounts (and the named volumes they make);
+//!   `files`: files copied into containers; `shell`: what a container runs (its command as
+//!   runc starts it, busybox's `sh`);
+//! - `network_api`: networks and the containers attached to them; `volume_api`: volumes;
+//! - `images`: inspect and Docker 20.10's removal rules; `distribution`: push and pull between
+//!   the registry and the local store; `references`: Docker's reference grammar;
+//! - `builds`: image builds from registered contexts; `dockerfile`: the Dockerfile grammar;
+//! - `consistency`: where parts index what another holds, that they agree
+//!   ([`SimRuntime::check`]).
 //!
 //! Every request applies at once; latency and lost replies are the world's business, not the
 //! runtime's. Time passes only through [`SimRuntime::set_now`] and [`SimRuntime::advance`]: a
@@ -73,6 +89,13 @@ use sha2::{Digest, Sha256};
 /// `sleep` that ignores SIGTERM is.
 pub const STOPPED_EXIT_CODE: i64 = shell::KILLED;
 
+/// A simulated Docker daemon: the parts it keeps (see the crate doc), and Docker's API over
+/// them ([`SimRuntime::execute`]).
+///
+/// *Guarantees*: after every request and every action from outside (an insert, a daemon
+/// restart, time passing), each part's guarantees hold and the parts agree
+/// ([`SimRuntime::check`]); a runtime's ids, names and digests derive from its seed alone, so
+/// the same requests give the same answers on every run.
 #[derive(Clone, Debug, Default)]
 pub struct SimRuntime {
     /// The containers: records by id, the name and label indexes, the ids handed out.
@@ -80,30 +103,33 @@ pub struct SimRuntime {
     /// Host ports: held by processes outside containers, published (counted), the ephemeral
     /// range's cursor.
     ports: ports::Ports,
-    /// Named volumes, and the names generated so far.
-    volumes: volumes::Volumes,
     /// Networks (created and built-in), the ids handed out, and which containers are attached
     /// to each.
     networks: networks::Networks,
-    /// Build context directories (cleaned absolute paths) -> relative path -> contents.
-    build_contexts: build_contexts::BuildContexts,
+    /// Named volumes, and the names generated so far.
+    volumes: volumes::Volumes,
+    /// Local images by id, and the references that point to them.
     images: ImageStore,
+    /// The registry's repositories, and the content their manifests describe.
     registry: Registry,
+    /// Build context directories -> relative path -> contents.
+    build_contexts: build_contexts::BuildContexts,
     /// The events: the last [`EVENTS_KEPT`] for a `since` query, those the streams have not
     /// been handed yet ([`SimRuntime::take_events`]), how many there were.
     events: event_log::EventLog,
-    /// The wall clock, and the exits due by the container's main processes.
-    clock: clock::Clock,
     /// What containers printed, by container id (kept after removal).
     outputs: outputs::Outputs,
-    /// Creates and pulls that succeeded, for reports.
-    counters: counters::Counters,
+    /// The wall clock, and the exits due by the containers' main processes.
+    clock: clock::Clock,
     /// What changed since the journal was last taken.
     journal: Journal,
+    /// Creates and pulls that succeeded, for reports.
+    counters: counters::Counters,
 }
 
 impl SimRuntime {
-    /// A runtime whose container ids and registry content are derived from `seed`.
+    /// A runtime whose container, network and volume ids and registry content are derived from
+    /// `seed`: it has the built-in networks, and nothing else.
     pub fn new(seed: u64) -> Self {
         SimRuntime {
             containers: containers::Containers::new(seed),
