@@ -13,7 +13,9 @@
 //! - [`names`]: the labels, annotations and finalizers the engine owns;
 //! - `meta` and `object`: [`ObjectMeta`], [`Object`], [`ObjectKey`] and the [`Resource`] trait;
 //! - [`registry`]: [`KindInfo`], what the store, the engine and the daemon know of a kind, and
-//!   the [`Registry`] of kinds;
+//!   the [`Registry`] of kinds (a kind may stand for a runtime object: [`RuntimeObject`], the
+//!   catalog of those, is kept here in the root beside the catalog of built-in kinds,
+//!   [`Registry::builtin`]);
 //! - [`reasons`]: the machine-readable reasons a status gives for its phase;
 //! - one module per built-in kind, with its spec, status, the validation the store runs on
 //!   admission and its registration (`kind_info`, listed by [`Registry::builtin`] below): [`namespace`], [`physical`] (`PhysicalContainer`), [`image`] (`ContainerImage`),
@@ -52,6 +54,37 @@ pub use runtime_names::{familiar_image_reference, is_container_name, is_runtime_
 pub use runtime_resource::{ResourcePhase, RuntimeResourceStatus};
 pub use volume::{ContainerVolume, ContainerVolumeSpec};
 
+/// A kind of object a container runtime holds: what each runtime request acts on
+/// ([`RuntimeRequest::class`](crate::runtime::RuntimeRequest::class)). Kept beside the list of
+/// built-in kinds, as a catalog of the same sort: a built-in kind whose objects stand for one of
+/// them says so ([`KindInfo::with_runtime_object`]), and the simulator's checks of runtime
+/// resources (one per owner, none leaked, none removed by a stranger) cover it from that alone.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RuntimeObject {
+    Container,
+    Image,
+    Network,
+    Volume,
+}
+
+impl RuntimeObject {
+    /// The word for one, as messages use it: `container`, `image`, `network`, `volume`.
+    pub fn word(self) -> &'static str {
+        match self {
+            RuntimeObject::Container => "container",
+            RuntimeObject::Image => "image",
+            RuntimeObject::Network => "network",
+            RuntimeObject::Volume => "volume",
+        }
+    }
+}
+
+impl std::fmt::Display for RuntimeObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
 impl Registry {
     /// The built-in kinds, one line each: `Namespace`, `PhysicalContainer`, `ContainerImage`,
     /// `ContainerNetwork`, `ContainerVolume`, `Lease` and `LogicalContainer`.
@@ -69,5 +102,22 @@ impl Registry {
             registry.register(info);
         }
         registry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_kinds_that_stand_for_a_runtime_object_say_which() {
+        let registry = Registry::builtin();
+        let standing: Vec<(&str, RuntimeObject)> =
+            registry.kinds().filter_map(|k| Some((k.kind.as_str(), k.runtime_object()?))).collect();
+        assert_eq!(
+            standing,
+            [(ContainerNetwork::KIND, RuntimeObject::Network), (ContainerVolume::KIND, RuntimeObject::Volume)]
+        );
+        assert_eq!(RuntimeObject::Volume.to_string(), "volume", "the word, as spec fields and messages use it");
     }
 }

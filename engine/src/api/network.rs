@@ -1,5 +1,6 @@
 //! `ContainerNetwork`: one runtime network, created by name or tracked by id.
 
+use super::RuntimeObject;
 use super::object::{Object, Resource};
 use super::registry::KindInfo;
 use super::runtime_resource::{ResourcePhase, RuntimeResourceStatus, is_builtin_network, validate_source};
@@ -78,6 +79,28 @@ pub(crate) fn validate_update(old: &ContainerNetworkSpec, new: &ContainerNetwork
     if old == new { Vec::new() } else { vec![FieldError::new("spec", "the spec of a ContainerNetwork is immutable")] }
 }
 
+/// The runtime contract's request to create a network (see
+/// [`RuntimeRequest::CreateNetwork`](crate::runtime::RuntimeRequest::CreateNetwork)).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkCreate {
+    pub name: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A network as the runtime describes it.
+pub struct NetworkInfo {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// The containers with an active endpoint on it (the running ones, as Docker reports them),
+    /// by id, in id order.
+    #[serde(default)]
+    pub containers: Vec<String>,
+}
+
 /// `ContainerNetwork`'s registration: settled once no longer pending.
 pub fn kind_info() -> KindInfo {
     KindInfo::typed::<ContainerNetwork>(validate)
@@ -85,6 +108,7 @@ pub fn kind_info() -> KindInfo {
         .with_claims::<ContainerNetwork>(claims)
         .with_names("containernetworks", &["net", "nets"])
         .with_settled::<ContainerNetwork>(|_, s| s.phase != ResourcePhase::Pending)
+        .with_runtime_object(RuntimeObject::Network)
         .with_cleanup_rank(30)
 }
 

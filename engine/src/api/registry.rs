@@ -3,6 +3,7 @@
 //! [`Registry`], the set of kinds. Each built-in kind's registration lives with its types (its
 //! module's `kind_info`); [`Registry::builtin`] lists them, in `api`'s root.
 
+use super::RuntimeObject;
 use super::object::{Object, Resource};
 use super::validation::{Claim, FieldError};
 use std::collections::BTreeMap;
@@ -34,6 +35,9 @@ pub struct KindInfo {
     pub default_finalizers: Vec<String>,
     /// Order in which namespace cleanup deletes this kind: lower first.
     pub cleanup_rank: u8,
+    /// The runtime object each object of this kind stands for, if any (see
+    /// [`KindInfo::with_runtime_object`]).
+    runtime_object: Option<RuntimeObject>,
     validate: Validate,
     validate_update: ValidateUpdate,
     /// What an object of this kind holds alone in its namespace; `None`: nothing.
@@ -54,6 +58,7 @@ impl KindInfo {
             short_names: Vec::new(),
             default_finalizers: Vec::new(),
             cleanup_rank: 50,
+            runtime_object: None,
             validate: Arc::new(|o| match *o.spec {
                 serde_json::Value::Object(_) => Vec::new(),
                 _ => vec![FieldError::new("spec", "must be an object")],
@@ -126,6 +131,20 @@ impl KindInfo {
         self.plural = plural.to_string();
         self.short_names = short_names.iter().map(|s| s.to_string()).collect();
         self
+    }
+
+    /// Each object of this kind stands for one runtime `object` of its own (a network, a
+    /// volume) that drydock creates for it under the name in its spec's `<object>Name` (or
+    /// `<namespace>-<name>`), labels with its owner, namespace and retention, adopts by
+    /// `<object>Id`, and replaces under `replaceExisting`; as the runtime resource kinds do.
+    pub fn with_runtime_object(mut self, object: RuntimeObject) -> Self {
+        self.runtime_object = Some(object);
+        self
+    }
+
+    /// The runtime object each object of this kind stands for, if any.
+    pub fn runtime_object(&self) -> Option<RuntimeObject> {
+        self.runtime_object
     }
 
     pub fn with_finalizer(mut self, finalizer: &str) -> Self {

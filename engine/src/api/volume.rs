@@ -1,5 +1,6 @@
 //! `ContainerVolume`: one runtime volume, created by name or tracked by name.
 
+use super::RuntimeObject;
 use super::object::{Object, Resource};
 use super::registry::KindInfo;
 use super::runtime_resource::{ResourcePhase, RuntimeResourceStatus, validate_source};
@@ -91,6 +92,23 @@ pub(crate) fn validate_update(old: &ContainerVolumeSpec, new: &ContainerVolumeSp
     if old == new { Vec::new() } else { vec![FieldError::new("spec", "the spec of a ContainerVolume is immutable")] }
 }
 
+/// The runtime contract's request to create a volume (see
+/// [`RuntimeRequest::CreateVolume`](crate::runtime::RuntimeRequest::CreateVolume)).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeCreate {
+    pub name: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A volume as the runtime describes it.
+pub struct VolumeInfo {
+    pub name: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
 /// `ContainerVolume`'s registration: settled once no longer pending.
 pub fn kind_info() -> KindInfo {
     KindInfo::typed::<ContainerVolume>(validate)
@@ -98,6 +116,7 @@ pub fn kind_info() -> KindInfo {
         .with_claims::<ContainerVolume>(claims)
         .with_names("containervolumes", &["vol", "vols"])
         .with_settled::<ContainerVolume>(|_, s| s.phase != ResourcePhase::Pending)
+        .with_runtime_object(RuntimeObject::Volume)
         .with_cleanup_rank(30)
 }
 

@@ -21,11 +21,12 @@
 
 mod resources;
 
-pub use resources::{
-    BUILTIN_NETWORKS, ImageBuild, NetworkCreate, NetworkInfo, VolumeCreate, VolumeInfo, is_builtin_network,
-};
+pub use resources::{BUILTIN_NETWORKS, ImageBuild, is_builtin_network};
 
+pub use crate::api::RuntimeObject;
 use crate::api::container::{CopiedFile, Mount, NetworkAttachment, PortMapping, Protocol};
+pub use crate::api::network::{NetworkCreate, NetworkInfo};
+pub use crate::api::volume::{VolumeCreate, VolumeInfo};
 use crate::time::WallTime;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -171,15 +172,6 @@ pub enum RuntimeRequest {
     },
 }
 
-/// What a runtime request acts on.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RuntimeObject {
-    Container,
-    Image,
-    Network,
-    Volume,
-}
-
 /// What a runtime request does to what it acts on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Verb {
@@ -252,6 +244,37 @@ impl RuntimeRequest {
     /// copies, connects): the negation of [`RuntimeRequest::is_read`].
     pub fn changes_world(&self) -> bool {
         !self.is_read()
+    }
+
+    /// The one runtime object the request names (a container's, network's or volume's id or
+    /// name, an image's reference, a build's tag), if it names one: lists and creates of
+    /// containers, networks and volumes name none yet. With [`RuntimeRequest::class`], what a
+    /// checker needs to know which object a request touches without a list of requests.
+    pub fn target(&self) -> Option<&str> {
+        match self {
+            RuntimeRequest::CreateContainer(_)
+            | RuntimeRequest::ListContainers { .. }
+            | RuntimeRequest::CreateNetwork(_)
+            | RuntimeRequest::ListNetworks { .. }
+            | RuntimeRequest::CreateVolume(_)
+            | RuntimeRequest::ListVolumes { .. } => None,
+            RuntimeRequest::StartContainer { id }
+            | RuntimeRequest::StopContainer { id, .. }
+            | RuntimeRequest::RemoveContainer { id, .. }
+            | RuntimeRequest::InspectContainer { id }
+            | RuntimeRequest::ContainerEvents { id, .. }
+            | RuntimeRequest::CopyFiles { id, .. }
+            | RuntimeRequest::InspectNetwork { id }
+            | RuntimeRequest::RemoveNetwork { id } => Some(id),
+            RuntimeRequest::ConnectNetwork { network, .. } | RuntimeRequest::DisconnectNetwork { network, .. } => {
+                Some(network)
+            }
+            RuntimeRequest::InspectImage { reference }
+            | RuntimeRequest::PullImage { reference }
+            | RuntimeRequest::RemoveImage { reference, .. } => Some(reference),
+            RuntimeRequest::BuildImage(b) => Some(&b.tag),
+            RuntimeRequest::InspectVolume { name } | RuntimeRequest::RemoveVolume { name } => Some(name),
+        }
     }
 
     /// Short form for traces: `create ns-a from busybox`, `start 3f2a…` (the `Display`).

@@ -1,41 +1,10 @@
-//! The runtime's resources beside containers and images: networks, volumes, image builds.
+//! Image builds, and the built-in networks. (The requests' types of the runtime resources a kind
+//! stands for, networks and volumes, live with their kinds in [`crate::api`], as the parts of a
+//! container's description the runtime shares live in [`crate::api::container`].)
 
 pub use crate::api::runtime_resource::{BUILTIN_NETWORKS, is_builtin_network};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NetworkCreate {
-    pub name: String,
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NetworkInfo {
-    pub id: String,
-    pub name: String,
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-    /// The containers with an active endpoint on it (the running ones, as Docker reports them),
-    /// by id, in id order.
-    #[serde(default)]
-    pub containers: Vec<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VolumeCreate {
-    pub name: String,
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VolumeInfo {
-    pub name: String,
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-}
 
 /// An image build: a context directory on the runtime's host, a Dockerfile in it, the tag the
 /// result gets.

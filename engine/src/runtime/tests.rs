@@ -43,6 +43,20 @@ fn inspections_lists_and_events_read_everything_else_changes_the_world() {
     }
 }
 
+#[test]
+fn a_request_names_its_target_unless_it_lists_or_creates_a_container_network_or_volume() {
+    for (request, _) in every_request() {
+        let (object, verb) = request.class();
+        let names_none =
+            matches!(verb, Verb::Create) && object != RuntimeObject::Image || request.describe().starts_with("list");
+        assert_eq!(request.target().is_none(), names_none, "{request}");
+    }
+    let remove = RuntimeRequest::RemoveVolume { name: "data".into() };
+    assert_eq!((remove.class(), remove.target()), ((RuntimeObject::Volume, Verb::Remove), Some("data")));
+    let disconnect = RuntimeRequest::DisconnectNetwork { network: "n1".into(), container: "c1".into() };
+    assert_eq!(disconnect.target(), Some("n1"), "a network's connections act on the network");
+}
+
 /// The codes a summary writes, and nothing else.
 #[derive(Default)]
 struct Codes(Vec<u16>);

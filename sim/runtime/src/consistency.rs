@@ -15,16 +15,7 @@ impl SimRuntime {
     /// with one another (the exits due, the ports counted as published and the attachments
     /// indexed are those the container records say; the volumes containers mount exist). Reads everything: for tests, not for every step of a run.
     pub fn check(&self) -> Result<(), String> {
-        self.events.check()?;
-        self.outputs.check()?;
-        self.clock.check()?;
-        self.build_contexts.check()?;
-        self.registry.check()?;
-        self.images.check()?;
-        self.volumes.check()?;
-        self.ports.check()?;
-        self.networks.check()?;
-        self.containers.check()?;
+        self.check_parts()?;
         self.check_due_exits()?;
         self.check_mounted_volumes()?;
         self.check_published_ports()?;

@@ -5,11 +5,12 @@ use super::super::SimRuntime;
 use drydock_engine::WallTime;
 use drydock_engine::api::container::{CopiedFile, Mount, NetworkAttachment, PortMapping, Protocol};
 use drydock_engine::runtime::{
-    ContainerCreate, ContainerInfo, ContainerState, ImageBuild, NetworkCreate, RuntimeRequest, VolumeCreate,
+    ContainerCreate, ContainerInfo, ContainerState, ImageBuild, NetworkCreate, RuntimeObject, RuntimeRequest,
+    VolumeCreate,
 };
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 const REGISTRY_IMAGE: &str = "127.0.0.1:5000/team/app:1";
 
@@ -229,7 +230,9 @@ fn the_journal_names_everything_that_changed() {
             let what = step(&mut rt, &mut rng);
             let after = snapshot(&rt);
             let journal = rt.take_journal();
-            let journalled = [&journal.containers, &journal.networks, &journal.volumes];
+            let networks = journal.resources(RuntimeObject::Network).map(str::to_string).collect();
+            let volumes = journal.resources(RuntimeObject::Volume).map(str::to_string).collect();
+            let journalled: [&BTreeSet<String>; 3] = [&journal.containers, &networks, &volumes];
             for (kind, ((before, after), journalled)) in
                 ["container", "network", "volume"].iter().zip(before.iter().zip(&after).zip(journalled))
             {

@@ -80,10 +80,11 @@ pub use references::{ImageReference, ReferenceError, familiar_reference, normali
 pub use shell::{OUTPUT_LIMIT, Stream};
 
 use drydock_engine::WallTime;
-use drydock_engine::runtime::{RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult};
+use drydock_engine::runtime::{RuntimeEvent, RuntimeObject, RuntimeReply, RuntimeRequest, RuntimeResult};
 use image_store::ImageStore;
 use registry::Registry;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 
 /// Exit code of a container killed by `stop` after its grace period (SIGKILL: 128 + 9), as a
 /// `sleep` that ignores SIGTERM is.
@@ -138,6 +139,21 @@ impl SimRuntime {
             volumes: volumes::Volumes::new(seed),
             ..SimRuntime::default()
         }
+    }
+
+    /// Each part's own guarantees (see [`SimRuntime::check`] for how the parts agree): one line
+    /// per part, kept beside the fields so that a new part is checked where it is added.
+    fn check_parts(&self) -> Result<(), String> {
+        self.events.check()?;
+        self.outputs.check()?;
+        self.clock.check()?;
+        self.build_contexts.check()?;
+        self.registry.check()?;
+        self.images.check()?;
+        self.volumes.check()?;
+        self.ports.check()?;
+        self.networks.check()?;
+        self.containers.check()
     }
 
     /// What changed since the last call (everything there is, for the first).
@@ -219,6 +235,37 @@ impl SimRuntime {
     pub fn recorded_events(&self) -> usize {
         self.events.recorded()
     }
+
+    /// The runtime resources an object of a built-in kind can stand for (see
+    /// [`KindInfo::with_runtime_object`](drydock_engine::api::KindInfo::with_runtime_object)):
+    /// the networks in id order (the built-in ones first), then the volumes in name order. The
+    /// id is the one the [`Journal`] and requests name a resource by. A new kind of runtime
+    /// resource adds its part's here, and the simulator's resource checks cover it.
+    pub fn resources(&self) -> impl Iterator<Item = Resource<'_>> {
+        let networks = self.networks.all().map(|n| Resource {
+            object: RuntimeObject::Network,
+            id: &n.id,
+            name: &n.name,
+            labels: &n.labels,
+        });
+        let volumes = self.volumes.iter().map(|(name, v)| Resource {
+            object: RuntimeObject::Volume,
+            id: name,
+            name,
+            labels: &v.labels,
+        });
+        networks.chain(volumes)
+    }
+}
+
+/// A runtime resource as checkers see it (see [`SimRuntime::resources`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resource<'a> {
+    pub object: RuntimeObject,
+    /// What requests and the journal name it by: a network's id, a volume's name.
+    pub id: &'a str,
+    pub name: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
 }
 
 /// Docker's answer for a container it does not have.

@@ -13,7 +13,7 @@ use super::SimRuntime;
 use super::shell::clean_path;
 use super::volumes::check_volume_name;
 use drydock_engine::api::container::Mount;
-use drydock_engine::runtime::RuntimeError;
+use drydock_engine::runtime::{RuntimeError, RuntimeObject};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl SimRuntime {
@@ -44,7 +44,7 @@ impl SimRuntime {
             if kind == "volume" {
                 check_volume_name(&mount.source)?;
                 if !self.volumes.contains(&mount.source) {
-                    self.journal.volume(&mount.source);
+                    self.journal.resource(RuntimeObject::Volume, &mount.source);
                     self.volumes.create(&mount.source, BTreeMap::new());
                 }
             }

@@ -32,7 +32,7 @@ use super::SimRuntime;
 use super::networks::{Attachment, Lookup, SimNetwork};
 use super::not_found;
 use drydock_engine::runtime::{
-    NetworkCreate, NetworkInfo, RuntimeError, RuntimeReply, RuntimeResult, is_builtin_network,
+    NetworkCreate, NetworkInfo, RuntimeError, RuntimeObject, RuntimeReply, RuntimeResult, is_builtin_network,
 };
 use std::collections::BTreeMap;
 
@@ -57,7 +57,7 @@ impl SimRuntime {
     /// one name make lookups by that name ambiguous. Returns its id.
     pub fn insert_network(&mut self, name: &str, labels: BTreeMap<String, String>) -> String {
         let id = self.networks.insert(name, labels);
-        self.journal.network(&id);
+        self.journal.resource(RuntimeObject::Network, &id);
         id
     }
 
@@ -105,7 +105,7 @@ impl SimRuntime {
             )));
         }
         let id = network.id.clone();
-        self.journal.network(&id);
+        self.journal.resource(RuntimeObject::Network, &id);
         self.networks.remove(&id);
         Ok(RuntimeReply::Done)
     }

@@ -12,7 +12,7 @@
 
 use super::SimRuntime;
 use super::volumes::check_volume_name;
-use drydock_engine::runtime::{RuntimeError, RuntimeReply, RuntimeResult, VolumeCreate, VolumeInfo};
+use drydock_engine::runtime::{RuntimeError, RuntimeObject, RuntimeReply, RuntimeResult, VolumeCreate, VolumeInfo};
 use std::collections::BTreeMap;
 
 impl SimRuntime {
@@ -53,7 +53,7 @@ impl SimRuntime {
             return Err(RuntimeError::Conflict(format!("remove {name}: volume is in use - [{}]", users.join(", "))));
         }
         self.volumes.remove(name);
-        self.journal.volume(name);
+        self.journal.resource(RuntimeObject::Volume, name);
         Ok(())
     }
 
@@ -65,7 +65,7 @@ impl SimRuntime {
                 name.to_string()
             }
         };
-        self.journal.volume(&name);
+        self.journal.resource(RuntimeObject::Volume, &name);
         let volume = self.volumes.create(&name, create.labels.clone());
         Ok(RuntimeReply::Volume(VolumeInfo { name, labels: volume.labels.clone() }))
     }

@@ -7,14 +7,14 @@ use drydock_engine::api::{
     ContainerImage, ContainerNetwork, ContainerPhase, ContainerVolume, ImagePhase, Lease, Namespace, NamespacePhase,
     Object, ObjectKey, PhysicalContainer, PullPolicy, Resource, ResourcePhase, RuntimeResourceStatus, Uid, names,
 };
-use drydock_engine::runtime::ContainerState;
+use drydock_engine::runtime::{ContainerState, RuntimeObject};
 
 /// `Ok` when every object is settled and agrees with the runtime; otherwise the first thing that
 /// does not, in words.
 pub fn desired_equals_actual(view: &View<'_>) -> Result<(), String> {
     namespaces_settled(view)?;
     images_settled(view)?;
-    networks_and_volumes_settled(view)?;
+    runtime_resources_settled(view)?;
     containers_settled(view)?;
     logicals_settled(view)?;
     leases_released(view)?;
@@ -151,9 +151,12 @@ fn waits_for_unready_image(view: &View<'_>, pc: &Object, spec: &drydock_engine::
     }
 }
 
-/// Networks and volumes: Ready ones exist in the runtime, Missing ones do not, none is Pending.
-fn networks_and_volumes_settled(view: &View<'_>) -> Result<(), String> {
-    for kind in [ContainerNetwork::KIND, ContainerVolume::KIND] {
+/// Objects standing for a runtime resource (networks, volumes: every kind that says so with
+/// `KindInfo::with_runtime_object`): Ready ones exist in the runtime, Missing ones do not, none
+/// is Pending.
+fn runtime_resources_settled(view: &View<'_>) -> Result<(), String> {
+    let kinds = view.store.registry().kinds().filter_map(|k| Some((k.kind.as_str(), k.runtime_object()?)));
+    for (kind, runtime_object) in kinds {
         for object in view.store.list(Some(kind), None) {
             let key = object.key();
             let status: RuntimeResourceStatus =
@@ -161,7 +164,7 @@ fn networks_and_volumes_settled(view: &View<'_>) -> Result<(), String> {
             if object.metadata.is_deleting() {
                 // A volume a container still mounts is waited for (never forced), like a
                 // Kubernetes claim in use.
-                let in_use = kind == ContainerVolume::KIND
+                let in_use = runtime_object == RuntimeObject::Volume
                     && status.runtime_id.as_deref().is_some_and(|name| {
                         view.runtime.containers().any(|c| view.runtime.mounts_of(&c.id).any(|m| m == name))
                     });
@@ -172,16 +175,12 @@ fn networks_and_volumes_settled(view: &View<'_>) -> Result<(), String> {
             }
             // Its own: created for it (its uid label), or the one it tracks. A volume is known by
             // its name, which another may hold once the object's was removed.
-            let tracked = ["networkId", "volumeId"].iter().any(|f| object.spec.get(*f).is_some_and(|v| !v.is_null()));
+            let tracked = object.spec.get(format!("{runtime_object}Id")).is_some_and(|v| !v.is_null());
             let ours = |labels: &std::collections::BTreeMap<String, String>| {
                 tracked || labels.get(names::LABEL_OWNER_UID) == Some(&object.metadata.uid.0)
             };
             let exists = status.runtime_id.as_deref().is_some_and(|id| {
-                if kind == ContainerNetwork::KIND {
-                    view.runtime.networks().any(|n| n.id == id && ours(&n.labels))
-                } else {
-                    view.runtime.volume_infos().any(|v| v.name == id && ours(&v.labels))
-                }
+                view.runtime.resources().any(|r| r.object == runtime_object && r.id == id && ours(r.labels))
             });
             let ok = match status.phase {
                 ResourcePhase::Pending => false,

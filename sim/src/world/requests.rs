@@ -168,7 +168,8 @@ impl World<'_> {
         };
         let lost = self.store_link.loses_reply(&mut self.env, &request, &result);
         self.observe(Happening::StoreApplied { process, request: &request, result: &result });
-        if let (Ok(StoreReply::Object(object)), false) = (&result, matches!(request, StoreRequest::Get { .. }))
+        // A lease a write returns was written; one a read returns was only seen.
+        if let (Ok(StoreReply::Object(object)), true) = (&result, request.changes_world())
             && self.facts.leases.record(object, self.processes.get(process).skew_ms)
         {
             self.probes.hit(Probe::LeaseTakenOver);

@@ -7,53 +7,31 @@
 
 use super::named;
 use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
-use drydock_engine::api::{
-    ContainerNetwork, ContainerVolume, Namespace, Object, PhysicalContainer, Resource, Uid, names,
-};
-use drydock_engine::runtime::{BUILTIN_NETWORKS, RuntimeRequest, is_builtin_network};
+use crate::runtime::Resource as Held;
+use drydock_engine::api::{Namespace, Object, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::runtime::{BUILTIN_NETWORKS, RuntimeObject, RuntimeRequest, Verb, is_builtin_network};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A runtime network or volume as the checks see it.
-struct Held {
-    what: &'static str,
-    id: String,
-    name: String,
-    labels: BTreeMap<String, String>,
+// The checks below cover every kind of runtime resource the simulated runtime holds
+// (`SimRuntime::resources`) and every kind that declares it stands for one
+// (`KindInfo::with_runtime_object`), with no list of them: a new kind is covered as it is added.
+
+fn held<'a>(view: &View<'a>) -> Vec<Held<'a>> {
+    view.runtime.resources().collect()
 }
 
-fn held(view: &View<'_>) -> Vec<Held> {
-    held_where(view, |_, _| true)
+/// The runtime resources `wanted(object, id)` picks.
+fn held_where<'a>(view: &View<'a>, wanted: impl Fn(RuntimeObject, &str) -> bool) -> Vec<Held<'a>> {
+    view.runtime.resources().filter(|h| wanted(h.object, h.id)).collect()
 }
 
-/// The runtime networks and volumes `wanted(what, id)` picks.
-fn held_where(view: &View<'_>, wanted: impl Fn(&str, &str) -> bool) -> Vec<Held> {
-    let label = |labels: &BTreeMap<String, String>| labels.clone();
-    let networks =
-        view.runtime.network_labels().filter(|(id, _, _)| wanted("network", id)).map(|(id, name, labels)| Held {
-            what: "network",
-            id: id.to_string(),
-            name: name.to_string(),
-            labels: label(labels),
-        });
-    let volumes = view.runtime.volume_labels().filter(|(name, _)| wanted("volume", name)).map(|(name, labels)| Held {
-        what: "volume",
-        id: name.to_string(),
-        name: name.to_string(),
-        labels: label(labels),
-    });
-    networks.chain(volumes).collect()
-}
-
-/// The networks and volumes that changed since the last check.
-fn changed(view: &View<'_>, changes: &Changes<'_>) -> Vec<Held> {
+/// The runtime resources that changed since the last check.
+fn changed<'a>(view: &View<'a>, changes: &Changes<'_>) -> Vec<Held<'a>> {
     let journal = changes.runtime;
-    if journal.networks.is_empty() && journal.volumes.is_empty() {
+    if !journal.any_resource_changed() {
         return Vec::new();
     }
-    held_where(view, |what, id| match what {
-        "network" => journal.networks.contains(id),
-        _ => journal.volumes.contains(id),
-    })
+    held_where(view, |object, id| journal.resource_changed(object, id))
 }
 
 fn retained(labels: &BTreeMap<String, String>) -> bool {
@@ -69,12 +47,12 @@ impl Invariant for UniqueResourceOwner {
 
     fn check(&self, view: &View<'_>) -> Result<(), String> {
         let held = held(view);
-        let mut seen: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+        let mut seen: BTreeMap<(RuntimeObject, &str), &str> = BTreeMap::new();
         for h in &held {
             if let Some(uid) = h.labels.get(names::LABEL_OWNER_UID)
-                && let Some(other) = seen.insert((h.what, uid), &h.id)
+                && let Some(other) = seen.insert((h.object, uid), h.id)
             {
-                return Err(format!("runtime {}s {other} and {} both carry owner uid {uid}", h.what, h.id));
+                return Err(format!("runtime {}s {other} and {} both carry owner uid {uid}", h.object, h.id));
             }
         }
         Ok(())
@@ -122,7 +100,7 @@ impl Invariant for NoResourceLeakAfterNamespaceDelete {
         }
         let mut suspects = changed(view, changes);
         if changes.container_removed(view.runtime) {
-            suspects.extend(held_where(view, |what, _| what == "volume"));
+            suspects.extend(held_where(view, |object, _| object == RuntimeObject::Volume));
         }
         leak_among(view, suspects, is_namespace)
     }
@@ -130,20 +108,20 @@ impl Invariant for NoResourceLeakAfterNamespaceDelete {
 
 /// `Err` if one of `held` belongs to a namespace that is gone (`is_namespace` says which uids
 /// still are one), unless retained or (a volume) still used by another namespace's container.
-fn leak_among(view: &View<'_>, held: Vec<Held>, is_namespace: impl Fn(&str) -> bool) -> Result<(), String> {
+fn leak_among(view: &View<'_>, held: Vec<Held<'_>>, is_namespace: impl Fn(&str) -> bool) -> Result<(), String> {
     for h in held {
         let Some(ns_uid) = h.labels.get(names::LABEL_NAMESPACE_UID) else { continue };
-        if retained(&h.labels) || is_namespace(ns_uid) {
+        if retained(h.labels) || is_namespace(ns_uid) {
             continue;
         }
-        let used_by_stranger = h.what == "volume"
+        let used_by_stranger = h.object == RuntimeObject::Volume
             && view.runtime.containers().any(|c| {
                 c.labels.get(names::LABEL_NAMESPACE_UID) != Some(ns_uid)
-                    && view.runtime.mounts_of(&c.id).any(|source| source == h.name.as_str())
+                    && view.runtime.mounts_of(&c.id).any(|source| source == h.name)
             });
         if !used_by_stranger {
             let ns = h.labels.get(names::LABEL_NAMESPACE).map_or("?", String::as_str);
-            return Err(format!("namespace {ns} (uid {ns_uid}) is gone but runtime {} {} remains", h.what, h.name));
+            return Err(format!("namespace {ns} (uid {ns_uid}) is gone but runtime {} {} remains", h.object, h.name));
         }
     }
     Ok(())
@@ -190,7 +168,7 @@ impl Invariant for BuiltinNetworksUntouched {
     }
 
     fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
-        if changes.everything || !changes.runtime.networks.is_empty() {
+        if changes.everything || changes.runtime.resources(RuntimeObject::Network).next().is_some() {
             return self.check(view);
         }
         self.seen.check()
@@ -213,23 +191,22 @@ impl Invariant for RemovesOnlyItsOwn {
 
     fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
         let Happening::RuntimeSent { process, request, issuer, .. } = happening else { return };
-        let (what, target) = match request {
-            RuntimeRequest::RemoveNetwork { id } => ("network", id),
-            RuntimeRequest::RemoveVolume { name } => ("volume", name),
-            _ => return,
-        };
-        let Some(h) = held_where(view, |w, _| w == what).into_iter().find(|h| h.id == *target || h.name == *target)
+        let (object, verb) = request.class();
+        let (Verb::Remove, Some(target)) = (verb, request.target()) else { return };
+        let Some(h) = view.runtime.resources().find(|h| h.object == object && (h.id == target || h.name == target))
         else {
-            return; // gone already: the runtime answers NotFound
+            return; // gone already (the runtime answers NotFound), or not a runtime resource
         };
-        let Some(object) = view.store.get(issuer) else { return };
-        if h.labels.get(names::LABEL_OWNER_UID) == Some(&object.metadata.uid.0) {
+        let Some(issuer_object) = view.store.get(issuer) else { return };
+        if h.labels.get(names::LABEL_OWNER_UID) == Some(&issuer_object.metadata.uid.0) {
             return;
         }
-        let (replace, runtime_name) = replace_and_name(object);
-        if !(replace && runtime_name.as_deref() == Some(h.name.as_str())) {
+        let stands_for = view.store.registry().get(&issuer_object.kind).and_then(|k| k.runtime_object());
+        let (replace, runtime_name) =
+            if stands_for == Some(object) { replace_and_name(issuer_object, object) } else { (false, None) };
+        if !(replace && runtime_name.as_deref() == Some(h.name)) {
             self.seen.flag(format!(
-                "p{process} removed {what} {} for {issuer}, which it did not create (replaceExisting {replace}, runtime name {})",
+                "p{process} removed {object} {} for {issuer}, which it did not create (replaceExisting {replace}, runtime name {})",
                 h.name,
                 runtime_name.as_deref().unwrap_or("-")
             ));
@@ -241,24 +218,20 @@ impl Invariant for RemovesOnlyItsOwn {
     }
 }
 
-/// `spec.replaceExisting` and the runtime name an object creates under (the checker's own
-/// reading of the spec: `<namespace>-<name>` unless named; none when tracking).
-fn replace_and_name(object: &Object) -> (bool, Option<String>) {
-    let spec = &object.spec;
-    let (name_field, id_field) = match object.kind.as_str() {
-        k if k == ContainerNetwork::KIND => ("networkName", "networkId"),
-        k if k == ContainerVolume::KIND => ("volumeName", "volumeId"),
-        _ => return (false, None),
-    };
+/// `spec.replaceExisting` and the runtime name an object standing for a runtime `object`
+/// creates under (the checker's own reading of the spec, as `KindInfo::with_runtime_object`
+/// documents it: `<object>Name`, else `<namespace>-<name>`; none when tracking by `<object>Id`).
+fn replace_and_name(issuer: &Object, object: RuntimeObject) -> (bool, Option<String>) {
+    let spec = &issuer.spec;
     let replace = spec.get("replaceExisting").and_then(|v| v.as_bool()).unwrap_or(false);
-    if spec.get(id_field).is_some_and(|v| !v.is_null()) {
+    if spec.get(format!("{object}Id")).is_some_and(|v| !v.is_null()) {
         return (replace, None);
     }
-    let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+    let namespace = issuer.metadata.namespace.as_deref().unwrap_or_default();
     let name = spec
-        .get(name_field)
+        .get(format!("{object}Name"))
         .and_then(|v| v.as_str())
-        .map_or_else(|| format!("{namespace}-{}", object.metadata.name), str::to_string);
+        .map_or_else(|| format!("{namespace}-{}", issuer.metadata.name), str::to_string);
     (replace, Some(name))
 }
 
