@@ -189,10 +189,16 @@ pub enum Verb {
     Disconnect,
 }
 
-/// Where [`RuntimeRequest::summarize`] and [`RuntimeReply::summarize`] put what a trace keeps of
-/// a request or a reply: a stable code for its kind, then its fields in a fixed order. The
-/// simulator's trace digest hashes this (its words are the `Display`s, which may be reworded
-/// freely); a new request or reply takes a new code and never reuses or renumbers one.
+/// Where [`RuntimeRequest::summarize`], [`RuntimeReply::summarize`] and
+/// [`RuntimeError::summarize`] put what a trace keeps of a request or its outcome: a stable code
+/// for its kind, then its fields in a fixed order. The simulator's trace digest hashes this (its
+/// words are the `Display`s, which may be reworded freely); a new request or reply takes a new
+/// code and never reuses or renumbers one.
+///
+/// The codes are the contract's own block of the trace's tag numbers ([`is_contract_code`]):
+/// requests from 144, replies from 176, a failed request 188; free today are 166 to 175 and 189
+/// to 191, and past those the block goes on from 512. The simulator's own records take the
+/// other numbers.
 pub trait Fields {
     fn code(&mut self, code: u16);
     fn text(&mut self, value: &str);
@@ -341,6 +347,12 @@ impl RuntimeRequest {
             RuntimeRequest::RemoveVolume { name } => coded(out, 165, name),
         }
     }
+}
+
+/// Whether `code` is in the runtime contract's block of trace codes (see [`Fields`]): 144 to 191,
+/// and 512 on.
+pub fn is_contract_code(code: u16) -> bool {
+    (144..=191).contains(&code) || code >= 512
 }
 
 /// A code and the one name or id it is about.
@@ -564,6 +576,12 @@ impl RuntimeError {
             RuntimeError::Invalid(_) => "Invalid",
             RuntimeError::Transient(_) => "Transient",
         }
+    }
+
+    /// What a trace keeps of a failed request: the failure's code and its kind
+    /// ([`RuntimeError::code`]), not its message, which is Docker's words; see [`Fields`].
+    pub fn summarize(&self, out: &mut impl Fields) {
+        coded(out, 188, self.code());
     }
 }
 

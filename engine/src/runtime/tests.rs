@@ -116,4 +116,10 @@ fn every_request_and_reply_summarizes_with_a_code_of_its_own() {
         assert_eq!(codes.0.len(), 1, "{reply}: one code");
         assert!(seen.insert(codes.0[0]), "{reply}: code {} taken", codes.0[0]);
     }
+    let mut codes = Codes::default();
+    RuntimeError::NotFound("no such container".into()).summarize(&mut codes);
+    assert!(seen.insert(codes.0[0]), "a failure's code {} taken", codes.0[0]);
+    for code in seen {
+        assert!(is_contract_code(code), "code {code} is outside the contract's block of trace codes");
+    }
 }

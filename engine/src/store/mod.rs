@@ -318,9 +318,9 @@ impl Store {
         // The log holds one event per revision, contiguous, so the first event after
         // `resource_version` is found by arithmetic: a binary search would read a cold object
         // at every probe. The search stays as the fallback should the log ever have a gap.
-        let start = usize::try_from((resource_version + 1).saturating_sub(oldest))
-            .map_or(self.log.len(), |i| i.min(self.log.len()));
-        let found = self.log.get(start).is_none_or(|e| e.resource_version() == resource_version + 1)
+        let next = resource_version.saturating_add(1);
+        let start = usize::try_from(next.saturating_sub(oldest)).map_or(self.log.len(), |i| i.min(self.log.len()));
+        let found = self.log.get(start).is_none_or(|e| e.resource_version() == next)
             && (start == 0 || self.log[start - 1].resource_version() == resource_version);
         let start = if found { start } else { self.log.partition_point(|e| e.resource_version() <= resource_version) };
         Ok(self.log.range(start..))

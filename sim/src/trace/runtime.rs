@@ -1,6 +1,7 @@
 //! Runtime requests and results as the trace records them: the engine's own summaries of them
-//! ([`RuntimeRequest::summarize`], [`RuntimeReply::summarize`]: a stable code, then the fields
-//! their words name) and the words themselves (their `Display`), or an error's code.
+//! ([`RuntimeRequest::summarize`], [`RuntimeReply::summarize`], `RuntimeError::summarize`: a
+//! stable code, then the fields their words name) and the words themselves (their `Display`, an
+//! error's code).
 //!
 //! A new runtime request or reply needs nothing here: the runtime contract
 //! (`drydock_engine::runtime`) gives it its code, its fields and its words where it is declared.
@@ -46,9 +47,6 @@ impl fmt::Display for RuntimeOutcome<'_> {
     }
 }
 
-/// The tag of a failed request (the requests' and replies' codes are the engine's).
-const RUNTIME_FAILED: u16 = 188;
-
 /// The engine's summaries, encoded: codes as tags, texts as strings, counts as numbers.
 impl Fields for Encoder {
     fn code(&mut self, code: u16) {
@@ -86,10 +84,7 @@ impl Encode for RuntimeOutcome<'_> {
     fn encode(&self, out: &mut Encoder) {
         match self.0 {
             Ok(reply) => RuntimeReply::summarize(reply, out),
-            Err(error) => {
-                out.tag(RUNTIME_FAILED);
-                out.str(error.code());
-            }
+            Err(error) => error.summarize(out),
         }
     }
 }

@@ -43,6 +43,18 @@ pub struct Shape {
     pub labels: BTreeMap<String, String>,
 }
 
+/// How containers use the objects of a flavor, which decides how a removal waits for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Users {
+    /// Containers attach to it (a physical container's `spec.networks[].name`): a removal
+    /// disconnects drydock's own one by one and waits for the others.
+    Attached,
+    /// Containers mount it (a `spec.mounts[].source` that is a name, not a host path): a removal
+    /// waits for drydock's users, and, once its namespace is deleting, for strangers' only for a
+    /// grace period before the object is abandoned in the runtime.
+    Mounted,
+}
+
 /// A kind of runtime resource and its requests.
 pub trait Flavor: Debug + Send + 'static {
     type Kind: Resource<Status = RuntimeResourceStatus>;
@@ -50,6 +62,8 @@ pub trait Flavor: Debug + Send + 'static {
     const CONTROLLER: &'static str;
     /// In words: "network", "volume".
     const WHAT: &'static str;
+    /// How containers use its objects.
+    const USERS: Users;
 
     fn shape(object: &Object) -> Result<Shape, String>;
     fn create(name: String, labels: BTreeMap<String, String>) -> RuntimeRequest;
@@ -72,6 +86,7 @@ impl Flavor for Network {
     type Kind = ContainerNetwork;
     const CONTROLLER: &'static str = "container-network";
     const WHAT: &'static str = "network";
+    const USERS: Users = Users::Attached;
     const CREATE_MAY_ANSWER_A_STRANGER: bool = false;
 
     fn shape(object: &Object) -> Result<Shape, String> {
@@ -132,6 +147,7 @@ impl Flavor for Volume {
     type Kind = ContainerVolume;
     const CONTROLLER: &'static str = "container-volume";
     const WHAT: &'static str = "volume";
+    const USERS: Users = Users::Mounted;
     const CREATE_MAY_ANSWER_A_STRANGER: bool = true;
 
     fn shape(object: &Object) -> Result<Shape, String> {

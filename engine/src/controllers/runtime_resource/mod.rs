@@ -34,7 +34,7 @@ use crate::runtime::{RuntimeError, RuntimeRequest, RuntimeResult};
 use crate::store::{StoreReply, StoreRequest, StoreResult};
 use crate::time::{MonoTime, Now};
 use crate::toolkit::{self, Cleanup, Finalizer, OpTracker, Retry, RetryPolicy, write_status};
-use flavor::{Flavor, Found, Network, Shape, Volume, attached_by_drydock, mounted_by_drydock};
+use flavor::{Flavor, Found, Network, Shape, Users, Volume, attached_by_drydock, mounted_by_drydock};
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -277,7 +277,7 @@ impl<F: Flavor> RuntimeResourceController<F> {
             .is_none_or(|ns| ns.metadata.is_deleting());
         let now = ctx.now().mono;
         let drydock_attached = attached_by_drydock(ctx.cache(), obj);
-        let drydock_mounts = if F::WHAT == "volume" { mounted_by_drydock(ctx.cache(), obj) } else { Vec::new() };
+        let drydock_mounts = if F::USERS == Users::Mounted { mounted_by_drydock(ctx.cache(), obj) } else { Vec::new() };
         let t = &mut self.ops.entry(obj).state;
         if t.abandoned {
             let message = format!(
@@ -300,7 +300,7 @@ impl<F: Flavor> RuntimeResourceController<F> {
                 t.removed = true;
                 return self.cleanup(ctx, obj);
             }
-            if F::WHAT == "network" {
+            if F::USERS == Users::Attached {
                 // Disconnect ours one by one.
                 if let Some(ours) = attached.iter().find(|c| drydock_attached.contains(c)).cloned() {
                     let disconnect = RuntimeRequest::DisconnectNetwork { network: id, container: ours };
@@ -419,7 +419,7 @@ fn handle_result<F: Flavor>(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
             // (a volume; a network's users are waited for).
             if t.namespace_deleting {
                 let since = *t.in_use_since.get_or_insert(now.mono);
-                if F::WHAT == "volume" && now.mono >= since + IN_USE_GRACE {
+                if F::USERS == Users::Mounted && now.mono >= since + IN_USE_GRACE {
                     t.abandoned = true;
                     retry.succeed(op);
                     return;
@@ -472,11 +472,14 @@ impl<F: Flavor> Controller for RuntimeResourceController<F> {
         // every physical container, and a typed decode is most of its cost.
         let uses = Watch::custom(PhysicalContainer::KIND, |pc, cache| {
             let ns = pc.metadata.namespace.as_deref().unwrap_or_default();
-            let (list, field) = if F::WHAT == "network" { ("networks", "name") } else { ("mounts", "source") };
+            let (list, field) = match F::USERS {
+                Users::Attached => ("networks", "name"),
+                Users::Mounted => ("mounts", "source"),
+            };
             let items = pc.spec.get(list).and_then(serde_json::Value::as_array);
             let names = items.into_iter().flatten().filter_map(|item| item.get(field)?.as_str());
             names
-                .filter(|name| F::WHAT == "network" || !name.starts_with('/'))
+                .filter(|name| F::USERS == Users::Attached || !name.starts_with('/'))
                 .map(|name| ObjectKey::namespaced(F::Kind::KIND, ns, name))
                 .filter(|key| cache.get(key).is_some_and(|o| o.metadata.is_deleting()))
                 .collect()
