@@ -154,7 +154,7 @@ impl DockerRuntime {
         let created = self.docker.create_container(Some(options), body).await.map_err(map_error)?;
         for network in others {
             if let Err(error) = self.connect_network(&network.name, &created.id, network.aliases).await {
-                let options = RemoveContainerOptionsBuilder::default().force(true).build();
+                let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
                 let _ = self.docker.remove_container(&created.id, Some(options)).await;
                 return Err(error);
             }
@@ -429,7 +429,8 @@ impl Runtime for DockerRuntime {
                 done(d.stop_container(&id, Some(StopContainerOptionsBuilder::default().t(t).build())).await)
             }
             RuntimeRequest::RemoveContainer { id, force } => {
-                let options = RemoveContainerOptionsBuilder::default().force(force).build();
+                // `v`: with its anonymous volumes, which nothing else would ever remove.
+                let options = RemoveContainerOptionsBuilder::default().force(force).v(true).build();
                 d.remove_container(&id, Some(options)).await.map_err(map_error)?;
                 Ok(RuntimeReply::Done)
             }

@@ -75,6 +75,9 @@ pub enum RuntimeRequest {
         id: String,
         timeout_secs: u32,
     },
+    /// Remove a container (`force`: also a running one) with its anonymous volumes, those its
+    /// image's `VOLUME`s made (Docker's `rm -v`): nothing else would ever remove them, as they
+    /// carry no label. Its named volumes stay.
     RemoveContainer {
         id: String,
         force: bool,

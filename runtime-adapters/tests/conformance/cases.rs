@@ -1169,6 +1169,35 @@ pub async fn a_mount_source_without_a_slash_creates_a_volume_that_outlives_the_c
     assert!(!fx.host.volume_exists(&volume));
 }
 
+/// Docker: an image's `VOLUME` gives each container made from it an anonymous volume (a
+/// generated name of 64 hex digits, no labels) mounted there, unless a mount covers the path;
+/// the runtime contract's removal (Docker's `rm -v`) removes it with the container, where a
+/// plain `docker rm` leaves it for ever. A named volume mounted on another `VOLUME` path stays.
+pub async fn an_images_volume_is_anonymous_and_removed_with_its_container<R: Runtime>(fx: &Fx<R>) {
+    let dockerfile = format!("FROM drydock-test/busybox:latest\nLABEL {RUN_LABEL}={}\nVOLUME /data /cache\n", fx.case);
+    let context = fx.context("ctx", &[("Dockerfile", &dockerfile)]);
+    let tag = fx.tag("volumes");
+    fx.build(&context, &tag, None).await.unwrap();
+    let named = fx.volume("cache");
+    let before: std::collections::BTreeSet<String> = list_volumes(fx, &[]).await.into_iter().collect();
+    let mut spec = fx.spec("a", &["sh", "-c", "test -d /data && test -d /cache"]);
+    spec.image = tag.clone();
+    spec.mounts = vec![mount(&named, "/cache")];
+    let id = fx.create_with(spec).await;
+    // Other cases make volumes meanwhile; an anonymous one has a generated name.
+    let generated = |name: &&String| name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit());
+    let made: Vec<String> = list_volumes(fx, &[]).await.into_iter().filter(|n| !before.contains(n)).collect();
+    let anonymous: Vec<&String> = made.iter().filter(generated).collect();
+    assert_eq!(anonymous.len(), 1, "one anonymous volume, for /data and not /cache: {made:?}");
+    assert!(made.contains(&named), "the named volume, made by its mount: {made:?}");
+    fx.start(&id).await;
+    fx.eventually("exit", async || (state(fx, &id).await == ContainerState::Exited).then_some(())).await;
+    assert_eq!(fx.inspect(&id).await.unwrap().exit_code, Some(0), "both paths are directories");
+    fx.remove(&id, false).await.unwrap();
+    assert!(!fx.host.volume_exists(anonymous[0]), "the anonymous volume goes with its container");
+    assert!(fx.host.volume_exists(&named), "a named volume stays");
+}
+
 /// Docker: a volume a container (in any state) mounts cannot be removed: 409 `remove NAME:
 /// volume is in use - [ID]`.
 pub async fn a_volume_in_use_cannot_be_removed<R: Runtime>(fx: &Fx<R>) {

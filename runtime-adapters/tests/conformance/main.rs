@@ -153,6 +153,7 @@ conformance! {
     an_ambiguous_id_prefix_is_invalid_not_not_found,
     a_mount_source_without_a_slash_creates_a_volume_that_outlives_the_container,
     a_volume_in_use_cannot_be_removed,
+    an_images_volume_is_anonymous_and_removed_with_its_container,
     a_one_character_volume_name_is_invalid,
     a_volume_made_before_a_failing_mount_stays,
     image_pull_from_an_unreachable_registry_is_transient,

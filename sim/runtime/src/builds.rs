@@ -294,7 +294,21 @@ impl SimRuntime {
                 state.id = step_id(&state.id, &expand(&instruction.text, &state.vars), b"");
                 b.progress.push(format!("---> {}", truncate_id(&state.id)));
             }
-            // LABEL, EXPOSE, USER, VOLUME, ...: only the id changes.
+            "VOLUME" => {
+                // `VOLUME ["/a", "/b"]` or `VOLUME /a /b` (a relative path is taken from `/` here;
+                // not tried against Docker).
+                let expanded = expand(args, &state.vars);
+                let paths = match serde_json::from_str::<Vec<String>>(&expanded) {
+                    Ok(paths) => paths,
+                    Err(_) => expanded.split_whitespace().map(str::to_string).collect(),
+                };
+                for path in paths.iter().filter(|p| !p.is_empty()) {
+                    state.config.volumes.insert(clean_path(&format!("/{path}")));
+                }
+                let text = expand(&instruction.text, &state.vars);
+                b.container_step(state, &text, b"");
+            }
+            // LABEL, EXPOSE, USER, ...: only the id changes.
             _ => {
                 let text = expand(&instruction.text, &state.vars);
                 b.container_step(state, &text, b"");

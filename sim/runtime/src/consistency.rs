@@ -1,7 +1,7 @@
 //! The runtime's consistency: each part keeps its own guarantees (its `check`), and where a
 //! part indexes or refers to what another holds (the exits due by the container records, the
 //! ports they publish, the networks they are attached to, the volumes they mount), the runtime
-//! keeps them in step and checks it here. Docker keeps
+//! keeps them in step and checks it here (also: anonymous volumes live as long as their container). Docker keeps
 //! the same facts in one place per daemon; the model keeps indexes beside the records so that
 //! no request reads every container.
 
@@ -18,8 +18,23 @@ impl SimRuntime {
         self.check_parts()?;
         self.check_due_exits()?;
         self.check_mounted_volumes()?;
+        self.check_anonymous_volumes()?;
         self.check_published_ports()?;
         self.check_attachments()
+    }
+
+    /// The anonymous volumes are those of containers that exist and mount them: none outlives
+    /// its container (the removal is Docker's `rm -v`).
+    fn check_anonymous_volumes(&self) -> Result<(), String> {
+        for (id, names) in self.volumes.anonymous() {
+            let Some(container) = self.containers.get(id) else {
+                return Err(format!("anonymous volumes {names:?} outlive their container {id}"));
+            };
+            if let Some(name) = names.iter().find(|n| !container.mounts.iter().any(|m| &m.source == *n)) {
+                return Err(format!("container {id} does not mount its anonymous volume {name}"));
+            }
+        }
+        Ok(())
     }
 
     /// The attachment index holds exactly each container's attachments to a network it started

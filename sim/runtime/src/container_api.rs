@@ -61,7 +61,8 @@ impl SimRuntime {
     /// Docker 20.10's create, its checks in its order: the environment, the image reference's
     /// grammar, the image, a command to run, the name's grammar and uniqueness, then the mounts
     /// one by one (a named volume is created as its mount is reached, and stays if a later mount
-    /// fails). Nothing else is created when a check fails.
+    /// fails); then an anonymous volume for each `VOLUME` of the image no mount covers. Nothing
+    /// else is created when a check fails.
     ///
     /// The command is the image's entrypoint followed by the create's command, else the image's.
     /// Networks are attached as Docker's create (the first) and connects (the others) attach
@@ -81,7 +82,7 @@ impl SimRuntime {
         if command.is_empty() {
             return Err(RuntimeError::Invalid("No command specified".into()));
         }
-        let (files, scratch) = (config.files.clone(), config.scratch);
+        let (files, scratch, image_volumes) = (config.files.clone(), config.scratch, config.volumes.clone());
         let image_id = image.id.clone();
         // Ids are only used up by creates that succeed.
         let id = self.containers.next_id();
@@ -101,6 +102,7 @@ impl SimRuntime {
             )));
         }
         self.mount_points(&create.mounts)?;
+        let mounts = self.anonymous_volumes(&id, &create.mounts, &image_volumes);
         self.counters.created();
         let info = ContainerInfo {
             ports: Vec::new(),
@@ -117,14 +119,8 @@ impl SimRuntime {
             let (key, record) = self.attachment(&attachment.name, &attachment.aliases);
             networks.entry(key).or_insert(record);
         }
-        let created_with = CreatedWith {
-            command,
-            mounts: create.mounts.clone(),
-            requested_ports: create.ports.clone(),
-            networks,
-            files,
-            scratch,
-        };
+        let created_with =
+            CreatedWith { command, mounts, requested_ports: create.ports.clone(), networks, files, scratch };
         self.containers.insert_created(SimContainer::new(info, Some(image_id), created_with));
         self.index_ports(&id);
         self.event(&id, EventAction::Create);

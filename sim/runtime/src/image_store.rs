@@ -24,6 +24,9 @@ pub(crate) struct ImageConfig {
     pub(crate) files: BTreeMap<String, String>,
     /// Built `FROM scratch`: no busybox, no `/bin/sh`; nothing but `files`.
     pub(crate) scratch: bool,
+    /// The mount points its `VOLUME` instructions declared, cleaned: a container made from it
+    /// gets an anonymous volume at each one no mount of its create covers.
+    pub(crate) volumes: std::collections::BTreeSet<String>,
 }
 
 impl ImageConfig {

@@ -131,6 +131,7 @@ impl SimRuntime {
                 self.index_attachment(id, network_id, false);
             }
         }
+        self.remove_anonymous_volumes(id);
         true
     }
 

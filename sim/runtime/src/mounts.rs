@@ -7,7 +7,12 @@
 //! - an absolute source is a bind mount; any other source names a local volume, created as its
 //!   mount is reached (a name must be `[a-zA-Z0-9][a-zA-Z0-9_.-]+`, else 400), without labels.
 //!   A volume made before a later mount fails stays, as in Docker; removing a container leaves
-//!   its volumes. The volume API is in `volumes`.
+//!   its named volumes. The volume API is in `volumes`.
+//!
+//! Then each `VOLUME` of the image that no mount's target covers gets an anonymous volume: a new
+//! volume under a generated name, without labels, mounted there. Removing the container removes
+//! its anonymous volumes (the runtime contract's removal is Docker's `rm -v`), unless another
+//! container mounts one by name, as Docker leaves a volume in use.
 
 use super::SimRuntime;
 use super::shell::clean_path;
@@ -50,5 +55,34 @@ impl SimRuntime {
             }
         }
         Ok(())
+    }
+
+    /// The mounts of container `id`, being created with `mounts` from an image declaring
+    /// `image_volumes`: those, then an anonymous volume at each declared path none covers.
+    pub(super) fn anonymous_volumes(
+        &mut self,
+        id: &str,
+        mounts: &[Mount],
+        image_volumes: &BTreeSet<String>,
+    ) -> Vec<Mount> {
+        let covered: BTreeSet<String> = mounts.iter().map(|m| clean_path(&m.target)).collect();
+        let mut all = mounts.to_vec();
+        for path in image_volumes.iter().filter(|p| !covered.contains(*p)) {
+            let name = self.volumes.create_anonymous(id);
+            self.journal.resource(RuntimeObject::Volume, &name);
+            all.push(Mount { source: name, target: path.clone(), read_only: false });
+        }
+        all
+    }
+
+    /// Container `id` is removed: so are its anonymous volumes no other container mounts.
+    pub(super) fn remove_anonymous_volumes(&mut self, id: &str) {
+        for name in self.volumes.take_anonymous(id) {
+            let in_use = self.containers.values().any(|c| c.id() != id && c.mounts.iter().any(|m| m.source == name));
+            if !in_use {
+                self.volumes.remove(&name);
+                self.journal.resource(RuntimeObject::Volume, &name);
+            }
+        }
     }
 }

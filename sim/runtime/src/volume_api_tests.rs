@@ -76,3 +76,64 @@ fn a_volume_in_use_cannot_be_removed_and_a_mount_makes_one_without_labels() {
     );
     assert_eq!(listed(&mut rt, &[("a", "1")]), ["v1"], "the mount's volume has no labels");
 }
+
+/// A runtime with `app:1` built `FROM busybox` with `VOLUME /data /cache`.
+fn with_volume_image() -> SimRuntime {
+    let mut rt = SimRuntime::new(1);
+    rt.add_image("busybox");
+    let dockerfile = "FROM busybox\nVOLUME [\"/data\", \"/cache\"]\n".to_string();
+    rt.add_build_context("/ctx", BTreeMap::from([("Dockerfile".to_string(), dockerfile)]));
+    let build = drydock_engine::runtime::ImageBuild {
+        context: "/ctx".into(),
+        dockerfile: "Dockerfile".into(),
+        tag: "app:1".into(),
+        ..Default::default()
+    };
+    rt.execute(&RuntimeRequest::BuildImage(build)).expect("built");
+    rt
+}
+
+fn is_generated(name: &str) -> bool {
+    name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[test]
+fn an_images_volume_not_covered_by_a_mount_is_anonymous_and_goes_with_its_container() {
+    let mut rt = with_volume_image();
+    let mut spec = ContainerCreate { name: "first".into(), image: "app:1".into(), ..Default::default() };
+    spec.command = vec!["sleep".into(), "60".into()];
+    spec.mounts = vec![Mount { source: "cache".into(), target: "/cache/".into(), read_only: false }];
+    let created = rt.execute(&RuntimeRequest::CreateContainer(spec));
+    let Ok(RuntimeReply::Created { id }) = created else { panic!("{created:?}") };
+    let volumes = listed(&mut rt, &[]);
+    let anonymous: Vec<&String> = volumes.iter().filter(|n| is_generated(n)).collect();
+    assert_eq!(anonymous.len(), 1, "/data only: /cache is covered by a mount: {volumes:?}");
+    assert!(volumes.contains(&"cache".to_string()));
+    assert!(rt.mounts_of(&id).any(|source| source == anonymous[0].as_str()), "mounted at /data");
+    assert!(rt.take_journal().resource_changed(drydock_engine::runtime::RuntimeObject::Volume, anonymous[0]));
+    let anonymous = anonymous[0].clone();
+    rt.check().expect("consistent");
+    assert!(matches!(rt.remove_volume(&anonymous), Err(RuntimeError::Conflict(_))), "in use");
+    rt.execute(&RuntimeRequest::RemoveContainer { id, force: true }).expect("removed");
+    assert_eq!(listed(&mut rt, &[]), ["cache"], "the anonymous volume went with its container, the named one stays");
+    assert!(rt.take_journal().resource_changed(drydock_engine::runtime::RuntimeObject::Volume, &anonymous));
+    rt.check().expect("consistent");
+}
+
+#[test]
+fn an_anonymous_volume_another_container_mounts_stays_after_its_own_container() {
+    let mut rt = with_volume_image();
+    let first = ContainerCreate { name: "first".into(), image: "app:1".into(), ..Default::default() };
+    let Ok(RuntimeReply::Created { id: a }) = rt.execute(&RuntimeRequest::CreateContainer(first)) else { panic!() };
+    let data = rt.mounts_of(&a).find(|s| is_generated(s)).map(str::to_string).expect("anonymous");
+    let mut second = create("second", "busybox");
+    if let RuntimeRequest::CreateContainer(spec) = &mut second {
+        spec.mounts = vec![Mount { source: data.clone(), target: "/shared".into(), read_only: false }];
+    }
+    let Ok(RuntimeReply::Created { id: b }) = rt.execute(&second) else { panic!() };
+    rt.execute(&RuntimeRequest::RemoveContainer { id: a, force: true }).expect("removed");
+    assert!(listed(&mut rt, &[]).contains(&data), "still in use by b");
+    rt.check().expect("consistent");
+    rt.execute(&RuntimeRequest::RemoveContainer { id: b, force: true }).expect("removed");
+    assert!(listed(&mut rt, &[]).contains(&data), "b mounted it by name: no longer anonymous to anyone");
+}

@@ -1,7 +1,8 @@
 //! Named volumes, as Docker 20.10's local volume driver keeps them: by name, with the labels
 //! their create gave (none for a volume a container's mount made), a name generated for a create
 //! without one (64 hex digits, from the seed and a counter here), and the driver's name rule.
-//! The volume API is in `volume_api`; volumes made by mounts in `mounts`.
+//! The volume API is in `volume_api`; volumes made by mounts, and the anonymous volumes of an
+//! image's `VOLUME`s, in `mounts`.
 
 use drydock_engine::runtime::RuntimeError;
 use sha2::{Digest, Sha256};
@@ -23,8 +24,11 @@ pub(crate) struct SimVolume {
 pub(crate) struct Volumes {
     /// Named volumes, by name.
     volumes: BTreeMap<String, SimVolume>,
-    /// Volume names generated so far (for creates without a name).
+    /// Volume names generated so far (for creates without a name, and anonymous volumes).
     generated: u64,
+    /// The anonymous volumes made for each container (for `VOLUME`s of its image no mount
+    /// covered), by container id: removed with it.
+    anonymous: BTreeMap<String, Vec<String>>,
     seed: u64,
 }
 
@@ -64,6 +68,24 @@ impl Volumes {
         self.volumes.entry(name.to_string()).or_insert_with(|| SimVolume { labels })
     }
 
+    /// A new anonymous volume for container `id`, under a generated name. Its name.
+    pub(crate) fn create_anonymous(&mut self, id: &str) -> String {
+        let name = self.generate_name();
+        self.volumes.insert(name.clone(), SimVolume::default());
+        self.anonymous.entry(id.to_string()).or_default().push(name.clone());
+        name
+    }
+
+    /// The anonymous volumes made for container `id`, forgotten as its: the container is gone.
+    pub(crate) fn take_anonymous(&mut self, id: &str) -> Vec<String> {
+        self.anonymous.remove(id).unwrap_or_default()
+    }
+
+    /// The containers with anonymous volumes, by id, and their volumes' names.
+    pub(crate) fn anonymous(&self) -> impl Iterator<Item = (&String, &Vec<String>)> {
+        self.anonymous.iter()
+    }
+
     /// Remove volume `name`. Whether there was one.
     pub(crate) fn remove(&mut self, name: &str) -> bool {
         self.volumes.remove(name).is_some()
@@ -73,6 +95,11 @@ impl Volumes {
     pub(crate) fn check(&self) -> Result<(), String> {
         for name in self.volumes.keys() {
             check_volume_name(name).map_err(|e| format!("volumes: {e}"))?;
+        }
+        for (id, names) in &self.anonymous {
+            if let Some(name) = names.iter().find(|n| !self.volumes.contains_key(*n)) {
+                return Err(format!("volumes: anonymous volume {name} of container {id} is gone"));
+            }
         }
         Ok(())
     }
