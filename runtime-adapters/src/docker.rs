@@ -39,6 +39,7 @@
 //! Works against anything that speaks Docker's API: the local socket, `DOCKER_HOST`, or Podman's
 //! Docker-compatible socket through `DOCKER_HOST=unix:///run/podman/podman.sock`.
 
+mod log_frames;
 mod resources;
 
 use crate::runtime::{CaptureStream, CapturedLine, ProgressSink, Runtime, RuntimeNotice};
@@ -400,22 +401,25 @@ impl Runtime for DockerRuntime {
             options = options.since(i32::try_from(since / 1_000_000_000).unwrap_or(i32::MAX));
         }
         let options = options.build();
-        let stream = self.docker.logs(id, Some(options)).flat_map(|item| {
-            let lines = match item {
-                Ok(LogOutput::StdOut { message }) => {
-                    captured_lines(Channel::Stdout, &message).into_iter().map(Ok).collect()
-                }
-                Ok(LogOutput::StdErr { message }) => {
-                    captured_lines(Channel::Stderr, &message).into_iter().map(Ok).collect()
-                }
-                Ok(LogOutput::Console { message }) => {
-                    captured_lines(Channel::Stdout, &message).into_iter().map(Ok).collect()
-                }
-                Ok(LogOutput::StdIn { .. }) => Vec::new(),
-                Err(error) => vec![Err(map_error(error))],
-            };
-            futures_util::stream::iter(lines)
-        });
+        // A line over 16 KiB comes as several frames (see `log_frames`); what is left of one
+        // when the stream ends is a line too.
+        let frames = self.docker.logs(id, Some(options)).map(Some).chain(futures_util::stream::iter([None]));
+        let stream = frames
+            .scan(log_frames::Frames::default(), |joined, item| {
+                let lines: Vec<Result<CapturedLine, RuntimeError>> = match item {
+                    Some(Ok(LogOutput::StdOut { message } | LogOutput::Console { message })) => {
+                        joined.push(Channel::Stdout, &message).into_iter().map(Ok).collect()
+                    }
+                    Some(Ok(LogOutput::StdErr { message })) => {
+                        joined.push(Channel::Stderr, &message).into_iter().map(Ok).collect()
+                    }
+                    Some(Ok(LogOutput::StdIn { .. })) => Vec::new(),
+                    Some(Err(error)) => vec![Err(map_error(error))],
+                    None => joined.finish().into_iter().map(Ok).collect(),
+                };
+                std::future::ready(Some(futures_util::stream::iter(lines)))
+            })
+            .flatten();
         Some(Box::pin(stream))
     }
 

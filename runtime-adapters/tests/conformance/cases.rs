@@ -54,6 +54,19 @@ async fn captured<R: Runtime>(fx: &Fx<R>, id: &str, follow: bool) -> (Vec<String
     (out, err)
 }
 
+/// Docker: a line longer than 16 KiB is cut into frames of 16 KiB that share the line's one
+/// timestamp (only the last holds the newline); a capture gives the line whole, and then the next.
+pub async fn a_line_of_32768_characters_is_captured_whole<R: Runtime>(fx: &Fx<R>) {
+    let long = "0123456789abcdef".repeat(2_048);
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", &format!("echo {long}; echo after")])).await;
+    fx.start(&id).await;
+    fx.eventually("the container to exit", async || (state(fx, &id).await == ContainerState::Exited).then_some(()))
+        .await;
+    let (out, err) = captured(fx, &id, false).await;
+    assert_eq!(out.iter().map(String::len).collect::<Vec<_>>(), [32_768, 5], "the long line whole, then the next");
+    assert_eq!((out[0] == long, out[1].as_str(), err.len()), (true, "after", 0));
+}
+
 pub async fn capture_reads_both_streams_in_order<R: Runtime>(fx: &Fx<R>) {
     let id =
         fx.create_with(fx.spec("a", &["sh", "-c", "echo one; echo two >&2; echo three; echo gone >/dev/null"])).await;

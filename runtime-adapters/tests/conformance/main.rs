@@ -162,6 +162,7 @@ conformance! {
     owner_label_event_stream_delivers_create_start_die_destroy_in_order,
     owner_label_event_stream_leaves_out_unlabelled_containers,
     capture_reads_both_streams_in_order,
+    a_line_of_32768_characters_is_captured_whole,
     a_follow_ends_when_the_container_exits,
     a_follow_ends_when_the_container_is_removed,
     a_follow_of_a_created_container_ends_at_once_with_nothing,
