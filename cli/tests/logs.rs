@@ -3,6 +3,7 @@
 //! follow of a long-running container ends when its object is deleted; a logical container's
 //! `startup_stdout` is its inline image's pull output; `system` records what drydock did; an
 //! unknown source is a 400 naming the allowed ones; `kubectl get --raw` reads the same endpoint.
+//! A line of 32,768 characters (Docker sends it in frames of 16 KiB) comes out whole.
 //!
 //! Skips with a printed reason where Docker (or kubectl) is absent and `CI` is unset; with `CI`
 //! set their absence is a failure. `log_throughput` (ignored: run it by name) measures a follower
@@ -205,6 +206,57 @@ async fn logs_follow_to_the_end_on_docker() {
             daemon.ok(&["get", "--raw", &format!("/apis/drydock.dev/v1/namespaces/{ns}/physicalcontainers/three/log")]);
         assert_eq!(raw, "one\ntwo\nthree\n");
     }
+
+    let gone = daemon.verb(&["delete", "ns", &ns]);
+    assert!(gone.status.success());
+    assert_eq!(daemon.stop(), Some(0));
+}
+
+/// Issue 44's first bug, end to end: Docker sends a line longer than 16 KiB as frames of 16 KiB
+/// (only the last with the newline); `drydock logs` gives the 32,768 characters as one line,
+/// followed to the end and read afterwards, and the next line after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_line_of_32768_characters_is_whole_through_drydock_logs() {
+    if docker_or_skip("a_line_of_32768_characters_is_whole_through_drydock_logs").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let ns = unique("longline");
+    let _cleanup = RemoveOnDrop(ns.clone());
+    let state_dir = std::env::temp_dir().join(unique("drydock-logs-long"));
+    let daemon = Daemon::start(&state_dir);
+    let file = state_dir.join("long.yaml");
+    // The shell doubles 16 characters 11 times (32,768), so the manifest stays short.
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata: {{name: {ns}}}
+---
+apiVersion: drydock.dev/v1
+kind: PhysicalContainer
+metadata: {{name: long, namespace: {ns}}}
+spec:
+  image: {TEST_IMAGE}
+  command: [sh, -c, "s=0123456789abcdef; for i in 1 2 3 4 5 6 7 8 9 10 11; do s=$s$s; done; echo $s; echo after"]
+"#
+    );
+    std::fs::write(&file, manifest).unwrap();
+    let applied = daemon.verb(&["apply", "-f", file.to_str().unwrap()]);
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    let expected = format!("{}\nafter\n", "0123456789abcdef".repeat(2_048));
+    let lengths = |out: &str| out.lines().map(str::len).collect::<Vec<_>>();
+
+    let followed = follow(&daemon, &["logs", "-f", "pc/long", "-n", &ns]);
+    let (code, out, _) = finish(followed, Duration::from_secs(90));
+    assert_eq!(code, Some(0));
+    assert_eq!(lengths(&out), [32_768, 5], "followed: the long line whole, then the next");
+    assert!(out == expected, "followed: the characters as printed");
+    // Read again once the container has exited (not printed: 32 KiB).
+    let read = daemon.drydock(&["logs", "pc/long", "-n", &ns]).output().unwrap();
+    assert!(read.status.success(), "{}", String::from_utf8_lossy(&read.stderr));
+    let out = text(&read);
+    assert_eq!(lengths(&out), [32_768, 5], "read afterwards");
+    assert!(out == expected, "read afterwards: the characters as printed");
 
     let gone = daemon.verb(&["delete", "ns", &ns]);
     assert!(gone.status.success());

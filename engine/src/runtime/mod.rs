@@ -17,8 +17,9 @@
 //!
 //! Networks, volumes, builds and copied files are in [`resources`]; their requests are here with
 //! the rest, each with the answers Docker 20.10 gives (observed, and pinned by the conformance
-//! cases).
+//! cases). What of a build context reaches the builder (`.dockerignore`) is in [`dockerignore`].
 
+pub mod dockerignore;
 mod resources;
 
 pub use resources::{BUILTIN_NETWORKS, ImageBuild, is_builtin_network};

@@ -12,6 +12,7 @@
 //! | network disconnect | 500 "container ID is not connected to (the) network n" | `NotFound`: what was to be detached is not there |
 //! | volume create | 201 with the existing volume, its labels unchanged, for a name taken | `Volume` |
 //! | build | 200 with an error in its stream (a step failed, a base image that cannot be pulled), 400 (a Dockerfile that does not parse, an unknown target), 500 "Cannot locate specified Dockerfile", 500 "invalid reference format" | `Invalid` |
+//! | build | (the docker CLI, before sending) "error checking context: syntax error in pattern", "error checking context: illegal exclusion pattern: \"!\"" for a `.dockerignore` it cannot use | `Invalid` |
 //! | archive upload | 404 no such container | `NotFound` |
 //! | archive upload | 500 "Error processing tar file(exit status 1): open PATH: read-only file system" (under a read-only mount), "...: not a directory" (below a file); the files before it written | `Invalid` |
 //!
@@ -24,6 +25,15 @@
 //! containers even when a step fails (`forcerm`), and reports the stream's texts line by line.
 //! A context directory or Dockerfile that does not exist is refused before anything is sent,
 //! with the docker CLI's and the daemon's wording.
+//!
+//! The tar leaves out what the context's `.dockerignore` excludes, as the docker CLI's does
+//! (secrets, `.env`, `target/` must not reach the daemon, let alone the image): the walk asks
+//! the contract's [`ContextFilter`] (`drydock_engine::runtime::dockerignore`, which the
+//! simulated runtime's builds obey too) whether to send each entry and whether to enter each
+//! directory; it never follows a symbolic link, and goes in name order so that one directory
+//! always makes one archive. The Dockerfile and `.dockerignore` are sent even when listed (the
+//! daemon needs them); the classic builder then removes them from the context itself when the
+//! `.dockerignore` lists them, so a `COPY .` does not copy them.
 
 use super::{DockerRuntime, map_error};
 use crate::runtime::ProgressSink;
@@ -35,6 +45,7 @@ use bollard::query_parameters::{
     BuildImageOptions, BuilderVersion, ListNetworksOptions, ListVolumesOptions, UploadToContainerOptions,
 };
 use drydock_engine::api::container::CopiedFile;
+use drydock_engine::runtime::dockerignore::{ContextFilter, DOCKERIGNORE};
 use drydock_engine::runtime::{
     ImageBuild, NetworkCreate, NetworkInfo, RuntimeError, RuntimeReply, RuntimeResult, VolumeCreate, VolumeInfo,
 };
@@ -164,10 +175,10 @@ impl DockerRuntime {
             return Err(RuntimeError::Invalid(format!("Cannot locate specified Dockerfile: {dockerfile}")));
         }
         let dir = context.to_path_buf();
-        let archive = tokio::task::spawn_blocking(move || context_archive(&dir))
+        let named = dockerfile.clone();
+        let archive = tokio::task::spawn_blocking(move || context_tar(&dir, &named))
             .await
-            .map_err(|e| RuntimeError::Transient(format!("archiving the build context failed: {e}")))?
-            .map_err(|e| RuntimeError::Invalid(format!("cannot read the build context {}: {e}", build.context)))?;
+            .map_err(|e| RuntimeError::Transient(format!("archiving the build context failed: {e}")))??;
         let options = BuildImageOptions {
             dockerfile,
             t: Some(build.tag.clone()),
@@ -234,14 +245,61 @@ fn map_build_error(error: BollardError) -> RuntimeError {
     }
 }
 
+/// What a build of context directory `dir` with the Dockerfile at `dockerfile` (relative to it)
+/// sends: the tar of the context its `.dockerignore` (if any) lets through. A `.dockerignore`
+/// that cannot be used is refused with the docker CLI's message; a file that cannot be read
+/// fails the build.
+fn context_tar(dir: &Path, dockerfile: &str) -> Result<Vec<u8>, RuntimeError> {
+    let unreadable =
+        |e: std::io::Error| RuntimeError::Invalid(format!("cannot read the build context {}: {e}", dir.display()));
+    // Read as bytes: a comment in another encoding must not fail the build (Go reads bytes).
+    let dockerignore = match std::fs::read(dir.join(DOCKERIGNORE)) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(unreadable(e)),
+    };
+    let filter = ContextFilter::new(dockerignore.as_deref(), dockerfile)
+        .map_err(|e| RuntimeError::Invalid(e.context_message()))?;
+    context_archive(dir, &filter).map_err(unreadable)
+}
+
 /// The context directory as a tar, as the docker CLI sends it: paths relative to the
-/// directory, symbolic links as links, no owners or times.
-fn context_archive(dir: &Path) -> std::io::Result<Vec<u8>> {
+/// directory, what `filter` leaves out left out, symbolic links as links, no owners or times,
+/// entries in name order (see the module doc).
+fn context_archive(dir: &Path, filter: &ContextFilter) -> std::io::Result<Vec<u8>> {
     let mut builder = tar::Builder::new(Vec::new());
     builder.mode(tar::HeaderMode::Deterministic);
     builder.follow_symlinks(false);
-    builder.append_dir_all(".", dir)?;
+    append_entries(&mut builder, dir, Path::new(""), filter)?;
     builder.into_inner()
+}
+
+/// Append the entries of directory `dir`, whose path in the archive is `name` (empty for the
+/// context's root), that `filter` sends, and those of the directories below it that it enters.
+/// The walk only reaches what the directories above were entered for, so an entry is sent
+/// exactly when `filter.sends` its path.
+fn append_entries(
+    builder: &mut tar::Builder<Vec<u8>>,
+    dir: &Path,
+    name: &Path,
+    filter: &ContextFilter,
+) -> std::io::Result<()> {
+    let mut entries = std::fs::read_dir(dir)?.collect::<std::io::Result<Vec<_>>>()?;
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        let entry_name = name.join(entry.file_name());
+        // Patterns are text; a name that is not UTF-8 is matched by its lossy spelling.
+        let matched = entry_name.to_string_lossy().into_owned();
+        // Not followed: a link to a directory is a link, as in the docker CLI's walk.
+        let is_dir = entry.file_type()?.is_dir();
+        if !filter.leaves_out(&matched) {
+            builder.append_path_with_name(entry.path(), &entry_name)?;
+        }
+        if is_dir && filter.enters(&matched) {
+            append_entries(builder, &entry.path(), &entry_name, filter)?;
+        }
+    }
+    Ok(())
 }
 
 /// A tar of `files`, each at its destination (relative to `/`), with its mode, owner, group
@@ -300,6 +358,47 @@ mod tests {
             .collect();
         assert_eq!(entries[0], ("etc/app/conf.txt".to_string(), 0o600, 7, 8, "a=1\n".to_string()));
         assert_eq!(entries[1].0, format!("{}/long.txt", "d".repeat(120)), "a long path survives");
+    }
+
+    #[test]
+    fn the_context_tar_leaves_out_what_dockerignore_excludes() {
+        let temp = tempfile::tempdir().expect("a temporary directory");
+        let dir = temp.path().to_path_buf();
+        let files = [
+            (".dockerignore", "# out\nsecret.env\n/target/\n!target/keep.txt\n**/*.tmp\nDockerfile\n"),
+            ("Dockerfile", "FROM scratch\n"),
+            ("kept.txt", "kept"),
+            ("secret.env", "SECRET=1"),
+            ("target/out.bin", "binary"),
+            ("target/keep.txt", "keep"),
+            ("src/main.sh", "echo"),
+            ("src/cache.tmp", "tmp"),
+        ];
+        for (path, contents) in files {
+            let file = dir.join(path);
+            std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+            std::fs::write(&file, contents).expect("write");
+        }
+        std::os::unix::fs::symlink("/etc", dir.join("src/etc")).expect("symlink");
+        let names = |archive: Vec<u8>| -> Vec<String> {
+            let mut reader = tar::Archive::new(archive.as_slice());
+            let entries = reader.entries().expect("entries");
+            entries.map(|e| e.expect("entry").path().expect("path").display().to_string()).collect()
+        };
+        let sent = names(context_tar(&dir, "Dockerfile").expect("archived"));
+        assert_eq!(
+            sent,
+            [".dockerignore", "Dockerfile", "kept.txt", "src", "src/etc", "src/main.sh", "target/keep.txt"],
+            "the Dockerfile though listed, no directory entry for target, the link not followed"
+        );
+        assert_eq!(names(context_tar(&dir, "Dockerfile").expect("again")).len(), sent.len());
+        std::fs::write(dir.join(".dockerignore"), "ok\n!\n").expect("write");
+        match context_tar(&dir, "Dockerfile") {
+            Err(RuntimeError::Invalid(m)) => assert_eq!(m, "error checking context: illegal exclusion pattern: \"!\""),
+            other => panic!("a lone ! is refused: {other:?}"),
+        }
+        std::fs::remove_file(dir.join(".dockerignore")).expect("remove");
+        assert_eq!(names(context_tar(&dir, "Dockerfile").expect("no .dockerignore")).len(), 10, "everything");
     }
 
     #[test]

@@ -3,8 +3,13 @@
 //! reads no files, so a test or scenario registers each context first
 //! ([`SimRuntime::add_build_context`](crate::SimRuntime::add_build_context)), and a build names
 //! it by its directory, as `docker build DIR` does.
+//!
+//! A context's `.dockerignore` (a registered file at its root) leaves files out of what a build
+//! sees, by the contract's rules ([`drydock_engine::runtime::dockerignore`], those the Docker
+//! adapter sends a context by): see [`visible`].
 
 use super::shell::clean_path;
+use drydock_engine::runtime::dockerignore::{ContextFilter, DOCKERIGNORE, DockerignoreError};
 use std::collections::BTreeMap;
 
 /// The registered build contexts: directory -> relative path -> contents.
@@ -44,6 +49,18 @@ impl BuildContexts {
     }
 }
 
+/// The files of a context (`files`, as stored) that a `COPY`/`ADD` of a build reading the
+/// Dockerfile at `dockerfile` sees: those its `.dockerignore` lets the docker CLI send, less the
+/// Dockerfile and `.dockerignore` when it lists them (the builder removes them once read). An
+/// unusable `.dockerignore` fails the build before anything is sent, as it does the CLI's.
+pub(crate) fn visible(
+    files: &BTreeMap<String, String>,
+    dockerfile: &str,
+) -> Result<BTreeMap<String, String>, DockerignoreError> {
+    let filter = ContextFilter::new(files.get(DOCKERIGNORE).map(String::as_str), &relative(dockerfile))?;
+    Ok(files.iter().filter(|(path, _)| filter.copies(path)).map(|(p, c)| (p.clone(), c.clone())).collect())
+}
+
 /// A context path as stored: relative, cleaned, without `./`.
 pub(crate) fn relative(path: &str) -> String {
     clean_path(&format!("/{path}")).trim_start_matches('/').to_string()
@@ -65,6 +82,22 @@ mod tests {
         contexts.add("/ctx", BTreeMap::new());
         assert!(contexts.get("/ctx").is_some_and(BTreeMap::is_empty), "replaced");
         assert!(contexts.get("/other").is_none());
+    }
+
+    #[test]
+    fn a_dockerignore_hides_what_it_excludes() {
+        let mut files: BTreeMap<String, String> =
+            [".dockerignore", "Dockerfile", "secret.env", "app/main.sh", "target/out", "target/keep"]
+                .into_iter()
+                .map(|p| (p.to_string(), String::new()))
+                .collect();
+        files.insert(".dockerignore".into(), "*.env\ntarget/\n!target/keep\nDockerfile\n".into());
+        let seen = visible(&files, "./Dockerfile").expect("a usable .dockerignore");
+        assert_eq!(seen.keys().collect::<Vec<_>>(), [".dockerignore", "app/main.sh", "target/keep"]);
+        files.insert(".dockerignore".into(), "!\n".into());
+        assert!(visible(&files, "Dockerfile").is_err(), "a lone ! is refused");
+        files.remove(".dockerignore");
+        assert_eq!(visible(&files, "Dockerfile").expect("none").len(), files.len(), "no .dockerignore: all");
     }
 
     #[test]

@@ -7,16 +7,19 @@
 //! - refuses what Docker refuses before it runs anything, in Docker's order: a tag outside the
 //!   reference grammar ("invalid reference format"), a context directory that does not exist
 //!   (the client's "unable to prepare context: path \"DIR\" not found"), a Dockerfile missing from
-//!   it ("Cannot locate specified Dockerfile: PATH"), a Dockerfile that does not parse (see
-//!   `dockerfile`), a `target` no stage is named ("failed to reach build target T in
+//!   it ("Cannot locate specified Dockerfile: PATH"), a `.dockerignore` the docker CLI cannot
+//!   use ("error checking context: syntax error in pattern"), a Dockerfile that does not parse
+//!   (see `dockerfile`), a `target` no stage is named ("failed to reach build target T in
 //!   Dockerfile");
 //! - runs the stages in order up to the target (the last stage without one), step by step, as
 //!   the progress shows them (`Step 1/4 : FROM ...`, ` ---> ID`, what `RUN` printed, `Successfully
 //!   built ID`, `Successfully tagged TAG`): `FROM` a local image, an earlier stage, or `scratch`
 //!   (one not present is pulled, and a failed pull fails the build); `ARG` (the build's
 //!   arguments, else the default), `ENV`, `LABEL`; `CMD` and `ENTRYPOINT` (an `ENTRYPOINT`
-//!   resets a `CMD` not set in its stage); `COPY`/`ADD` of context files (a missing source:
-//!   "COPY failed: file not found in build context ..."; `--from=stage` copies a stage's
+//!   resets a `CMD` not set in its stage); `COPY`/`ADD` of context files, but not those the
+//!   context's `.dockerignore` excludes, nor the Dockerfile and `.dockerignore` when it lists
+//!   them: `build_contexts::visible` (a missing or excluded source: "COPY failed: file not found
+//!   in build context or excluded by .dockerignore ..."; `--from=stage` copies a stage's
 //!   files); `RUN` in the shell model (see `shell`): a non-zero status fails the build ("The
 //!   command '/bin/sh -c exit 3' returned a non-zero code: 3"), and in a `scratch` stage
 //!   there is no `/bin/sh` to run; `WORKDIR` (relative destinations); the other instructions
@@ -31,7 +34,7 @@
 //! argument, the target, the labels) another. The built image has the files the build copied,
 //! its entrypoint and command, and busybox unless it was built `FROM scratch`.
 
-use super::build_contexts::relative;
+use super::build_contexts::{self, relative};
 use super::dockerfile::{self, Dockerfile, Instruction, command_form, copy_args, expand, pairs, split_words};
 use super::image_store::ImageConfig;
 use super::references::{check_reference, familiar_reference, full_id, reference_key, truncate_id};
@@ -59,6 +62,7 @@ struct StageState {
 
 /// A build in progress.
 struct Builder<'a> {
+    /// The context's files a `COPY`/`ADD` sees (its `.dockerignore` applied).
     context: &'a BTreeMap<String, String>,
     args: &'a BTreeMap<String, String>,
     used_args: BTreeSet<String>,
@@ -88,6 +92,8 @@ impl SimRuntime {
         let Some(text) = context.get(&relative(dockerfile_path)) else {
             return Err(invalid(format!("Cannot locate specified Dockerfile: {dockerfile_path}")));
         };
+        // What COPY and ADD see: the context less what its `.dockerignore` excludes.
+        let copyable = build_contexts::visible(&context, dockerfile_path).map_err(|e| invalid(e.context_message()))?;
         let file = dockerfile::parse(dockerfile_path, text).map_err(invalid)?;
         let last = match &build.target {
             Some(target) => file
@@ -100,7 +106,7 @@ impl SimRuntime {
         let steps = file.stages[..=last].iter().map(|s| 1 + s.instructions.len()).sum::<usize>()
             + usize::from(!build.labels.is_empty());
         let mut builder = Builder {
-            context: &context,
+            context: &copyable,
             args: &build.build_args,
             used_args: BTreeSet::new(),
             progress: Vec::new(),

@@ -201,3 +201,122 @@ fn scratch_images_entrypoints_and_stage_copies() {
     };
     assert!(matches!(m, Err(RuntimeError::Invalid(m)) if m.contains("executable file not found")));
 }
+
+/// A context with a `.dockerignore`: secrets, build output (but one kept file), temporaries and
+/// the Dockerfile itself listed.
+fn ignoring_context(rt: &mut SimRuntime, dockerignore: &str) {
+    rt.add_build_context(
+        "/ignoring",
+        BTreeMap::from([
+            ("Dockerfile".to_string(), "FROM busybox\nCOPY . /app/\n".to_string()),
+            (".dockerignore".to_string(), dockerignore.to_string()),
+            ("kept.txt".to_string(), "kept".to_string()),
+            ("secret.env".to_string(), "SECRET=1".to_string()),
+            ("target/out.bin".to_string(), "binary".to_string()),
+            ("target/keep.txt".to_string(), "keep".to_string()),
+            ("src/main.sh".to_string(), "echo main".to_string()),
+            ("src/cache.tmp".to_string(), "temporary".to_string()),
+        ]),
+    );
+}
+
+const IGNORE: &str =
+    "# secrets and build output stay out\nsecret.env\n/target/\n!target/keep.txt\n**/*.tmp\nDockerfile\n";
+
+fn ignoring_build(dockerfile: &str) -> ImageBuild {
+    ImageBuild {
+        context: "/ignoring".into(),
+        dockerfile: dockerfile.into(),
+        tag: "ignoring:1".into(),
+        ..Default::default()
+    }
+}
+
+/// `.dockerignore` excludes files from what `COPY .` copies; an exception re-includes one; the
+/// Dockerfile is read although it is listed, but not copied; `.dockerignore` itself is copied
+/// as it does not list itself.
+#[test]
+fn copy_leaves_out_what_dockerignore_excludes() {
+    let mut rt = runtime();
+    ignoring_context(&mut rt, IGNORE);
+    run_build(&mut rt, &ignoring_build("Dockerfile")).expect("built: the Dockerfile is sent though listed");
+    let c = id_of(rt.execute(&RuntimeRequest::CreateContainer(ContainerCreate {
+        name: "ignoring".into(),
+        image: "ignoring:1".into(),
+        ..Default::default()
+    })));
+    let files: Vec<(&str, Option<&str>)> = [
+        "/app/kept.txt",
+        "/app/target/keep.txt",
+        "/app/src/main.sh",
+        "/app/.dockerignore",
+        "/app/secret.env",
+        "/app/target/out.bin",
+        "/app/src/cache.tmp",
+        "/app/Dockerfile",
+    ]
+    .into_iter()
+    .map(|path| (path, rt.container_file(&c, path)))
+    .collect();
+    assert_eq!(
+        files,
+        [
+            ("/app/kept.txt", Some("kept")),
+            ("/app/target/keep.txt", Some("keep")),
+            ("/app/src/main.sh", Some("echo main")),
+            ("/app/.dockerignore", Some(IGNORE)),
+            ("/app/secret.env", None),
+            ("/app/target/out.bin", None),
+            ("/app/src/cache.tmp", None),
+            ("/app/Dockerfile", None),
+        ]
+    );
+}
+
+/// An excluded file named as a source is "not found in build context or excluded by
+/// .dockerignore"; an excluded file's contents do not change the image's id (it is not sent),
+/// a kept file's do; a `.dockerignore` the CLI cannot use fails the build with its message.
+#[test]
+fn excluded_sources_fail_and_do_not_change_the_id() {
+    let mut rt = runtime();
+    ignoring_context(&mut rt, IGNORE);
+    let mut files = rt.build_contexts.get("/ignoring").cloned().unwrap_or_default();
+    files.insert("secret.Dockerfile".into(), "FROM busybox\nCOPY secret.env /secret.env\n".into());
+    files.insert("glob.Dockerfile".into(), "FROM busybox\nCOPY target/* /out/\n".into());
+    rt.add_build_context("/ignoring", files.clone());
+    let m = invalid(run_build(&mut rt, &ignoring_build("secret.Dockerfile")));
+    assert_eq!(
+        m,
+        "COPY failed: file not found in build context or excluded by .dockerignore: stat secret.env: file does not exist"
+    );
+    run_build(&mut rt, &ignoring_build("glob.Dockerfile")).expect("built");
+    let c = id_of(rt.execute(&RuntimeRequest::CreateContainer(ContainerCreate {
+        name: "glob".into(),
+        image: "ignoring:1".into(),
+        ..Default::default()
+    })));
+    assert_eq!(rt.container_file(&c, "/out/keep.txt"), Some("keep"));
+    assert_eq!(rt.container_file(&c, "/out/out.bin"), None, "a glob does not reach an excluded file");
+
+    let id = |rt: &mut SimRuntime| {
+        run_build(rt, &ignoring_build("Dockerfile")).expect("built");
+        image(rt, "ignoring:1").expect("tagged").id
+    };
+    let plain = id(&mut rt);
+    let mut changed = files.clone();
+    changed.insert("secret.env".into(), "SECRET=2".into());
+    rt.add_build_context("/ignoring", changed);
+    assert_eq!(id(&mut rt), plain, "an excluded file is not part of the build");
+    let mut changed = files.clone();
+    changed.insert("target/keep.txt".into(), "changed".into());
+    rt.add_build_context("/ignoring", changed);
+    assert_ne!(id(&mut rt), plain, "a kept file is");
+
+    for (dockerignore, message) in [
+        ("ok\n!\n", "error checking context: illegal exclusion pattern: \"!\""),
+        ("secret[\n", "error checking context: syntax error in pattern"),
+    ] {
+        ignoring_context(&mut rt, dockerignore);
+        assert_eq!(invalid(run_build(&mut rt, &ignoring_build("Dockerfile"))), message);
+    }
+}
