@@ -26,6 +26,7 @@ mod daemon;
 mod jobs;
 mod logging;
 mod manifest;
+mod runtime_diff;
 pub mod sim;
 mod state;
 mod up;
@@ -57,6 +58,9 @@ enum Command {
     /// Run the engine against Docker with a Kubernetes-style API over HTTPS (bearer token, its
     /// own CA) and write a kubeconfig for kubectl; stop cleanly on SIGTERM or Ctrl-C.
     Daemon(daemon::DaemonArgs),
+    /// Check the simulated runtime against the local Docker (`runtime diff`).
+    #[command(subcommand)]
+    Runtime(runtime_diff::RuntimeCommand),
     /// Tear down what `drydock up --wait` left running (by its manifest or state dir).
     Down(up::DownArgs),
     /// Create or update the objects of a manifest in a running daemon (kubectl apply).
@@ -135,6 +139,7 @@ impl Drydock {
             Command::Up(args) => up::run(&args, &self.components, &self.name),
             Command::Daemon(args) => daemon::run(args, &self.components),
             Command::Down(args) => up::down(&args, &self.components),
+            Command::Runtime(command) => runtime_diff::run(command),
             Command::Apply(args) => client::apply(&args, self.components.registry()),
             Command::Get(args) => client::get(&args),
             Command::Delete(args) => client::delete(&args, self.components.registry()),

@@ -12,6 +12,10 @@ pub const IMAGE_FAILED: &str = "ImageFailed";
 /// `PhysicalContainer` `Failed`: a `ContainerNetwork` it attaches to, or a `ContainerVolume` it
 /// mounts, failed or went missing for good.
 pub const DEPENDENCY_FAILED: &str = "DependencyFailed";
+/// `PhysicalContainer` `Failed`: its networks are a combination Docker refuses, seen once the
+/// `ContainerNetwork`s resolved: aliases on a built-in network (Docker takes network-scoped
+/// aliases only on user-defined ones), or `host` or `none` beside another network.
+pub const NETWORKS_REFUSED: &str = "NetworksRefused";
 /// `PhysicalContainer`, `ContainerNetwork`, `ContainerVolume` `Failed`: the runtime name is held
 /// by an object drydock did not create for this one, and `replaceExisting` is not set.
 pub const NAME_TAKEN: &str = "NameTaken";

@@ -1672,6 +1672,74 @@ pub async fn a_failing_build_is_invalid_and_tags_nothing<R: Runtime>(fx: &Fx<R>)
     assert!(is_not_found(&fx.inspect_image(&tag).await), "still nothing tagged");
 }
 
+/// The docker CLI's `.dockerignore`: a build sends the context less what it excludes (a comment
+/// line, a file, a rooted directory with an exception under it, a `**` glob), so `COPY . /app/`
+/// copies none of it; the Dockerfile is sent though listed (the build reads it) but not copied;
+/// `.dockerignore`, not listed, is copied like any file. An excluded file is no part of the
+/// build: changing it builds the same id.
+pub async fn a_build_leaves_out_what_dockerignore_excludes<R: Runtime>(fx: &Fx<R>) {
+    let dockerfile = format!("FROM drydock-test/busybox:latest\nLABEL {RUN_LABEL}={}\nCOPY . /app/\n", fx.case);
+    let dockerignore =
+        "# secrets and build output stay out\nsecret.env\n/target/\n!target/keep.txt\n**/*.tmp\nDockerfile\n";
+    let files = |secret: &str| {
+        vec![
+            ("Dockerfile", dockerfile.clone()),
+            (".dockerignore", dockerignore.to_string()),
+            ("kept.txt", "kept\n".to_string()),
+            ("secret.env", format!("SECRET={secret}\n")),
+            ("target/out.bin", "binary\n".to_string()),
+            ("target/keep.txt", "keep\n".to_string()),
+            ("src/main.sh", "echo main\n".to_string()),
+            ("src/cache.tmp", "temporary\n".to_string()),
+        ]
+    };
+    let context_of = |secret: &str| {
+        let files = files(secret);
+        let borrowed: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
+        fx.context("ctx", &borrowed)
+    };
+    let context = context_of("1");
+    let tag = fx.tag("ignoring");
+    fx.build(&context, &tag, None).await.unwrap();
+    let paths = [
+        "kept.txt",
+        "target/keep.txt",
+        "src/main.sh",
+        ".dockerignore",
+        "secret.env",
+        "target/out.bin",
+        "src/cache.tmp",
+        "Dockerfile",
+    ];
+    let mut script: Vec<String> =
+        paths.iter().map(|p| format!("test -e /app/{p} && echo present {p} || echo absent {p}")).collect();
+    script.push("cat /app/kept.txt /app/target/keep.txt".into());
+    let script = script.join("; ");
+    let mut spec = fx.spec("a", &["sh", "-c", &script]);
+    spec.image = tag.clone();
+    let container = fx.create_with(spec).await;
+    fx.start(&container).await;
+    let (out, err) = captured(fx, &container, true).await;
+    let expected = [
+        "present kept.txt",
+        "present target/keep.txt",
+        "present src/main.sh",
+        "present .dockerignore",
+        "absent secret.env",
+        "absent target/out.bin",
+        "absent src/cache.tmp",
+        "absent Dockerfile",
+        "kept",
+        "keep",
+    ];
+    assert_eq!((out, err), (expected.map(String::from).to_vec(), vec![]));
+    fx.remove(&container, false).await.unwrap();
+    let id = fx.inspect_image(&tag).await.unwrap().id;
+    assert_eq!(context_of("2"), context, "the same directory, the secret changed");
+    fx.build(&context, &tag, None).await.unwrap();
+    assert_eq!(fx.inspect_image(&tag).await.unwrap().id, id, "an excluded file is no part of the build");
+}
+
 /// Docker's archive upload: files copied into a created container (parent directories made)
 /// are there when it runs: `cat` prints one. A missing container is 404 `No such container: X`.
 pub async fn copied_files_are_read_by_the_container<R: Runtime>(fx: &Fx<R>) {
@@ -1725,4 +1793,245 @@ pub async fn a_copy_stops_at_a_file_it_cannot_write<R: Runtime>(fx: &Fx<R>) {
     assert_eq!(err, ["cat: can't open '/etc/drydock/after': No such file or directory"], "the one after was not");
     fx.remove(&container, false).await.unwrap();
     fx.host.remove_volume(&volume).unwrap();
+}
+
+// Issue 44: Docker's behaviours the simulated runtime models since (logs that go with their
+// container, the built-in networks' rules, ports by host address, the replay window of every
+// event type, short image-id prefixes, copies through volume mounts).
+
+/// Docker: a container's logs go with it. Once it is removed, a capture of it, followed or not,
+/// is 404 `No such container: ID` (NotFound), whatever it printed.
+pub async fn a_capture_of_a_removed_container_is_not_found<R: Runtime>(fx: &Fx<R>) {
+    use futures_util::StreamExt;
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", "echo printed"])).await;
+    fx.start(&id).await;
+    fx.eventually("the container to exit", async || (state(fx, &id).await == ContainerState::Exited).then_some(()))
+        .await;
+    assert_eq!(captured(fx, &id, false).await.0, ["printed"], "its logs while it exists");
+    fx.remove(&id, false).await.unwrap();
+    for follow in [false, true] {
+        let mut stream = fx.rt.capture(&id, follow, None).expect("the runtime captures output");
+        let first = tokio::time::timeout(std::time::Duration::from_secs(30), stream.next())
+            .await
+            .expect("the capture answered");
+        match first {
+            Some(Err(RuntimeError::NotFound(message))) => assert_eq!(message, format!("No such container: {id}")),
+            other => panic!("follow {follow}: expected NotFound, got {other:?}"),
+        }
+    }
+}
+
+/// Docker: network-scoped aliases need a user-defined network. Connecting a container to
+/// `bridge` with aliases is 400 `network-scoped alias is supported only for containers in user
+/// defined networks` (Invalid), running or not; without aliases it is taken. A create naming
+/// `bridge` with aliases after another network is refused so (the adapter's connect of the
+/// second fails, and it removes the container). A create naming it first succeeds (Docker
+/// checks aliases when it attaches the endpoint): the start is refused with that message,
+/// leaving the container created with exit code 128 and the error.
+pub async fn network_aliases_on_the_default_bridge_are_invalid<R: Runtime>(fx: &Fx<R>) {
+    const REFUSED: &str = "network-scoped alias is supported only for containers in user defined networks";
+    let network = fx.new_network("n").await;
+    let created = fx.create("created").await;
+    assert_eq!(invalid(connect(fx, "bridge", &created, &["web"]).await), REFUSED);
+    assert_eq!(connect(fx, "bridge", &created, &[]).await, Ok(RuntimeReply::Done), "without aliases");
+    let mut spec = fx.spec("first", &[]);
+    spec.networks = vec![attachment("bridge", &["web"])];
+    let first = fx.create_with(spec).await;
+    assert_eq!(invalid(fx.exec(RuntimeRequest::StartContainer { id: first.clone() }).await), REFUSED);
+    let info = fx.inspect(&first).await.unwrap();
+    assert_eq!((info.state, info.exit_code), (ContainerState::Created, Some(128)));
+    assert_eq!(info.error.as_deref(), Some(REFUSED));
+    let mut spec = fx.spec("second", &[]);
+    spec.networks = vec![attachment(&network, &[]), attachment("bridge", &["web"])];
+    assert_eq!(invalid(fx.try_create(spec).await), REFUSED);
+    let names: Vec<String> = fx.list(&[(RUN_LABEL, &fx.case)]).await.into_iter().map(|c| c.name).collect();
+    assert!(!names.contains(&fx.name("second")), "the refused create left nothing: {names:?}");
+    let mut spec = fx.spec("running", &[]);
+    spec.networks = vec![attachment(&network, &[])];
+    let running = fx.create_with(spec).await;
+    fx.start(&running).await;
+    assert_eq!(invalid(connect(fx, "bridge", &running, &["web"]).await), REFUSED);
+    assert_eq!(connect(fx, "bridge", &running, &[]).await, Ok(RuntimeReply::Done), "without aliases");
+}
+
+/// Docker: a container on `host` or `none` has no other network, running or not. Connecting one
+/// on `host` anywhere is 400 `container sharing network namespace with another container or host
+/// cannot be connected to any other network`; one on `none`, or anything to `none`, 400
+/// `container cannot be connected to multiple networks with one of the networks in private
+/// (none) mode`; another container to `host`, 400 `container cannot be disconnected from host
+/// network or connected to host network`: all Invalid. A create naming such a pair is refused
+/// the same way (the adapter's connect of the second network fails) and leaves nothing.
+pub async fn the_host_and_none_networks_exclude_any_other<R: Runtime>(fx: &Fx<R>) {
+    const SHARED: &str =
+        "container sharing network namespace with another container or host cannot be connected to any other network";
+    const NONE: &str =
+        "container cannot be connected to multiple networks with one of the networks in private (none) mode";
+    const HOST: &str = "container cannot be disconnected from host network or connected to host network";
+    let network = fx.new_network("n").await;
+    let on = |suffix: &str, networks: &[&str]| {
+        let mut spec = fx.spec(suffix, &[]);
+        spec.networks = networks.iter().map(|n| attachment(n, &[])).collect();
+        spec
+    };
+    let host = fx.create_with(on("host", &["host"])).await;
+    let none = fx.create_with(on("none", &["none"])).await;
+    let bridged = fx.create("bridged").await;
+    for running in [false, true] {
+        assert_eq!(invalid(connect(fx, &network, &host, &[]).await), SHARED, "running: {running}");
+        assert_eq!(invalid(connect(fx, "bridge", &host, &[]).await), SHARED, "running: {running}");
+        assert_eq!(invalid(connect(fx, &network, &none, &[]).await), NONE, "running: {running}");
+        assert_eq!(invalid(connect(fx, "host", &bridged, &[]).await), HOST, "running: {running}");
+        assert_eq!(invalid(connect(fx, "none", &bridged, &[]).await), NONE, "running: {running}");
+        for id in [&host, &none, &bridged] {
+            fx.start(id).await;
+        }
+    }
+    assert_eq!(invalid(fx.try_create(on("host-first", &["host", &network])).await), SHARED);
+    assert_eq!(invalid(fx.try_create(on("host-second", &[&network, "host"])).await), HOST);
+    assert_eq!(invalid(fx.try_create(on("none-first", &["none", &network])).await), NONE);
+    assert_eq!(fx.list(&[(RUN_LABEL, &fx.case)]).await.len(), 3, "the refused creates left nothing");
+}
+
+/// Docker: a container on `host` publishes nothing (its create warns "Published ports are
+/// discarded when using host network mode"): its start binds no port, so a port a host process
+/// listens on is no obstacle, and inspect shows no ports. Nor does one on `none`.
+pub async fn ports_are_not_published_on_the_host_or_none_network<R: Runtime>(fx: &Fx<R>) {
+    let hold = fx.host.listen();
+    for network in ["host", "none"] {
+        let mut spec = publishing(fx, network, Some(hold.port), &[]);
+        spec.networks = vec![attachment(network, &[])];
+        let id = fx.create_with(spec).await;
+        assert_eq!(fx.exec(RuntimeRequest::StartContainer { id: id.clone() }).await, Ok(RuntimeReply::Done));
+        let info = fx.inspect(&id).await.unwrap();
+        assert_eq!((info.state, info.ports), (ContainerState::Running, vec![]), "on {network}");
+    }
+}
+
+/// Docker: host ports are told apart by address. 127.0.0.1:P and 127.0.0.2:P are both
+/// published; the same address again is refused by Docker's allocator (`Bind for 127.0.0.1:P
+/// failed: port is already allocated`), the wildcard while a specific address holds the port,
+/// or the reverse, by the kernel (`Error starting userland proxy: listen tcp4 0.0.0.0:P: bind:
+/// address already in use`): Transient, as any port taken.
+pub async fn port_conflicts_depend_on_the_host_address<R: Runtime>(fx: &Fx<R>) {
+    let port = fx.host.free_port();
+    let at = |suffix: &str, ip: Option<&str>| {
+        let mut spec = publishing(fx, suffix, Some(port), &[]);
+        spec.ports[0].host_ip = ip.map(str::to_string);
+        spec
+    };
+    let start = |id: &str| fx.exec(RuntimeRequest::StartContainer { id: id.into() });
+    let one = fx.create_with(at("one", Some("127.0.0.1"))).await;
+    let two = fx.create_with(at("two", Some("127.0.0.2"))).await;
+    let any = fx.create_with(at("any", None)).await;
+    let again = fx.create_with(at("again", Some("127.0.0.1"))).await;
+    assert_eq!(start(&one).await, Ok(RuntimeReply::Done));
+    assert_eq!(start(&two).await, Ok(RuntimeReply::Done), "another address, the same port");
+    let message = transient(start(&any).await);
+    let in_use =
+        |ip: &str| format!("Error starting userland proxy: listen tcp4 {ip}:{port}: bind: address already in use");
+    assert!(message.contains(&in_use("0.0.0.0")), "{message}");
+    let message = transient(start(&again).await);
+    assert!(message.contains(&format!("Bind for 127.0.0.1:{port} failed: port is already allocated")), "{message}");
+    fx.stop(&one).await.unwrap();
+    fx.stop(&two).await.unwrap();
+    assert_eq!(start(&any).await, Ok(RuntimeReply::Done), "the wildcard, once the port is free");
+    let message = transient(start(&again).await);
+    assert!(message.contains(&in_use("127.0.0.1")), "{message}");
+}
+
+/// Docker's replay window is its last 256 events of every type, not only container events:
+/// 280 volume events (140 volumes created and removed) push a container's create out of a
+/// `since` query.
+pub async fn events_replay_counts_events_of_every_type<R: Runtime>(fx: &Fx<R>) {
+    let first = fx.create("first").await;
+    let want = vec![EventAction::Create];
+    fx.eventually("the first create", async || Some(actions(&fx.events(&first).await)).filter(|a| *a == want)).await;
+    for n in 0..140 {
+        let name = fx.volume(&format!("filler-{n}"));
+        fx.create_volume(&name, &[(RUN_LABEL, &fx.case)]).await.unwrap();
+        assert_eq!(fx.exec(RuntimeRequest::RemoveVolume { name }).await, Ok(RuntimeReply::Done));
+    }
+    let last = fx.create("last").await;
+    fx.eventually("the newest create", async || Some(actions(&fx.events(&last).await)).filter(|a| *a == want)).await;
+    let gone = fx.events(&first).await;
+    assert!(gone.is_empty(), "a replay still reaches the first container's events: {:?}", actions(&gone));
+}
+
+/// Docker's image lookup: a reference first, else an id prefix of any length that names one
+/// image: six hex digits (a valid repository name too, with no such tag), with or without
+/// `sha256:`.
+pub async fn image_inspect_by_a_short_id_prefix<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.inspect_image(&fx.image).await.unwrap().id;
+    let hex = &id["sha256:".len()..];
+    for reference in [hex[..6].to_string(), format!("sha256:{}", &hex[..6])] {
+        assert_eq!(fx.inspect_image(&reference).await.map(|i| i.id), Ok(id.clone()), "{reference}");
+    }
+}
+
+/// Docker's archive upload writes through the container's mounts: a file copied under a
+/// volume's mount point lands in the volume, where another container mounting it reads it. A
+/// file at a mount point itself cannot replace it: the extraction removes what is there first
+/// (the volume's contents), then fails at the mount point, 500 `Error processing tar file(exit
+/// status 1): unlinkat //data: device or resource busy` (Invalid); the files before it are
+/// written, those after it not.
+pub async fn a_copy_under_a_volume_mount_lands_in_the_volume<R: Runtime>(fx: &Fx<R>) {
+    use drydock_engine::api::container::CopiedFile;
+    let volume = fx.volume("v");
+    let mut spec = fx.spec("writer", &["cat", "/etc/drydock/first", "/data/sub/f.txt", "/etc/drydock/after"]);
+    spec.mounts = vec![mount(&volume, "/data")];
+    let writer = fx.create_with(spec).await;
+    let file = |destination: &str, contents: &str| CopiedFile {
+        destination: destination.into(),
+        contents: contents.into(),
+        mode: 0o644,
+        owner: 0,
+        group: 0,
+    };
+    let copy = |files: Vec<CopiedFile>| fx.exec(RuntimeRequest::CopyFiles { id: writer.clone(), files });
+    assert_eq!(copy(vec![file("/data/sub/f.txt", "in the volume\n")]).await, Ok(RuntimeReply::Done));
+    let mut spec = fx.spec("reader", &["cat", "/mnt/sub/f.txt"]);
+    spec.mounts = vec![mount(&volume, "/mnt")];
+    let reader = fx.create_with(spec).await;
+    fx.start(&reader).await;
+    assert_eq!(captured(fx, &reader, true).await, (vec!["in the volume".to_string()], vec![]), "through the volume");
+    let refused =
+        copy(vec![file("/etc/drydock/first", "first\n"), file("/data", "x\n"), file("/etc/drydock/after", "")]);
+    assert_eq!(
+        invalid(refused.await),
+        "Error processing tar file(exit status 1): unlinkat //data: device or resource busy"
+    );
+    fx.start(&writer).await;
+    let (out, err) = captured(fx, &writer, true).await;
+    assert_eq!(out, ["first"], "the file before the refused one");
+    assert_eq!(
+        err,
+        [
+            "cat: can't open '/data/sub/f.txt': No such file or directory",
+            "cat: can't open '/etc/drydock/after': No such file or directory"
+        ],
+        "the volume was emptied, the file after the refused one not written"
+    );
+}
+
+/// Found by `drydock runtime diff --seed 44` (sequence 6, shrunk to 3 steps): the
+/// simulated runtime disagreed with Docker at the last step. (The model lost a TERM sent the
+/// instant the script started, before its `trap`; on Docker the trap is set by then.)
+pub async fn runtime_diff_seed_44_sequence_6<R: Runtime>(fx: &Fx<R>) {
+    use drydock_runtime_diff::ops::*;
+    fx.replay(&[
+        (
+            Op::Create {
+                c: 1,
+                program: Program::TrapsTerm,
+                image: ImageChoice::Base,
+                volume: None,
+                network: None,
+                port: None,
+            },
+            r##""created""##,
+        ),
+        (Op::Start { c: 1 }, r##""done""##),
+        (Op::Stop { c: 1, timeout_secs: 2 }, r##"{"held_grace_period":false,"stop":"done"}"##),
+    ])
+    .await;
 }

@@ -173,6 +173,19 @@ impl<R: Runtime> Fixture<R> {
         dir
     }
 
+    /// Replay a sequence `drydock runtime diff` found, each step with what Docker observed (a
+    /// case it printed calls this): every step must observe what Docker did.
+    pub async fn replay(&self, steps: &[(drydock_runtime_diff::ops::Op, &str)]) {
+        use drydock_runtime_diff::requests::{Names, build_context_files};
+        let files = build_context_files(&self.image);
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+        let context = self.context("diff", &files);
+        let names = Names::new(&self.case, "0", self.host.free_port(), &self.image, &context);
+        if let Err(disagreement) = drydock_runtime_diff::replay(self.rt.clone(), names, steps).await {
+            panic!("{disagreement}");
+        }
+    }
+
     /// A tag for an image this case builds (removed at cleanup).
     pub fn tag(&self, suffix: &str) -> String {
         let tag = format!("drydock-test/{}-{suffix}:1", self.case);

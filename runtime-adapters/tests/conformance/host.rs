@@ -128,9 +128,20 @@ impl Runtime for SimAdapter {
     }
 
     /// What the model says the container printed, as the clock reaches each line; a follow ends
-    /// once its output is complete (it exited, or was removed, or was never started).
+    /// once its output is complete (it exited, or was removed, or was never started). A
+    /// container that is not there (also a removed one: its logs went with it) is NotFound, as
+    /// Docker's logs API answers it; a follow already open when it is removed ends.
     fn capture(&self, id: &str, follow: bool, since: Option<u128>) -> Option<CaptureStream> {
-        let (runtime, id) = (self.runtime.clone(), id.to_string());
+        let opened = {
+            let mut runtime = self.runtime.lock();
+            runtime.advance(wall_now());
+            runtime.open_logs(id)
+        };
+        let id = match opened {
+            Ok(id) => id,
+            Err(error) => return Some(Box::pin(futures_util::stream::iter([Err(error)]))),
+        };
+        let runtime = self.runtime.clone();
         let since_ms = since.map_or(0, |nanos| u64::try_from(nanos / 1_000_000_000 * 1_000).unwrap_or(u64::MAX));
         let stream = futures_util::stream::unfold((0usize, false), move |(taken, done)| {
             let (runtime, id) = (runtime.clone(), id.clone());

@@ -8,6 +8,7 @@
 use super::SimRuntime;
 use super::ports::HostPort;
 use drydock_engine::WallTime;
+use drydock_engine::runtime::PublishedPort;
 use std::collections::{BTreeMap, BTreeSet};
 
 impl SimRuntime {
@@ -52,13 +53,24 @@ impl SimRuntime {
         Ok(())
     }
 
-    /// The ports counted as published are those the containers publish, as many times.
+    /// The ports counted as published are those the containers publish, on the same addresses,
+    /// as many times; and each container's bindings are the ports `inspect` shows.
     fn check_published_ports(&self) -> Result<(), String> {
-        let mut published: BTreeMap<HostPort, u32> = BTreeMap::new();
-        for port in self.containers.values().flat_map(|c| &c.info().ports) {
-            *published.entry((port.host_port, port.protocol)).or_default() += 1;
+        let mut published: BTreeMap<(HostPort, &str), u32> = BTreeMap::new();
+        for container in self.containers.values() {
+            let bound: Vec<&PublishedPort> = container.bindings().iter().map(|b| &b.port).collect();
+            if !bound.iter().copied().eq(container.info().ports.iter()) {
+                return Err(format!(
+                    "container {} is bound on {bound:?}, yet shows {:?}",
+                    container.id(),
+                    container.info().ports
+                ));
+            }
+            for binding in container.bindings() {
+                *published.entry((binding.host_port(), binding.address.as_str())).or_default() += 1;
+            }
         }
-        let counted: BTreeMap<HostPort, u32> = self.ports.publications().collect();
+        let counted: BTreeMap<(HostPort, &str), u32> = self.ports.publications().collect();
         if counted != published {
             return Err(format!("ports counted as published {counted:?}, while the containers publish {published:?}"));
         }

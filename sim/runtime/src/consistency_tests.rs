@@ -46,17 +46,22 @@ fn create(rng: &mut ChaCha8Rng) -> RuntimeRequest {
             &["nosuch"],
         ],
     );
+    let host_ip = pick(rng, &[&None, &Some("127.0.0.1"), &Some("127.0.0.2")]).map(str::to_string);
     let ports = match rng.next_u32() % 3 {
         0 => vec![],
-        1 => vec![PortMapping { protocol: Protocol::Tcp, host_port: Some(8080), container_port: 80, host_ip: None }],
-        _ => vec![PortMapping { protocol: Protocol::Udp, host_port: None, container_port: 53, host_ip: None }],
+        1 => vec![PortMapping { protocol: Protocol::Tcp, host_port: Some(8080), container_port: 80, host_ip }],
+        _ => vec![PortMapping { protocol: Protocol::Udp, host_port: None, container_port: 53, host_ip }],
     };
     let mounts = match rng.next_u32() % 3 {
         0 => vec![],
         1 => vec![Mount { source: format!("v{}", rng.next_u32() % 3), target: "/data".into(), read_only: false }],
         _ => vec![Mount { source: "/tmp".into(), target: "/host".into(), read_only: true }],
     };
-    let networks: &[&str] = pick(rng, &[&[][..], &["n0"], &["n1", "bridge"], &["zzz"]]);
+    let networks: &[&str] = pick(
+        rng,
+        &[&[][..], &["n0"], &["n1", "bridge"], &["zzz"], &["host"], &["none"], &["host", "n0"], &["n0", "none"]],
+    );
+    let aliases: Vec<String> = if rng.next_u32().is_multiple_of(3) { vec!["alias".into()] } else { vec![] };
     let image = pick(rng, &["busybox", REGISTRY_IMAGE, "built:1", "absent"]);
     let app = pick(rng, &["web", "db"]);
     RuntimeRequest::CreateContainer(ContainerCreate {
@@ -66,7 +71,10 @@ fn create(rng: &mut ChaCha8Rng) -> RuntimeRequest {
         labels: BTreeMap::from([("app".to_string(), app.to_string())]),
         ports,
         mounts,
-        networks: networks.iter().map(|n| NetworkAttachment { name: n.to_string(), aliases: vec![] }).collect(),
+        networks: networks
+            .iter()
+            .map(|n| NetworkAttachment { name: n.to_string(), aliases: aliases.clone() })
+            .collect(),
         ..Default::default()
     })
 }
@@ -75,7 +83,8 @@ fn create(rng: &mut ChaCha8Rng) -> RuntimeRequest {
 /// Returns what it did.
 fn step(rt: &mut SimRuntime, rng: &mut ChaCha8Rng) -> String {
     let container = format!("c{}", rng.next_u32() % 6);
-    let network = pick(rng, &["n0", "n1", "n2", "bridge", "zzz"]).to_string();
+    let network = pick(rng, &["n0", "n1", "n2", "bridge", "zzz", "host", "none"]).to_string();
+    let aliases: Vec<String> = if rng.next_u32().is_multiple_of(3) { vec!["alias".into()] } else { vec![] };
     let request = match rng.next_u32() % 24 {
         0..=2 => create(rng),
         3..=5 => RuntimeRequest::StartContainer { id: container },
@@ -102,7 +111,7 @@ fn step(rt: &mut SimRuntime, rng: &mut ChaCha8Rng) -> String {
             }
             return "time passes".into();
         }
-        12 => RuntimeRequest::ConnectNetwork { network, container, aliases: vec![] },
+        12 => RuntimeRequest::ConnectNetwork { network, container, aliases },
         13 => RuntimeRequest::DisconnectNetwork { network, container },
         14 => RuntimeRequest::CreateNetwork(NetworkCreate { name: network, labels: BTreeMap::new() }),
         15 => RuntimeRequest::RemoveNetwork { id: network },
@@ -131,7 +140,11 @@ fn step(rt: &mut SimRuntime, rng: &mut ChaCha8Rng) -> String {
         19 => RuntimeRequest::CopyFiles {
             id: container,
             files: vec![CopiedFile {
-                destination: pick(rng, &["/a.txt", "/host/x", "/a.txt/below"]).into(),
+                destination: pick(
+                    rng,
+                    &["/a.txt", "/host/x", "/a.txt/below", "/data/x", "/data", "/data/x/y", "/host"],
+                )
+                .into(),
                 contents: "copied".into(),
                 mode: 0o644,
                 owner: 0,

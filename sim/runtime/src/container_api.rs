@@ -67,7 +67,10 @@ impl SimRuntime {
     /// The command is the image's entrypoint followed by the create's command, else the image's.
     /// Networks are attached as Docker's create (the first) and connects (the others) attach
     /// them to a container that is not running: without checking they exist (see `network_api`);
-    /// none attaches the default `bridge`.
+    /// none attaches the default `bridge`. A connect Docker refuses (aliases on a built-in
+    /// network, `host` or `none` beside another: 400) refuses the create, after its mounts made
+    /// their named volumes: the adapter creates the container, connects the others, and removes
+    /// the container with its anonymous volumes when a connect fails.
     pub(crate) fn create_container(&mut self, create: &ContainerCreate) -> RuntimeResult {
         if let Some((name, value)) = create.env.iter().find(|(name, _)| name.is_empty()) {
             return Err(RuntimeError::Invalid(format!("invalid environment variable: {name}={value}")));
@@ -102,6 +105,19 @@ impl SimRuntime {
             )));
         }
         self.mount_points(&create.mounts)?;
+        let mut networks = BTreeMap::new();
+        for (n, attachment) in create.networks.iter().enumerate() {
+            // The first is the create's own (Docker checks its aliases at start); the others
+            // are connects.
+            if n > 0
+                && let Ok(network) = self.networks.find(&attachment.name)
+                && self.check_connect(&networks, network, &attachment.aliases)?
+            {
+                continue;
+            }
+            let (key, record) = self.attachment(&attachment.name, &attachment.aliases);
+            networks.entry(key).or_insert(record);
+        }
         let mounts = self.anonymous_volumes(&id, &create.mounts, &image_volumes);
         self.counters.created();
         let info = ContainerInfo {
@@ -114,11 +130,6 @@ impl SimRuntime {
             exit_code: None,
             error: None,
         };
-        let mut networks = BTreeMap::new();
-        for attachment in &create.networks {
-            let (key, record) = self.attachment(&attachment.name, &attachment.aliases);
-            networks.entry(key).or_insert(record);
-        }
         let created_with =
             CreatedWith { command, mounts, requested_ports: create.ports.clone(), networks, files, scratch };
         self.containers.insert_created(SimContainer::new(info, Some(image_id), created_with));
@@ -126,6 +137,18 @@ impl SimRuntime {
         self.event(&id, EventAction::Create);
         self.outputs.created(&id, self.clock.now());
         Ok(RuntimeReply::Created { id })
+    }
+
+    /// Docker's logs API as it opens (`GET /containers/{id}/logs`): the id of the container
+    /// `id_or_name` names (a full id, a name, a unique id prefix), whose output
+    /// [`SimRuntime::output`] has. A container's logs go with it: once it is removed, or if it
+    /// never was, the answer is 404 "No such container: X" (seen on Docker 20.10.24, followed or
+    /// not, by id or by prefix). The output itself is kept after the removal for whoever was
+    /// already reading it (a follow open at the removal gets everything, then ends). A container
+    /// inserted from outside has no output recorded: not found either.
+    pub fn open_logs(&self, id_or_name: &str) -> Result<String, RuntimeError> {
+        let id = self.containers.resolve(id_or_name)?;
+        self.outputs.get(&id).map(|_| id).ok_or_else(|| not_found(id_or_name))
     }
 
     pub(crate) fn inspect_container(&self, id_or_name: &str) -> RuntimeResult {
@@ -161,6 +184,15 @@ impl SimRuntime {
 
     pub(crate) fn event(&mut self, id: &str, action: EventAction) {
         self.event_at(id, action, self.clock.now());
+    }
+
+    /// Record `count` events of a type or action the runtime contract does not carry (`what`:
+    /// its type and action, say "network connect"): they only take their places in Docker's
+    /// replay window (see `event_log`).
+    pub(crate) fn other_events(&mut self, what: &'static str, count: usize) {
+        for _ in 0..count {
+            self.events.record_other(what);
+        }
     }
 }
 

@@ -61,7 +61,7 @@ fn a_replay_reaches_back_only_to_the_last_256_events() {
     };
     assert_eq!(since_epoch(&mut rt, &first), 0, "the first container's create fell out of the replay buffer");
     assert_eq!(since_epoch(&mut rt, &last), 1, "the last container's create is still there");
-    assert_eq!(rt.recent_events().len(), EVENTS_KEPT);
+    assert_eq!(rt.recent_events().count(), EVENTS_KEPT);
     assert_eq!(rt.recorded_events(), 1 + 300 + 1);
     assert_eq!(streamed + rt.take_events().len(), 302, "the streams see every event");
     assert!(rt.take_events().is_empty(), "and each once");
@@ -172,7 +172,7 @@ fn invalid_creates_are_refused_with_dockers_messages_and_create_nothing() {
         assert_eq!(invalid(create_with(&mut rt, create.clone())), message, "{create:?}");
     }
     assert_eq!(rt.containers().count(), 0, "nothing was created");
-    assert!(rt.recent_events().is_empty(), "no event");
+    assert!(rt.recent_events().next().is_none(), "no event");
     assert_eq!(rt.volumes().count(), 0);
     assert_eq!(
         id_of(create_with(&mut rt, spec("ok"))),
@@ -251,4 +251,70 @@ fn an_ambiguous_id_prefix_is_invalid_not_missing() {
         );
     }
     assert_eq!(rt.containers().count(), 17);
+}
+
+/// Docker 20.10.24: once a container is removed its logs API answers 404 "No such container";
+/// the output stays for a capture that was reading it.
+#[test]
+fn logs_go_with_their_container() {
+    let mut rt = SimRuntime::new(1);
+    rt.add_image("busybox");
+    let RuntimeRequest::CreateContainer(spec) = create("web", "busybox") else { unreachable!() };
+    let command = ["sh", "-c", "echo hi"].map(String::from).to_vec();
+    let id = id_of(rt.execute(&RuntimeRequest::CreateContainer(ContainerCreate { command, ..spec })));
+    rt.execute(&RuntimeRequest::StartContainer { id: id.clone() }).expect("start");
+    for by in [id.as_str(), "web", &id[..6]] {
+        assert_eq!(rt.open_logs(by), Ok(id.clone()), "by {by}");
+    }
+    rt.execute(&RuntimeRequest::RemoveContainer { id: id.clone(), force: false }).expect("remove");
+    assert_eq!(rt.open_logs(&id), Err(RuntimeError::NotFound(format!("No such container: {id}"))));
+    assert_eq!(rt.open_logs("web"), Err(RuntimeError::NotFound("No such container: web".into())));
+    let kept = rt.output(&id).map(|o| o.printed_by(WallTime(u64::MAX)).iter().map(|l| l.text.clone()).collect());
+    assert_eq!(kept, Some(vec!["hi".to_string()]), "what a capture attached before the removal received");
+}
+
+/// Docker's replay window holds its last 256 events of every type, counted as Docker 20.10.24
+/// logs them: a container on a network with a volume makes 13 from its network's create to its
+/// removal; then volume creates fill the window, and one more pushes the first container's
+/// create out. The streams are handed container events only.
+#[test]
+fn the_replay_window_counts_events_of_every_type() {
+    let mut rt = SimRuntime::new(1);
+    rt.add_image("busybox");
+    let first = id_of(rt.execute(&create("first", "busybox")));
+    rt.take_events();
+    let replayed = |rt: &mut SimRuntime, id: &str| match rt
+        .execute(&RuntimeRequest::ContainerEvents { id: id.to_string(), since: WallTime(0) })
+    {
+        Ok(RuntimeReply::Events(events)) => events.len(),
+        other => panic!("expected events, got {other:?}"),
+    };
+    let network = drydock_engine::runtime::NetworkCreate { name: "n1".into(), labels: BTreeMap::new() };
+    rt.execute(&RuntimeRequest::CreateNetwork(network)).expect("network create: 1");
+    // The create: the mount's volume create, the container's create: 2.
+    let RuntimeRequest::CreateContainer(spec) = create("c2", "busybox") else { unreachable!() };
+    let spec = ContainerCreate {
+        mounts: vec![Mount { source: "v1".into(), target: "/data".into(), read_only: false }],
+        networks: vec![drydock_engine::api::container::NetworkAttachment { name: "n1".into(), aliases: vec![] }],
+        ..spec
+    };
+    let c2 = id_of(rt.execute(&RuntimeRequest::CreateContainer(spec)));
+    rt.execute(&RuntimeRequest::StartContainer { id: c2.clone() }).expect("connect, mount, start: 3");
+    rt.execute(&RuntimeRequest::StopContainer { id: c2.clone(), timeout_secs: 1 }).expect("kill 2, die, leave 2, stop");
+    rt.execute(&RuntimeRequest::RemoveContainer { id: c2, force: false }).expect("destroy: 1");
+    assert_eq!(rt.take_events().len(), 4, "the streams: create, start, die, destroy");
+    let volume = || {
+        RuntimeRequest::CreateVolume(drydock_engine::runtime::VolumeCreate {
+            name: "v1".into(),
+            labels: BTreeMap::new(),
+        })
+    };
+    for _ in 0..EVENTS_KEPT - 1 - 13 {
+        rt.execute(&volume()).expect("a volume create, also of a name taken");
+    }
+    assert_eq!(replayed(&mut rt, &first), 1, "the first create is the oldest of the last 256");
+    rt.execute(&volume()).expect("one more");
+    assert_eq!(replayed(&mut rt, &first), 0, "pushed out by a volume's event");
+    assert!(rt.take_events().is_empty(), "no stream sees the volumes' events");
+    rt.check().expect("consistent");
 }

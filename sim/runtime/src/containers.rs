@@ -9,11 +9,12 @@
 //! `lifecycle` (start, stop, removal, time).
 
 use super::networks::Attachment;
+use super::ports::{Binding, wildcard_bindings};
 use super::{label_index, not_found};
 use drydock_engine::WallTime;
 use drydock_engine::api::container::{Mount, PortMapping};
 use drydock_engine::fixed::{FixedMap, SortedMap};
-use drydock_engine::runtime::{ContainerInfo, ContainerState, PublishedPort, RuntimeError};
+use drydock_engine::runtime::{ContainerInfo, ContainerState, RuntimeError};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,6 +28,9 @@ pub(crate) const DEFAULT_NETWORK: &str = "bridge";
 #[derive(Clone, Debug)]
 pub(crate) struct SimContainer {
     info: ContainerInfo,
+    /// The ports it publishes while it runs, with the host address of each: `info.ports` is
+    /// their ports, in order (kept in step by [`SimContainer::replace_ports`]).
+    bindings: Vec<Binding>,
     /// The command it runs: the create's, else its image's default. Empty for an inserted
     /// container, which then runs until it is stopped.
     pub(crate) command: Vec<String>,
@@ -58,6 +62,7 @@ impl SimContainer {
             networks = default_networks();
         }
         SimContainer {
+            bindings: wildcard_bindings(&info.ports),
             info,
             command,
             mounts,
@@ -110,9 +115,17 @@ impl SimContainer {
         self.info.state = ContainerState::Removing;
     }
 
-    /// It publishes `ports` from now on; the ports it published before.
-    pub(crate) fn replace_ports(&mut self, ports: Vec<PublishedPort>) -> Vec<PublishedPort> {
-        std::mem::replace(&mut self.info.ports, ports)
+    /// The ports it publishes, with their host addresses, in port order.
+    pub(crate) fn bindings(&self) -> &[Binding] {
+        &self.bindings
+    }
+
+    /// It publishes `bindings` from now on (`inspect` shows their ports, in order); the
+    /// bindings it had before.
+    pub(crate) fn replace_ports(&mut self, mut bindings: Vec<Binding>) -> Vec<Binding> {
+        bindings.sort();
+        self.info.ports = bindings.iter().map(|b| b.port.clone()).collect();
+        std::mem::replace(&mut self.bindings, bindings)
     }
 }
 
@@ -289,6 +302,7 @@ impl Containers {
         if image_id.is_some() {
             existing.image_id = image_id;
         }
+        existing.bindings = wildcard_bindings(&info.ports);
         existing.info = info;
         existing.started_at = started_at;
         existing.exit_due.take().map(|(at, _)| at)

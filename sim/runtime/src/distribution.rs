@@ -120,6 +120,8 @@ impl SimRuntime {
             Selector::Digest(_) => by_digest,
         };
         self.counters.pulled();
+        // Docker logs a pull that succeeds, up to date or not (`daemon/images/image_pull.go`).
+        self.other_events("image pull", 1);
         progress.push(format!("Digest: {digest}"));
         progress.push(if updated {
             format!("Status: Downloaded newer image for {familiar}")

@@ -129,7 +129,11 @@ impl ImageStore {
     }
 
     /// Docker's `GetImage`: a full id is only an id; otherwise a reference (tag or repo digest),
-    /// else a unique id prefix (here of at least 12 hex characters, with or without `sha256:`).
+    /// else a unique id prefix of any length (its digest set's `Lookup`), with or without
+    /// `sha256:`. So a reference that could be either (`9a2d85`, a valid repository name) is the
+    /// tag when there is one, else the image whose id it begins; a prefix of several ids names
+    /// none (Docker: 404, as for no match). Seen on Docker 20.10.24: prefixes of 1, 2, 4 and 11
+    /// hex digits inspect the image; a tag `e1413c` wins over the image whose id begins so.
     pub(crate) fn resolve(&self, reference: &str) -> Option<&SimImage> {
         if let Some(id) = full_id(reference) {
             return self.images.get(&id);
@@ -140,12 +144,14 @@ impl ImageStore {
             return Some(image);
         }
         let prefix = reference.strip_prefix("sha256:").unwrap_or(reference);
-        if prefix.len() < 12 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+        if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
             return None;
         }
-        let mut matches = self.images.values().filter(|i| i.id["sha256:".len()..].starts_with(prefix));
+        // Ids are keys in order: the images a prefix begins are a run of them.
+        let from = format!("sha256:{prefix}");
+        let mut matches = self.images.range(from.clone()..).take_while(|(id, _)| id.starts_with(&from));
         match (matches.next(), matches.next()) {
-            (Some(image), None) => Some(image),
+            (Some((_, image)), None) => Some(image),
             _ => None,
         }
     }
@@ -189,7 +195,11 @@ mod tests {
         store.check().expect("tagged");
         assert_eq!(store.resolve("app:1").map(|i| i.id.as_str()), Some(ID_A), "by reference");
         assert_eq!(store.resolve(&ID_B[7..19]).map(|i| i.id.as_str()), Some(ID_B), "by id prefix");
-        assert!(store.resolve(&ID_B[7..15]).is_none(), "too short a prefix");
+        for short in ["b", "bb", "sha256:b", "sha256:bbbb"] {
+            assert_eq!(store.resolve(short).map(|i| i.id.as_str()), Some(ID_B), "a prefix of any length: {short}");
+        }
+        assert!(store.resolve("sha256:").is_none() && store.resolve("B").is_none(), "no hex, or not lowercase");
+        assert!(store.resolve("c").is_none(), "no image's id begins so");
         assert!(store.is_single_reference(ID_A), "one tag and a digest of one repository");
         store.set_ref(tag, ID_B);
         store.check().expect("moved");
@@ -198,6 +208,21 @@ mod tests {
         store.remove(ID_B);
         store.check().expect("deleted with its references");
         assert!(store.resolve("app:1").is_none() && store.resolve(ID_B).is_none());
+    }
+
+    #[test]
+    fn a_reference_wins_over_an_id_prefix_and_a_prefix_of_several_names_none() {
+        let mut store = ImageStore::default();
+        let id_c = "sha256:abcdef1111111111111111111111111111111111111111111111111111111111";
+        let id_d = "sha256:abcdef2222222222222222222222222222222222222222222222222222222222";
+        store.add(ID_A, ImageConfig::default);
+        store.add(id_c, ImageConfig::default);
+        store.add(id_d, ImageConfig::default);
+        assert!(store.resolve("abcdef").is_none(), "two ids begin so");
+        assert_eq!(store.resolve("abcdef1").map(|i| i.id.as_str()), Some(id_c));
+        store.set_ref("docker.io/library/abcdef1:latest", ID_A);
+        assert_eq!(store.resolve("abcdef1").map(|i| i.id.as_str()), Some(ID_A), "the tag, not the prefix");
+        assert_eq!(store.resolve("sha256:abcdef1").map(|i| i.id.as_str()), Some(id_c), "`sha256:` is only an id");
     }
 
     #[test]

@@ -70,6 +70,7 @@ impl SimRuntime {
             }
             let removed = reference_key(reference);
             self.images.unset_ref(&removed);
+            self.other_events("image untag", 1);
             if is_tag_ref(&removed) {
                 // With no tag of that repository left, its repo digests go too.
                 let name = ref_name(&removed);
@@ -77,6 +78,7 @@ impl SimRuntime {
                 if !refs.iter().any(|r| is_tag_ref(r) && ref_name(r) == name) {
                     for r in refs.iter().filter(|r| !is_tag_ref(r) && ref_name(r) == name) {
                         self.images.unset_ref(r);
+                        self.other_events("image untag", 1);
                     }
                 }
             }
@@ -92,6 +94,7 @@ impl SimRuntime {
             }
             for r in self.images.refs_of(&id) {
                 self.images.unset_ref(&r);
+                self.other_events("image untag", 1);
             }
         }
         let conflicts = if force { Conflicts::Hard } else { Conflicts::All };
@@ -103,6 +106,7 @@ impl SimRuntime {
             return Err(conflict.into_error(&id));
         }
         self.images.remove(&id);
+        self.other_events("image delete", 1);
         Ok(RuntimeReply::Done)
     }
 
@@ -196,7 +200,7 @@ mod tests {
         assert_eq!(info.tags, vec!["drydock-test/busybox:latest".to_string()]);
         assert_eq!(image(&mut rt, &info.id).expect("by id").id, info.id);
         assert_eq!(image(&mut rt, &info.id[7..19]).expect("by 12-char prefix").id, info.id);
-        assert!(image(&mut rt, &info.id[7..15]).is_err(), "shorter prefixes are not resolved");
+        assert_eq!(image(&mut rt, &info.id[7..9]).expect("by 2-char prefix").id, info.id, "any length, as Docker");
         rt.add_image("drydock-test/busybox:latest");
         assert_eq!(image(&mut rt, "drydock-test/busybox").expect("again").id, info.id, "adding again is a no-op");
         assert_eq!(SimRuntime::new(2).tap_add("drydock-test/busybox").id, info.id, "the id depends on the name only");

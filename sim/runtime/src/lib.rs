@@ -18,8 +18,8 @@
 //! - `image_store`: local images by id and the references that point to them;
 //! - `registry`: the registry's repositories, tags and manifests;
 //! - `build_contexts`: the build contexts registered;
-//! - `event_log`: the events (the last 256 for a `since` query, as Docker keeps them; every one
-//!   for the event streams);
+//! - `event_log`: the events (the last 256 of every type for a `since` query, as Docker keeps
+//!   them; every container event for the event streams);
 //! - `outputs`: what containers printed; `clock`: the wall clock and the exits due;
 //! - `journal`: what changed since the world last looked; `counters`: creates and pulls.
 //!
@@ -115,8 +115,9 @@ pub struct SimRuntime {
     registry: Registry,
     /// Build context directories -> relative path -> contents.
     build_contexts: build_contexts::BuildContexts,
-    /// The events: the last [`EVENTS_KEPT`] for a `since` query, those the streams have not
-    /// been handed yet ([`SimRuntime::take_events`]), how many there were.
+    /// The events: the last [`EVENTS_KEPT`] of every type for a `since` query, the container
+    /// events the streams have not been handed yet ([`SimRuntime::take_events`]), how many
+    /// there were.
     events: event_log::EventLog,
     /// What containers printed, by container id (kept after removal).
     outputs: outputs::Outputs,
@@ -167,6 +168,11 @@ impl SimRuntime {
         self.clock.set(now);
     }
 
+    /// The wall clock's time.
+    pub fn now(&self) -> WallTime {
+        self.clock.now()
+    }
+
     /// Carry out one request, after the exits due by the clock.
     pub fn execute(&mut self, request: &RuntimeRequest) -> RuntimeResult {
         self.advance(self.clock.now());
@@ -198,8 +204,9 @@ impl SimRuntime {
         }
     }
 
-    /// The events a `since` query can still replay (the last [`EVENTS_KEPT`]), oldest first.
-    pub fn recent_events(&self) -> &std::collections::VecDeque<RuntimeEvent> {
+    /// The container events a `since` query can still replay (those among Docker's last
+    /// [`EVENTS_KEPT`] events of every type), oldest first.
+    pub fn recent_events(&self) -> impl Iterator<Item = &RuntimeEvent> {
         self.events.recent()
     }
 
@@ -221,7 +228,9 @@ impl SimRuntime {
         self.counters.pulls()
     }
 
-    /// The output of container `id` (also once removed), if it ever started.
+    /// The output of container `id` (a full id), also once removed: what a capture attached to
+    /// it since its create received. Docker's logs API answers only for a container that is
+    /// there ([`SimRuntime::open_logs`]).
     pub fn output(&self, id: &str) -> Option<&ContainerOutput> {
         self.outputs.get(id)
     }
@@ -231,7 +240,8 @@ impl SimRuntime {
         self.outputs.iter()
     }
 
-    /// How many events the runtime has recorded since it began.
+    /// How many container events (those the event streams are handed) the runtime has
+    /// recorded since it began.
     pub fn recorded_events(&self) -> usize {
         self.events.recorded()
     }

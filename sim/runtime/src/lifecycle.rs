@@ -106,7 +106,10 @@ impl SimRuntime {
                     "You cannot remove a running container {id}. Stop the container before attempting removal or force remove"
                 )));
             }
-            ContainerState::Running => self.exit_at(&id, KILLED, self.clock.now()),
+            ContainerState::Running => {
+                self.other_events("container kill", 1);
+                self.exit_at(&id, KILLED, self.clock.now());
+            }
             ContainerState::Created | ContainerState::Exited => {}
         }
         if let Some(container) = self.containers.get_mut(&id) {
@@ -146,12 +149,17 @@ impl SimRuntime {
             ContainerState::Created | ContainerState::Exited => {}
         }
         // Docker connects the container's networks before it publishes ports (both are the
-        // network's allocation); a network gone since is a 404.
+        // network's allocation); a network gone since is a 404, aliases on a built-in one a 400.
         let networks = match self.resolve_attachments(&id) {
             Ok(networks) => networks,
-            Err(message) => {
-                self.fail_start(&id, &message, None);
-                return Err(RuntimeError::NotFound(message));
+            Err(error) => {
+                let (RuntimeError::NotFound(message)
+                | RuntimeError::Invalid(message)
+                | RuntimeError::Conflict(message)
+                | RuntimeError::Uncertain(message)
+                | RuntimeError::Transient(message)) = &error;
+                self.fail_start(&id, message, None);
+                return Err(error);
             }
         };
         let ports = match self.publish_ports(&id) {
@@ -165,6 +173,9 @@ impl SimRuntime {
         if !command.is_empty()
             && let Err(failure) = shell::check_exec(command, &self.file_system(&id))
         {
+            // Docker had connected the container's networks, and disconnects them (20.10.24).
+            self.other_events("network connect", networks.len());
+            self.other_events("network disconnect", networks.len());
             self.fail_start(&id, &failure.message, Some(failure.exit_code));
             return Err(RuntimeError::Invalid(failure.message));
         }
@@ -172,6 +183,8 @@ impl SimRuntime {
         let Some(container) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
         container.run(self.clock.now());
         self.set_exit_due(&id, None);
+        self.other_events("network connect", networks.len());
+        self.other_events("volume mount", self.volume_mounts(&id));
         self.activate_attachments(&id, networks);
         self.event(&id, EventAction::Start);
         let (outcome, printed) = self.process_outcome(&id, Signals::default());
@@ -190,9 +203,45 @@ impl SimRuntime {
         let id = self.containers.resolve(id_or_name)?;
         if self.containers.is_running(&id) {
             let code = self.stop_status(&id, timeout_secs);
+            // Docker logs a `kill` per signal sent (TERM, and KILL once the grace period is
+            // over), then `die`, and `stop` once it has stopped (20.10.24).
+            self.other_events("container kill", if code == KILLED { 2 } else { 1 });
             self.exit_at(&id, code, self.clock.now());
+            self.other_events("container stop", 1);
         }
         Ok(RuntimeReply::Done)
+    }
+
+    /// Docker's stop as it takes time: TERM now, KILL `timeout_secs` later, and the request
+    /// answers when the main process has ended. Returns that moment (now, for a container that
+    /// is not running: Docker's 304). Until then the container runs; its exit is due then, and
+    /// applies as the clock reaches it ([`SimRuntime::advance`]). A second stop during the first
+    /// ends it no later than the first would.
+    ///
+    /// `execute`'s stop applies at once instead: for callers with no time between a request
+    /// and its answer.
+    pub fn begin_stop(&mut self, id_or_name: &str, timeout_secs: u32) -> Result<WallTime, RuntimeError> {
+        self.advance(self.clock.now());
+        let id = self.containers.resolve(id_or_name)?;
+        let now = self.clock.now();
+        if !self.containers.is_running(&id) {
+            return Ok(now);
+        }
+        let (code, after_ms) = self.stop_outcome(&id, timeout_secs);
+        let started = self.containers.get(&id).and_then(|c| c.started_at).unwrap_or(now);
+        let ends = WallTime(started.0.saturating_add(after_ms).max(now.0));
+        let due = self.containers.get(&id).and_then(|c| c.exit_due);
+        let (at, code) = match due {
+            Some((at, earlier)) if at <= ends => (at, earlier),
+            _ => (ends, code),
+        };
+        if at <= now {
+            self.exit_at(&id, code, now);
+        } else {
+            self.journal.container(&id);
+            self.set_exit_due(&id, Some((at, code)));
+        }
+        Ok(at)
     }
 
     pub(super) fn remove_container(&mut self, id_or_name: &str, force: bool) -> RuntimeResult {
@@ -202,16 +251,24 @@ impl SimRuntime {
     }
 
     /// The status a running container's main process exits with when stopped now: TERM now,
-    /// KILL `grace_secs` later. What it prints until then is restated.
+    /// KILL `grace_secs` later.
     fn stop_status(&mut self, id: &str, grace_secs: u32) -> i64 {
+        self.stop_outcome(id, grace_secs).0
+    }
+
+    /// How a running container's main process ends when stopped now (TERM now, KILL
+    /// `grace_secs` later): its status, and when, in milliseconds after its start. What it
+    /// prints until then is restated.
+    fn stop_outcome(&mut self, id: &str, grace_secs: u32) -> (i64, u64) {
         let started = self.containers.get(id).and_then(|c| c.started_at).unwrap_or(self.clock.now());
         let term_at = self.clock.now().0.saturating_sub(started.0);
-        let signals = Signals { term_at: Some(term_at), kill_at: Some(term_at + u64::from(grace_secs) * 1_000) };
+        let kill_at = term_at + u64::from(grace_secs) * 1_000;
+        let signals = Signals { term_at: Some(term_at), kill_at: Some(kill_at) };
         let (outcome, printed) = self.process_outcome(id, signals);
         self.outputs.restate(id, started, self.clock.now(), printed);
         match outcome {
-            Outcome::Exits { code, .. } => code,
-            Outcome::Forever => KILLED,
+            Outcome::Exits { code, after_ms } => (code, after_ms),
+            Outcome::Forever => (KILLED, kill_at),
         }
     }
 
@@ -252,6 +309,17 @@ impl SimRuntime {
         self.set_exit_due(id, None);
         self.outputs.end(id, time);
         self.event_at(id, EventAction::Die { exit_code: Some(code) }, time);
+        // Then Docker leaves its networks and unmounts its volumes (20.10.24).
+        let networks =
+            self.containers.get(id).map_or(0, |c| c.networks.values().filter(|a| a.network_id.is_some()).count());
+        self.other_events("network disconnect", networks);
+        self.other_events("volume unmount", self.volume_mounts(id));
+    }
+
+    /// How many named volumes container `id` mounts (each is a volume `mount` and `unmount`
+    /// event; a bind mount is none).
+    fn volume_mounts(&self, id: &str) -> usize {
+        self.containers.get(id).map_or(0, |c| c.mounts.iter().filter(|m| !m.source.starts_with('/')).count())
     }
 }
 

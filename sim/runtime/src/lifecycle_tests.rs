@@ -45,7 +45,7 @@ fn info(rt: &SimRuntime, id: &str) -> ContainerInfo {
 }
 
 fn actions(rt: &SimRuntime, id: &str) -> Vec<EventAction> {
-    rt.recent_events().iter().filter(|e| e.container_id == id).map(|e| e.action.clone()).collect()
+    rt.recent_events().filter(|e| e.container_id == id).map(|e| e.action.clone()).collect()
 }
 
 #[test]
@@ -144,7 +144,6 @@ fn a_script_that_sleeps_ends_when_its_time_comes() {
     assert_eq!((info(&rt, &id).state, info(&rt, &id).exit_code), (ContainerState::Exited, Some(6)));
     let dies: Vec<(String, WallTime)> = rt
         .recent_events()
-        .iter()
         .filter(|e| matches!(e.action, EventAction::Die { .. }))
         .map(|e| (e.container_id.clone(), e.time))
         .collect();
@@ -240,4 +239,39 @@ fn a_removal_in_progress() {
         vec![EventAction::Create, EventAction::Start, EventAction::Die { exit_code: Some(137) }, EventAction::Destroy]
     );
     created(&mut rt, "c1", &[]);
+}
+
+#[test]
+fn a_stop_holds_until_the_process_ends_and_the_container_runs_until_then() {
+    let mut rt = SimRuntime::new(1);
+    rt.add_image("busybox:latest");
+    rt.set_now(WallTime(10_000));
+    let create = |name: &str, script: &str| ContainerCreate {
+        name: name.into(),
+        image: "busybox:latest".into(),
+        command: vec!["sh".into(), "-c".into(), script.into()],
+        ..Default::default()
+    };
+    for (name, script) in
+        [("ignores", "trap '' TERM; sleep 3600"), ("traps", "trap 'exit 7' TERM; while true; do sleep 1; done")]
+    {
+        rt.execute(&RuntimeRequest::CreateContainer(create(name, script))).expect("created");
+        rt.execute(&RuntimeRequest::StartContainer { id: name.into() }).expect("started");
+    }
+    assert_eq!(rt.begin_stop("ignores", 2), Ok(WallTime(12_000)), "killed when the grace period ends");
+    assert_eq!(rt.begin_stop("traps", 2), Ok(WallTime(11_000)), "its trap runs after the current sleep");
+    assert_eq!(rt.begin_stop("ignores", 10), Ok(WallTime(12_000)), "a second stop ends it no later");
+    let state =
+        |rt: &mut SimRuntime, name: &str| match rt.execute(&RuntimeRequest::InspectContainer { id: name.into() }) {
+            Ok(RuntimeReply::Container(info)) => (info.state, info.exit_code),
+            other => panic!("{other:?}"),
+        };
+    assert_eq!(state(&mut rt, "ignores"), (ContainerState::Running, None), "running while the stop holds");
+    rt.advance(WallTime(11_000));
+    assert_eq!(state(&mut rt, "traps"), (ContainerState::Exited, Some(7)));
+    assert_eq!(state(&mut rt, "ignores"), (ContainerState::Running, None));
+    rt.advance(WallTime(12_000));
+    assert_eq!(state(&mut rt, "ignores"), (ContainerState::Exited, Some(137)));
+    assert_eq!(rt.begin_stop("ignores", 2), Ok(WallTime(12_000)), "a stopped container's stop is done at once");
+    rt.check().expect("consistent");
 }

@@ -48,6 +48,8 @@ impl SimRuntime {
             }
             if kind == "volume" {
                 check_volume_name(&mount.source)?;
+                // Docker logs a volume's `create` at each mount that names it, made or not.
+                self.other_events("volume create", 1);
                 if !self.volumes.contains(&mount.source) {
                     self.journal.resource(RuntimeObject::Volume, &mount.source);
                     self.volumes.create(&mount.source, BTreeMap::new());
@@ -70,6 +72,7 @@ impl SimRuntime {
         for path in image_volumes.iter().filter(|p| !covered.contains(*p)) {
             let name = self.volumes.create_anonymous(id);
             self.journal.resource(RuntimeObject::Volume, &name);
+            self.other_events("volume create", 1);
             all.push(Mount { source: name, target: path.clone(), read_only: false });
         }
         all
@@ -82,6 +85,7 @@ impl SimRuntime {
             if !in_use {
                 self.volumes.remove(&name);
                 self.journal.resource(RuntimeObject::Volume, &name);
+                self.other_events("volume destroy", 1);
             }
         }
     }

@@ -25,16 +25,54 @@
 //!   network: network n1 id ID has active endpoints", `Conflict`); with only created or stopped
 //!   ones it can, and their next start fails as above.
 //!
-//! Not modelled: IPAM, drivers and options, what the built-in networks refuse beyond create and
-//! remove (aliases on `bridge`, connecting to `host` or `none`).
+//! - The built-in networks are not user-defined: aliases on one are 400 "network-scoped alias is
+//!   supported only for containers in user defined networks" (`Invalid`). A connect with
+//!   aliases is refused at once (running or not); a create takes them on its first network (the
+//!   one Docker's create is given), and every start of the container is refused so, recording
+//!   the error and exit code 128 as any failed start.
+//! - `host` and `none` exclude any other network, as Docker's `updateNetworkSettings` checks a
+//!   connect (running or not), all 400 (`Invalid`): a container not on `host` connected to it is
+//!   "container cannot be disconnected from host network or connected to host network"; a
+//!   container on `host` connected anywhere else is "container sharing network namespace with
+//!   another container or host cannot be connected to any other network"; `none` with any other
+//!   network, either way round, is "container cannot be connected to multiple networks with one
+//!   of the networks in private (none) mode". A create naming such a pair is refused so, and
+//!   creates nothing (the adapter connects the networks after the first, and removes the
+//!   container when a connect fails). A container on `host` or `none` publishes no ports (see
+//!   `publishing`).
+//!
+//! Not modelled: IPAM, drivers and options, disconnects from `host`, containers sharing another
+//! container's network namespace.
 
 use super::SimRuntime;
+use super::containers::DEFAULT_NETWORK;
 use super::networks::{Attachment, Lookup, SimNetwork};
 use super::not_found;
 use drydock_engine::runtime::{
     NetworkCreate, NetworkInfo, RuntimeError, RuntimeObject, RuntimeReply, RuntimeResult, is_builtin_network,
 };
 use std::collections::BTreeMap;
+
+/// Docker's refusal of aliases on a network that is not user-defined (`bridge`, `host`, `none`).
+const ALIASES_NEED_A_USER_DEFINED_NETWORK: &str =
+    "network-scoped alias is supported only for containers in user defined networks";
+/// Docker's refusal of `host` for a container on another network.
+const HOST_ONLY_ALONE: &str = "container cannot be disconnected from host network or connected to host network";
+/// Docker's refusal of another network for a container on `host`.
+const SHARED_NAMESPACE_ONLY_ALONE: &str =
+    "container sharing network namespace with another container or host cannot be connected to any other network";
+/// Docker's refusal of `none` with any other network.
+const NONE_ONLY_ALONE: &str =
+    "container cannot be connected to multiple networks with one of the networks in private (none) mode";
+
+/// Docker's check of aliases (`updateNetworkConfig`): a network that is not user-defined takes
+/// none.
+fn check_aliases(network: &SimNetwork, aliases: &[String]) -> Result<(), RuntimeError> {
+    if is_builtin_network(&network.name) && !aliases.is_empty() {
+        return Err(RuntimeError::Invalid(ALIASES_NEED_A_USER_DEFINED_NETWORK.into()));
+    }
+    Ok(())
+}
 
 impl SimRuntime {
     /// The networks, in id order (the built-in ones included).
@@ -58,6 +96,7 @@ impl SimRuntime {
     pub fn insert_network(&mut self, name: &str, labels: BTreeMap<String, String>) -> String {
         let id = self.networks.insert(name, labels);
         self.journal.resource(RuntimeObject::Network, &id);
+        self.other_events("network create", 1);
         id
     }
 
@@ -107,16 +146,22 @@ impl SimRuntime {
         let id = network.id.clone();
         self.journal.resource(RuntimeObject::Network, &id);
         self.networks.remove(&id);
+        self.other_events("network destroy", 1);
         Ok(RuntimeReply::Done)
     }
 
     /// Docker checks the container first (404 "No such container"), then, for a running one, the
-    /// network (404) and that it is not attached yet.
+    /// network (404), the aliases and the rules of `host` and `none` (400, see
+    /// [`SimRuntime::check_connect`]) and that it is not attached yet (403). For one that is not
+    /// running, a network that exists is checked as for a running one (but a second connect
+    /// changes nothing); one that does not is recorded unchecked.
     pub(crate) fn connect_network(&mut self, network: &str, container: &str, aliases: &[String]) -> RuntimeResult {
         let id = self.containers.resolve(container)?;
         self.journal.container(&id);
+        let attached = self.containers.get(&id).map(|c| &c.networks).ok_or_else(|| not_found(&id))?;
         if self.containers.is_running(&id) {
             let found = self.networks.find(network).map_err(|e| e.error(network, Lookup::Inspect))?;
+            self.check_connect(attached, found, aliases)?;
             let (net_id, net_name) = (found.id.clone(), found.name.clone());
             let Some(record) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
             if record.networks.values().any(|a| a.network_id.as_deref() == Some(net_id.as_str())) {
@@ -128,6 +173,12 @@ impl SimRuntime {
             let attachment = Attachment { aliases: aliases.to_vec(), network_id: Some(net_id.clone()) };
             record.networks.insert(net_name, attachment);
             self.index_attachment(&id, &net_id, true);
+            self.other_events("network connect", 1);
+            return Ok(RuntimeReply::Done);
+        }
+        if let Ok(found) = self.networks.find(network)
+            && self.check_connect(attached, found, aliases)?
+        {
             return Ok(RuntimeReply::Done);
         }
         let (key, attachment) = self.attachment(network, aliases);
@@ -135,6 +186,40 @@ impl SimRuntime {
             record.networks.entry(key).or_insert(attachment);
         }
         Ok(RuntimeReply::Done)
+    }
+
+    /// Docker's checks of a connect of a container attached to `attached` to `network` with
+    /// `aliases` (`updateNetworkConfig`, then `updateNetworkSettings`): aliases need a
+    /// user-defined network; `host` takes only a container on `host` (one whose attachments
+    /// include it: Docker's network mode); then, against each network it is attached to that
+    /// still exists: that network again is no change (`Ok(true)`), while `host` or `none` beside
+    /// another network is refused. All refusals are 400 (`Invalid`).
+    pub(crate) fn check_connect(
+        &self,
+        attached: &BTreeMap<String, Attachment>,
+        network: &SimNetwork,
+        aliases: &[String],
+    ) -> Result<bool, RuntimeError> {
+        check_aliases(network, aliases)?;
+        if network.name == "host" && !attached.contains_key("host") {
+            return Err(RuntimeError::Invalid(HOST_ONLY_ALONE.into()));
+        }
+        let others: Vec<&SimNetwork> = attached
+            .iter()
+            .filter_map(|(key, a)| self.networks.find(a.network_id.as_deref().unwrap_or(key)).ok())
+            .collect();
+        if others.iter().any(|other| other.name == network.name) {
+            return Ok(true);
+        }
+        for other in others {
+            if other.name == "host" || network.name == "host" {
+                return Err(RuntimeError::Invalid(SHARED_NAMESPACE_ONLY_ALONE.into()));
+            }
+            if other.name == "none" || network.name == "none" {
+                return Err(RuntimeError::Invalid(NONE_ONLY_ALONE.into()));
+            }
+        }
+        Ok(false)
     }
 
     pub(crate) fn disconnect_network(&mut self, network: &str, container: &str) -> RuntimeResult {
@@ -156,6 +241,8 @@ impl SimRuntime {
                 Some(key) => {
                     record.networks.remove(&key);
                     self.index_attachment(&id, &net_id, false);
+                    // Docker logs two: the endpoint's leaving and the disconnect (20.10.24).
+                    self.other_events("network disconnect", 2);
                     Ok(RuntimeReply::Done)
                 }
                 None => Err(RuntimeError::NotFound(format!("container {id} is not connected to network {net_name}"))),
@@ -167,6 +254,7 @@ impl SimRuntime {
                 if let Some(net_id) = removed.network_id {
                     self.index_attachment(&id, &net_id, false);
                 }
+                self.other_events("network disconnect", 1);
                 Ok(RuntimeReply::Done)
             }
             None => Err(RuntimeError::NotFound(format!("container {id} is not connected to the network {key}"))),
@@ -180,17 +268,21 @@ impl SimRuntime {
         (key, Attachment { aliases: aliases.to_vec(), network_id: None })
     }
 
-    /// The network each of container `id`'s attachments names now, as a start looks them up:
-    /// attachment key -> network id, or Docker's 404 message for the first one missing.
-    pub(crate) fn resolve_attachments(&self, id: &str) -> Result<BTreeMap<String, String>, String> {
+    /// The network each of container `id`'s attachments names now, as a start looks them up
+    /// (Docker's `allocateNetwork`: the default `bridge` first, then the others): attachment key
+    /// -> network id; or the first refusal: 404 "network X not found" for a network gone, 400
+    /// for aliases on a built-in network (Docker's create takes them; attaching refuses them).
+    pub(crate) fn resolve_attachments(&self, id: &str) -> Result<BTreeMap<String, String>, RuntimeError> {
         let Some(record) = self.containers.get(id) else { return Ok(BTreeMap::new()) };
+        let (bridge, others): (Vec<_>, Vec<_>) = record.networks.iter().partition(|(key, _)| *key == DEFAULT_NETWORK);
         let mut resolved = BTreeMap::new();
-        for (key, attachment) in &record.networks {
+        for (key, attachment) in bridge.into_iter().chain(others) {
             let wanted = attachment.network_id.as_deref().unwrap_or(key);
-            match self.networks.find(wanted) {
-                Ok(network) => resolved.insert(key.clone(), network.id.clone()),
-                Err(_) => return Err(format!("network {wanted} not found")),
+            let Ok(network) = self.networks.find(wanted) else {
+                return Err(RuntimeError::NotFound(format!("network {wanted} not found")));
             };
+            check_aliases(network, &attachment.aliases)?;
+            resolved.insert(key.clone(), network.id.clone());
         }
         Ok(resolved)
     }

@@ -274,3 +274,85 @@ fn the_endpoint_index_agrees_with_a_scan_of_every_container() {
     }
     assert!(endpoints_seen > 1000, "the sequences attach running containers: {endpoints_seen} endpoints seen");
 }
+
+fn connect_with(rt: &mut SimRuntime, network: &str, container: &str, aliases: &[&str]) -> RuntimeResult {
+    let aliases = aliases.iter().map(|a| a.to_string()).collect();
+    rt.execute(&RuntimeRequest::ConnectNetwork { network: network.into(), container: container.into(), aliases })
+}
+
+fn invalid(result: RuntimeResult) -> String {
+    match result {
+        Err(RuntimeError::Invalid(message)) => message,
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+}
+
+/// Docker 20.10.24: aliases need a user-defined network; a connect is refused at once, a
+/// create's first network only when the container starts (exit code 128, the error kept).
+#[test]
+fn aliases_on_a_built_in_network_are_invalid() {
+    let mut rt = runtime();
+    id_of(create_network(&mut rt, "n1", &[]));
+    let c = id_of(rt.execute(&create("c1", "busybox")));
+    assert_eq!(invalid(connect_with(&mut rt, "bridge", &c, &["web"])), ALIASES_NEED_A_USER_DEFINED_NETWORK);
+    connect_with(&mut rt, "bridge", &c, &[]).expect("without aliases: already on it, nothing changes");
+    connect_with(&mut rt, "n1", &c, &["web"]).expect("a user-defined network takes aliases");
+    let RuntimeRequest::CreateContainer(spec) = create("c2", "busybox") else { unreachable!() };
+    let first = NetworkAttachment { name: "bridge".into(), aliases: vec!["web".into()] };
+    let first_only = ContainerCreate { networks: vec![first.clone()], ..spec.clone() };
+    let c2 = id_of(rt.execute(&RuntimeRequest::CreateContainer(first_only)));
+    for _ in 0..2 {
+        assert_eq!(invalid(start(&mut rt, &c2)), ALIASES_NEED_A_USER_DEFINED_NETWORK, "every start");
+    }
+    let info = rt.container(&c2).cloned().expect("c2");
+    assert_eq!((info.state, info.exit_code), (ContainerState::Created, Some(128)));
+    assert_eq!(info.error.as_deref(), Some(ALIASES_NEED_A_USER_DEFINED_NETWORK));
+    let n1 = NetworkAttachment { name: "n1".into(), aliases: vec![] };
+    let second = ContainerCreate { name: "c3".into(), networks: vec![n1, first], ..spec };
+    let before = rt.containers().count();
+    assert_eq!(invalid(rt.execute(&RuntimeRequest::CreateContainer(second))), ALIASES_NEED_A_USER_DEFINED_NETWORK);
+    assert_eq!(rt.containers().count(), before, "a refused connect refuses the create: nothing made");
+    rt.check().expect("consistent");
+}
+
+/// Docker 20.10.24: `host` and `none` exclude any other network, running or not, with three
+/// messages (see the module doc); a create naming such a pair is refused and makes nothing.
+#[test]
+fn host_and_none_exclude_any_other_network() {
+    let mut rt = runtime();
+    id_of(create_network(&mut rt, "n1", &[]));
+    let host = id_of(rt.execute(&on("ho", &["host"])));
+    let none = id_of(rt.execute(&on("zz", &["none"])));
+    let bridged = id_of(rt.execute(&create("br", "busybox")));
+    for running in [false, true] {
+        let refused =
+            |rt: &mut SimRuntime, network: &str, container: &str| invalid(connect_with(rt, network, container, &[]));
+        assert_eq!(refused(&mut rt, "n1", &host), SHARED_NAMESPACE_ONLY_ALONE, "running: {running}");
+        assert_eq!(refused(&mut rt, "bridge", &host), SHARED_NAMESPACE_ONLY_ALONE, "running: {running}");
+        assert_eq!(refused(&mut rt, "none", &host), SHARED_NAMESPACE_ONLY_ALONE, "running: {running}");
+        assert_eq!(refused(&mut rt, "n1", &none), NONE_ONLY_ALONE, "running: {running}");
+        assert_eq!(refused(&mut rt, "host", &none), HOST_ONLY_ALONE, "running: {running}");
+        assert_eq!(refused(&mut rt, "host", &bridged), HOST_ONLY_ALONE, "running: {running}");
+        assert_eq!(refused(&mut rt, "none", &bridged), NONE_ONLY_ALONE, "running: {running}");
+        for id in [&host, &none, &bridged] {
+            start(&mut rt, id).expect("start");
+        }
+    }
+    assert_eq!(network(&mut rt, "host").expect("host").containers, std::slice::from_ref(&host));
+    let before = rt.containers().count();
+    for (networks, message) in [
+        (&["host", "n1"][..], SHARED_NAMESPACE_ONLY_ALONE),
+        (&["n1", "host"][..], HOST_ONLY_ALONE),
+        (&["none", "n1"][..], NONE_ONLY_ALONE),
+        (&["n1", "none"][..], NONE_ONLY_ALONE),
+    ] {
+        assert_eq!(invalid(rt.execute(&on("pair", networks))), message, "{networks:?}");
+    }
+    assert_eq!(rt.containers().count(), before, "nothing made");
+    id_of(rt.execute(&on("twice", &["host", "host"])));
+    // A network that does not exist (yet) is no network to conflict with; `host` is refused to
+    // any container not on it, before that.
+    id_of(rt.execute(&on("later", &["zzz", "none"])));
+    assert_eq!(invalid(rt.execute(&on("nowhere", &["zzz", "host"]))), HOST_ONLY_ALONE);
+    rt.check().expect("consistent");
+}

@@ -1,6 +1,11 @@
 //! What containers print: each container's output, as `docker logs` would show it, kept after the
 //! container is removed (as a follower that read it to the end would have it).
 //!
+//! Docker's logs go with their container: once it is removed, its logs API answers 404
+//! (`SimRuntime::open_logs`). What is kept here after the removal is what a capture attached
+//! before it received, as the production driver's capture follows each container from its
+//! create: the simulator's capture and its checkers read it.
+//!
 //! A create records an empty, complete output; a start plans what the main process will print
 //! (`shell::run` with no signal coming); a stop restates it (the run again with the signals: a
 //! trap may print); an exit cuts what was planned after it. Lines are stamped with the time they

@@ -54,6 +54,7 @@ impl SimRuntime {
         }
         self.volumes.remove(name);
         self.journal.resource(RuntimeObject::Volume, name);
+        self.other_events("volume destroy", 1);
         Ok(())
     }
 
@@ -66,6 +67,8 @@ impl SimRuntime {
             }
         };
         self.journal.resource(RuntimeObject::Volume, &name);
+        // Docker logs a create also for a name taken (seen on 20.10.24).
+        self.other_events("volume create", 1);
         let volume = self.volumes.create(&name, create.labels.clone());
         Ok(RuntimeReply::Volume(VolumeInfo { name, labels: volume.labels.clone() }))
     }

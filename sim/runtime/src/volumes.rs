@@ -12,6 +12,16 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SimVolume {
     pub(crate) labels: BTreeMap<String, String>,
+    /// Files copied into it through a container's mount: path relative to the volume's root
+    /// (clean, without a leading `/`) -> contents. Every container mounting it sees them.
+    files: BTreeMap<String, String>,
+}
+
+impl SimVolume {
+    /// The files copied into it, by path relative to its root.
+    pub(crate) fn files(&self) -> &BTreeMap<String, String> {
+        &self.files
+    }
 }
 
 /// The named volumes, and the names generated so far.
@@ -65,7 +75,25 @@ impl Volumes {
     /// then it stays as it is. The volume.
     pub(crate) fn create(&mut self, name: &str, labels: BTreeMap<String, String>) -> &SimVolume {
         debug_assert!(check_volume_name(name).is_ok(), "volume name {name:?}");
-        self.volumes.entry(name.to_string()).or_insert_with(|| SimVolume { labels })
+        self.volumes.entry(name.to_string()).or_insert_with(|| SimVolume { labels, files: BTreeMap::new() })
+    }
+
+    /// Write `contents` at `path` (relative to the root, clean) in volume `name`, replacing a
+    /// file there and anything below it (a directory the file replaces, as an archive's
+    /// extraction removes it). Whether there is such a volume.
+    pub(crate) fn write_file(&mut self, name: &str, path: &str, contents: &str) -> bool {
+        let Some(volume) = self.volumes.get_mut(name) else { return false };
+        let below = format!("{path}/");
+        volume.files.retain(|p, _| !p.starts_with(&below));
+        volume.files.insert(path.to_string(), contents.to_string());
+        true
+    }
+
+    /// Volume `name` loses everything in it (an extraction removed its mount point's contents).
+    pub(crate) fn empty(&mut self, name: &str) {
+        if let Some(volume) = self.volumes.get_mut(name) {
+            volume.files.clear();
+        }
     }
 
     /// A new anonymous volume for container `id`, under a generated name. Its name.
@@ -93,8 +121,12 @@ impl Volumes {
 
     /// Whether the guarantees hold.
     pub(crate) fn check(&self) -> Result<(), String> {
-        for name in self.volumes.keys() {
+        for (name, volume) in &self.volumes {
             check_volume_name(name).map_err(|e| format!("volumes: {e}"))?;
+            let unclean = |p: &String| p.is_empty() || p.starts_with('/') || super::shell::clean_path(p) != **p;
+            if let Some(path) = volume.files.keys().find(|p| unclean(p)) {
+                return Err(format!("volumes: volume {name} holds a file at {path:?}, not a clean relative path"));
+            }
         }
         for (id, names) in &self.anonymous {
             if let Some(name) = names.iter().find(|n| !self.volumes.contains_key(*n)) {
@@ -138,6 +170,27 @@ mod tests {
         volumes.check().expect("valid names");
         assert_eq!(volumes.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), [first.as_str(), "v1"]);
         assert!(volumes.remove("v1") && !volumes.remove("v1") && !volumes.contains("v1"));
+    }
+
+    #[test]
+    fn files_written_replace_what_is_below_them_and_go_when_emptied() {
+        let mut volumes = Volumes::new(1);
+        volumes.create("v1", BTreeMap::new());
+        assert!(volumes.write_file("v1", "sub/f.txt", "f") && volumes.write_file("v1", "top", "t"));
+        assert!(!volumes.write_file("nope", "x", "x"), "no such volume");
+        assert!(volumes.write_file("v1", "sub", "a file now"), "replaces the directory");
+        let files = |volumes: &Volumes| volumes.get("v1").map(|v| v.files().clone()).unwrap_or_default();
+        assert_eq!(files(&volumes).keys().collect::<Vec<_>>(), ["sub", "top"]);
+        volumes.create("v1", BTreeMap::new());
+        assert_eq!(files(&volumes).len(), 2, "a create of a name taken keeps its files");
+        volumes.check().expect("clean relative paths");
+        volumes.empty("v1");
+        assert!(files(&volumes).is_empty());
+        for unclean in ["/abs", "a/../b", ""] {
+            let mut broken = volumes.clone();
+            broken.write_file("v1", unclean, "x");
+            assert!(broken.check().is_err(), "{unclean:?}");
+        }
     }
 
     #[test]

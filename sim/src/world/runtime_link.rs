@@ -200,6 +200,13 @@ impl RuntimeLink {
             && env.fires(FaultKind::CopyRefused)
         {
             Self::refused_copy(env, runtime, id, files)
+        } else if let RuntimeRequest::StopContainer { id, timeout_secs } = request {
+            // The request answers once the process has ended: on TERM, or by KILL when the
+            // grace period ends; the container runs until then.
+            runtime.begin_stop(id, *timeout_secs).map(|done| {
+                busy_until = Some(super::processes::mono_at(done).max(now));
+                RuntimeReply::Done
+            })
         } else if let RuntimeRequest::RemoveContainer { id, force } = request {
             // The request answers once the container is gone.
             self.begin_removal(env, runtime, now, id, *force).map(|done| {

@@ -38,7 +38,9 @@ use crate::api::{
 };
 use crate::cache::Cache;
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
-use crate::runtime::{ContainerCreate, ContainerState, RuntimeEvent, RuntimeRequest, RuntimeResult};
+use crate::runtime::{
+    ContainerCreate, ContainerState, RuntimeEvent, RuntimeRequest, RuntimeResult, is_builtin_network,
+};
 use crate::store::{StoreRequest, StoreResult};
 use crate::time::Now;
 use crate::toolkit::{Cleanup, Finalizer, OpTracker, write_status};
@@ -424,6 +426,9 @@ fn resolve_inputs(ctx: &Context<'_>, obj: &Object, spec: &PhysicalContainerSpec)
             Err(not_ready) => return not_ready,
         }
     }
+    if let Some(refused) = refused_networks(ctx, obj, spec) {
+        return ImageSource::Failed(reasons::NETWORKS_REFUSED, refused);
+    }
     let mut mounts = Vec::with_capacity(spec.mounts.len());
     for mount in &spec.mounts {
         if !is_volume_source(&mount.source) {
@@ -436,6 +441,36 @@ fn resolve_inputs(ctx: &Context<'_>, obj: &Object, spec: &PhysicalContainerSpec)
         }
     }
     ImageSource::Ready(Inputs { image, networks, mounts })
+}
+
+/// Why Docker would refuse the spec's networks, if it would, once each `ContainerNetwork` is
+/// known: aliases on a built-in network (Docker 20.10: "network-scoped alias is supported only
+/// for containers in user defined networks"), or `host` or `none` beside another network ("cannot
+/// be connected to multiple networks" / "to any other network"). Saying so here ends the object
+/// in `Failed` with a field path instead of a create Docker refuses, or a start that fails.
+fn refused_networks(ctx: &Context<'_>, obj: &Object, spec: &PhysicalContainerSpec) -> Option<String> {
+    let namespace = obj.metadata.namespace.as_deref().unwrap_or_default();
+    let built_in = |name: &str| {
+        let network = ctx.get(&ObjectKey::namespaced(ContainerNetwork::KIND, namespace, name))?;
+        let tracked = network.spec.get("networkId").and_then(serde_json::Value::as_str)?;
+        is_builtin_network(tracked).then(|| tracked.to_string())
+    };
+    for (i, attachment) in spec.networks.iter().enumerate() {
+        let Some(builtin) = built_in(&attachment.name) else { continue };
+        if !attachment.aliases.is_empty() {
+            return Some(format!(
+                "spec.networks[{i}].aliases: ContainerNetwork {} is Docker's built-in network {builtin}, which takes no aliases (Docker supports network-scoped aliases only on user-defined networks); remove the aliases or attach to a network drydock creates",
+                attachment.name
+            ));
+        }
+        if builtin != "bridge" && spec.networks.len() > 1 {
+            return Some(format!(
+                "spec.networks[{i}]: ContainerNetwork {} is Docker's built-in network {builtin}, which a container cannot share with any other network; attach to it alone",
+                attachment.name
+            ));
+        }
+    }
+    None
 }
 
 /// The runtime id of the network or volume object `name` of `kind`, once it is Ready.

@@ -129,9 +129,12 @@ impl Shell {
         self.term_at.filter(|_| self.term == Term::Coming)
     }
 
-    /// TERM arrives if its time has come by `clock`: armed if a handler is set, else lost.
+    /// TERM arrives if its time has come by `clock`: armed if a handler is set, else lost. A
+    /// TERM sent the instant the process started arrives after what it runs at once: on Docker
+    /// a stop reaches the process milliseconds after its start, long after a first `trap`
+    /// (`drydock runtime diff` found the model losing such a TERM).
     fn arrive_by(&mut self, clock: u64) {
-        if self.term_coming().is_some_and(|at| at <= clock) {
+        if self.term_coming().is_some_and(|at| at < clock || (at == clock && at > 0)) {
             self.term = if matches!(self.trap, Trap::Run(_)) { Term::Armed } else { Term::Done };
         }
     }
