@@ -148,7 +148,17 @@ pub enum Op {
     Together(Box<Op>, Box<Op>),
 }
 
+/// Whether `op` starts one of the containers `slots`.
+fn starts_one_of(op: &Op, slots: &[u8]) -> bool {
+    matches!(op, Op::Start { c } if slots.contains(c))
+}
+
 impl Op {
+    /// Whether it only reads what containers are doing.
+    fn is_read(&self) -> bool {
+        matches!(self, Op::Inspect { .. } | Op::List | Op::Events { .. } | Op::Logs { .. } | Op::NetworkInspect { .. })
+    }
+
     /// How many runtime operations this step issues.
     pub fn count(&self) -> usize {
         match self {
@@ -162,7 +172,7 @@ impl Op {
 /// guide (an operation that failed on a runtime is not undone here).
 #[derive(Clone, Debug, Default)]
 pub struct Plan {
-    containers: [Option<Program>; CONTAINERS as usize],
+    containers: [Option<(Program, ImageChoice)>; CONTAINERS as usize],
     /// Started, with a program that does not end by itself.
     running: [bool; CONTAINERS as usize],
     networks: [bool; NETWORKS as usize],
@@ -185,11 +195,13 @@ impl ReferenceStateMachine for Sequences {
         let single = single_op(plan);
         // With nothing made yet, most steps make something: a sequence of NotFounds checks little.
         let making = if plan.is_empty() { 12 } else { 2 };
-        let choices = prop_oneof![
-            12 => single.clone(),
-            making => create(plan),
-            1 => (single.clone(), single.clone()).prop_map(|(a, b)| Op::Together(Box::new(a), Box::new(b))),
-        ];
+        let brief = plan.brief();
+        let pair = (single.clone(), single.clone())
+            .prop_filter("a read beside the start of a program that ends at once", move |(a, b)| {
+                !(starts_one_of(a, &brief) && b.is_read() || starts_one_of(b, &brief) && a.is_read())
+            })
+            .prop_map(|(a, b)| Op::Together(Box::new(a), Box::new(b)));
+        let choices = prop_oneof![12 => single.clone(), making => create(plan), 1 => pair];
         let running = plan.running();
         if running.is_empty() {
             return choices.boxed();
@@ -211,9 +223,10 @@ impl ReferenceStateMachine for Sequences {
 impl Plan {
     fn note(&mut self, op: &Op) {
         match op {
-            Op::Create { c, program, .. } => self.containers[usize::from(*c)] = Some(*program),
+            Op::Create { c, program, image, .. } => self.containers[usize::from(*c)] = Some((*program, *image)),
             Op::Start { c } => {
-                let lasting = matches!(self.containers[usize::from(*c)], Some(Program::Default | Program::TrapsTerm));
+                let lasting = self.containers[usize::from(*c)]
+                    .is_some_and(|(program, image)| !crate::requests::ends_by_itself(program, image));
                 self.running[usize::from(*c)] |= lasting;
             }
             Op::Stop { c, .. } => self.running[usize::from(*c)] = false,
@@ -231,6 +244,18 @@ impl Plan {
             }
             _ => {}
         }
+    }
+
+    /// Container slots whose program ends at once. Docker shows such a container `running` for
+    /// a moment after its start, which the model (whose brief programs end during their start)
+    /// does not: a read is never issued together with their start (a known gap, not a verdict).
+    fn brief(&self) -> Vec<u8> {
+        (0..CONTAINERS)
+            .filter(|c| {
+                self.containers[usize::from(*c)]
+                    .is_some_and(|(program, image)| crate::requests::ends_by_itself(program, image))
+            })
+            .collect()
     }
 
     /// Container slots probably running.

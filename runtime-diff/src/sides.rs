@@ -195,11 +195,8 @@ impl Target for SimTarget {
     }
 
     async fn logs(&self, name: &str) -> Result<(Vec<String>, Vec<String>), RuntimeError> {
-        let mut runtime = self.0.lock();
-        let id = match runtime.execute(&RuntimeRequest::InspectContainer { id: name.to_string() })? {
-            RuntimeReply::Container(info) => info.id,
-            other => return Err(RuntimeError::Transient(format!("inspect answered {other}"))),
-        };
+        let runtime = self.0.lock();
+        let id = runtime.open_logs(name)?;
         let now = runtime.now();
         let (mut out, mut err) = (Vec::new(), Vec::new());
         for line in runtime.output(&id).map(|o| o.printed_by(now)).unwrap_or_default() {

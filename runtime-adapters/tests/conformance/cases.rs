@@ -2035,3 +2035,17 @@ pub async fn runtime_diff_seed_44_sequence_6<R: Runtime>(fx: &Fx<R>) {
     ])
     .await;
 }
+
+/// Found by `drydock runtime diff --seed 455607` (sequence 94, shrunk to 4 steps): the
+/// simulated runtime disagreed with Docker at the last step. (A container disconnected from
+/// `bridge` before its start is on no network and publishes nothing; the model published.)
+pub async fn runtime_diff_seed_455607_sequence_94<R: Runtime>(fx: &Fx<R>) {
+    use drydock_runtime_diff::ops::*;
+    fx.replay(&[
+        (Op::Create { c: 1, program: Program::TrapsTerm, image: ImageChoice::Base, volume: None, network: None, port: Some(PortChoice::Ephemeral) }, r##""created""##),
+        (Op::Disconnect { n: NetworkChoice::Bridge, c: 1 }, r##""done""##),
+        (Op::Start { c: 1 }, r##""done""##),
+        (Op::Inspect { c: 1 }, r##"{"container": "c1", "exit_code": null, "failed_start": false, "image": "base", "ports": [], "state": "Running"}"##),
+    ])
+    .await;
+}

@@ -145,9 +145,16 @@ impl SimRuntime {
     /// never was, the answer is 404 "No such container: X" (seen on Docker 20.10.24, followed or
     /// not, by id or by prefix). The output itself is kept after the removal for whoever was
     /// already reading it (a follow open at the removal gets everything, then ends). A container
-    /// inserted from outside has no output recorded: not found either.
+    /// inserted from outside has no output recorded: not found either. While its removal is in
+    /// progress the answer is 409 "can not get logs from container which is dead or marked for
+    /// removal" (`drydock runtime diff` saw it on Docker 20.10.24).
     pub fn open_logs(&self, id_or_name: &str) -> Result<String, RuntimeError> {
         let id = self.containers.resolve(id_or_name)?;
+        if self.containers.get(&id).is_some_and(|c| c.state() == ContainerState::Removing) {
+            return Err(RuntimeError::Conflict(
+                "can not get logs from container which is dead or marked for removal".into(),
+            ));
+        }
         self.outputs.get(&id).map(|_| id).ok_or_else(|| not_found(id_or_name))
     }
 

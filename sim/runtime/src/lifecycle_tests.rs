@@ -275,3 +275,38 @@ fn a_stop_holds_until_the_process_ends_and_the_container_runs_until_then() {
     assert_eq!(rt.begin_stop("ignores", 2), Ok(WallTime(12_000)), "a stopped container's stop is done at once");
     rt.check().expect("consistent");
 }
+
+#[test]
+fn a_container_on_no_network_publishes_nothing() {
+    let mut rt = runtime();
+    let id = with_port(&mut rt, "web", Some(8080));
+    rt.execute(&RuntimeRequest::DisconnectNetwork { network: "bridge".into(), container: id.clone() })
+        .expect("disconnected before its start");
+    start(&mut rt, &id).expect("started");
+    assert!(info(&rt, &id).ports.is_empty(), "{:?}", info(&rt, &id).ports);
+}
+
+#[test]
+fn the_logs_of_a_container_being_removed_are_refused() {
+    let mut rt = runtime();
+    let id = created(&mut rt, "app", &["sh", "-c", "echo hi"]);
+    start(&mut rt, &id).expect("started");
+    assert_eq!(rt.open_logs("app"), Ok(id.clone()));
+    rt.begin_removal(&id, true).expect("removing");
+    assert!(matches!(rt.open_logs("app"), Err(RuntimeError::Conflict(_))), "{:?}", rt.open_logs("app"));
+    rt.finish_removal(&id);
+    assert!(matches!(rt.open_logs(&id), Err(RuntimeError::NotFound(_))));
+}
+
+#[test]
+fn a_container_being_removed_is_neither_connected_nor_disconnected() {
+    let mut rt = runtime();
+    let id = created(&mut rt, "app", &["sh", "-c", "echo hi"]);
+    rt.begin_removal(&id, true).expect("removing");
+    for request in [
+        RuntimeRequest::ConnectNetwork { network: "bridge".into(), container: id.clone(), aliases: Vec::new() },
+        RuntimeRequest::DisconnectNetwork { network: "bridge".into(), container: id.clone() },
+    ] {
+        assert!(matches!(rt.execute(&request), Err(RuntimeError::Transient(_))), "{request:?}");
+    }
+}

@@ -157,6 +157,7 @@ impl SimRuntime {
     /// changes nothing); one that does not is recorded unchecked.
     pub(crate) fn connect_network(&mut self, network: &str, container: &str, aliases: &[String]) -> RuntimeResult {
         let id = self.containers.resolve(container)?;
+        self.refuse_while_removing(&id)?;
         self.journal.container(&id);
         let attached = self.containers.get(&id).map(|c| &c.networks).ok_or_else(|| not_found(&id))?;
         if self.containers.is_running(&id) {
@@ -222,8 +223,21 @@ impl SimRuntime {
         Ok(false)
     }
 
+    /// Docker refuses to connect or disconnect a container whose removal is in progress, with a
+    /// 500 (moby's `errRemovalContainer`; `drydock runtime diff` saw a connect issued during a
+    /// removal fail so).
+    fn refuse_while_removing(&self, id: &str) -> Result<(), RuntimeError> {
+        if self.containers.get(id).is_some_and(|c| c.state() == drydock_engine::runtime::ContainerState::Removing) {
+            return Err(RuntimeError::Transient(format!(
+                "Container {id} is marked for removal and cannot be connected or disconnected to the network"
+            )));
+        }
+        Ok(())
+    }
+
     pub(crate) fn disconnect_network(&mut self, network: &str, container: &str) -> RuntimeResult {
         let id = self.containers.resolve(container)?;
+        self.refuse_while_removing(&id)?;
         self.journal.container(&id);
         let running = self.containers.is_running(&id);
         let found = self.networks.find(network).ok().map(|n| (n.id.clone(), n.name.clone()));

@@ -15,7 +15,8 @@
 //! A container on the `host` or `none` network publishes nothing: Docker discards its ports (its
 //! create warns "Published ports are discarded when using host network mode"; `none` has no
 //! endpoint to map them to), so its start binds nothing, a port held on the host is no obstacle,
-//! and `inspect` shows no ports.
+//! and `inspect` shows no ports. Nor does one on no network at all (disconnected from
+//! `bridge` before its start: `drydock runtime diff` saw Docker publish nothing).
 
 use super::SimRuntime;
 use super::ports::{Binding, HostPort, Ports, addresses_collide, host_address};
@@ -70,7 +71,9 @@ impl SimRuntime {
     /// The ports container `id` publishes if it starts now, or Docker's error.
     pub(super) fn publish_ports(&mut self, id: &str) -> Result<Vec<Binding>, String> {
         let Some(container) = self.containers.get(id) else { return Ok(Vec::new()) };
-        if container.networks.keys().any(|network| network == "host" || network == "none") {
+        if container.networks.is_empty()
+            || container.networks.keys().any(|network| network == "host" || network == "none")
+        {
             return Ok(Vec::new());
         }
         let requested = container.requested_ports.clone();
