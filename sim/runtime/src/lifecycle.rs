@@ -9,8 +9,10 @@
 //!   start (`start` then `die` events); one that ends later is due then ([`SimRuntime::next_due`],
 //!   [`SimRuntime::advance`]); one that never ends runs until stopped.
 //! - A stop sends TERM and, after the grace period, KILL: the exit status is what the process
-//!   does with them (137 when killed). The stop applies at once: its `die` is stamped with the
-//!   time of the stop, not the moment within the grace period the process ended.
+//!   does with them (137 when killed). [`SimRuntime::begin_stop`] takes the time Docker's does:
+//!   the container runs until the process ends, and the stop answers then (the world's reply
+//!   waits for it). `execute`'s stop applies at once, its `die` stamped with the time of the
+//!   stop, for callers with no time between a request and its answer.
 //! - A removal is `removing` from the moment it begins until it completes
 //!   ([`SimRuntime::begin_removal`], [`SimRuntime::finish_removal`]); a remove request does both.
 
@@ -235,6 +237,10 @@ impl SimRuntime {
             Some((at, earlier)) if at <= ends => (at, earlier),
             _ => (ends, code),
         };
+        // As `stop_container`: a `kill` per signal sent, then (at the exit) `die`, and `stop`;
+        // they count in the replay window from now.
+        self.other_events("container kill", if code == KILLED { 2 } else { 1 });
+        self.other_events("container stop", 1);
         if at <= now {
             self.exit_at(&id, code, now);
         } else {
