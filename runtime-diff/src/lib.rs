@@ -93,6 +93,9 @@ pub struct Report {
     pub seconds: f64,
 }
 
+/// How many model states a sequence follows at once (see [`Side::outcomes`]).
+const MODEL_CANDIDATES: usize = 8;
+
 /// How often a shrunk disagreement is run again to confirm it.
 const CONFIRMING_RUNS: usize = 2;
 
@@ -317,18 +320,26 @@ impl<R: Runtime, M: Model + 'static> Diff<R, M> {
         let names = Names::new(&self.run, sequence, free_port(), BASE_IMAGE, &self.context);
         let since = drydock_adapters::clock::wall_now();
         let docker = Side::new(RuntimeTarget(self.docker.clone()), names.clone(), since);
-        let mut model = Side::new((self.model)(self.fresh_model(since)), names.clone(), since);
+        // The model states that agree with every step so far (pairs issued at once can leave
+        // several), at most MODEL_CANDIDATES of them.
+        let mut models = vec![Side::new((self.model)(self.fresh_model(since)), names.clone(), since)];
         let mut run = SequenceRun { operations: 0, agreed: Vec::new(), disagreement: None };
         for op in ops {
             let observed = docker.step(op).await;
             run.operations += op.count();
-            match model.follow(op, &observed).await {
-                Ok(()) => run.agreed.push((op.clone(), observed)),
-                Err(seen) => {
-                    run.disagreement = Some((op.clone(), observed, seen));
-                    break;
-                }
+            let (mut agreeing, mut tried) = (Vec::new(), Vec::new());
+            for model in models {
+                let (ok, seen) = model.outcomes(op, &observed).await;
+                agreeing.extend(ok);
+                tried.extend(seen.into_iter().filter(|s| !tried.contains(s)).collect::<Vec<_>>());
             }
+            if agreeing.is_empty() {
+                run.disagreement = Some((op.clone(), observed, tried));
+                break;
+            }
+            agreeing.truncate(MODEL_CANDIDATES);
+            models = agreeing;
+            run.agreed.push((op.clone(), observed));
         }
         self.remove_sequence(&names).await;
         run

@@ -262,15 +262,25 @@ impl<M: Model> Side<M> {
         }
     }
 
-    /// Take step `op` on the model so that it observes what Docker did, `observed`: a
-    /// `Together` in whichever order gives it. Otherwise, what the model observes instead (one
-    /// observation per order it tried).
-    pub async fn follow(&mut self, op: &Op, observed: &Value) -> Result<(), Vec<Value>> {
+    /// Every way step `op` on this model observes what Docker did, `observed`: the model
+    /// after each (a `Together` in either order, or with the other operation inside a
+    /// removal), and what each way that disagreed observed instead. Several ways can agree
+    /// with the step and still leave different states (a start and a stop at once: stopped,
+    /// or stopped before it started and running): the caller keeps them all until a later
+    /// step tells them apart.
+    pub async fn outcomes(self, op: &Op, observed: &Value) -> (Vec<Self>, Vec<Value>) {
         let Op::Together(a, b) = op else {
             let seen = self.single(op).await;
-            return if observe::agrees(&seen, observed) { Ok(()) } else { Err(vec![seen]) };
+            return if observe::agrees(&seen, observed) { (vec![self], Vec::new()) } else { (Vec::new(), vec![seen]) };
         };
-        let mut tried = Vec::new();
+        let (mut agreeing, mut tried) = (Vec::new(), Vec::new());
+        let mut keep = |fork: Self, seen: Value| {
+            if observe::agrees(&seen, observed) {
+                agreeing.push(fork);
+            } else {
+                tried.push(seen);
+            }
+        };
         for a_first in [true, false] {
             let fork = self.fork();
             let seen = if a_first {
@@ -280,11 +290,7 @@ impl<M: Model> Side<M> {
                 let y = fork.single(b).await;
                 json!([fork.single(a).await, y])
             };
-            if observe::agrees(&seen, observed) {
-                *self = fork;
-                return Ok(());
-            }
-            tried.push(seen);
+            keep(fork, seen);
         }
         // A removal takes a moment on Docker: the other operation may fall inside it.
         for (removal, other, removal_first) in [(a, b, true), (b, a, false)] {
@@ -299,12 +305,8 @@ impl<M: Model> Side<M> {
                 observe::outcome(&begun.map(|_| RuntimeReply::Done), &fork.book.lock().slots, &fork.names);
             let seen =
                 if removal_first { json!([removal_seen, other_seen]) } else { json!([other_seen, removal_seen]) };
-            if observe::agrees(&seen, observed) {
-                *self = fork;
-                return Ok(());
-            }
-            tried.push(seen);
+            keep(fork, seen);
         }
-        Err(tried)
+        (agreeing, tried)
     }
 }
