@@ -34,6 +34,17 @@ pub enum Program {
     ReadsFiles,
 }
 
+/// Whether a container of `program` on `image` ends by itself (at once): a start waits for it
+/// to have ended, so that what follows does not race with it. A built image's default command
+/// prints a file and ends.
+pub fn ends_by_itself(program: Program, image: ImageChoice) -> bool {
+    match program {
+        Program::Default => matches!(image, ImageChoice::Built(_)),
+        Program::Exit(_) | Program::Chatty | Program::ReadsFiles => true,
+        Program::TrapsTerm => false,
+    }
+}
+
 /// Where a container's image comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ImageChoice {
@@ -231,8 +242,8 @@ impl Plan {
         match op {
             Op::Create { c, program, image, .. } => self.containers[usize::from(*c)] = Some((*program, *image)),
             Op::Start { c } => {
-                let lasting = self.containers[usize::from(*c)]
-                    .is_some_and(|(program, image)| !crate::requests::ends_by_itself(program, image));
+                let lasting =
+                    self.containers[usize::from(*c)].is_some_and(|(program, image)| !ends_by_itself(program, image));
                 self.running[usize::from(*c)] |= lasting;
             }
             Op::Stop { c, .. } => self.running[usize::from(*c)] = false,
@@ -257,10 +268,7 @@ impl Plan {
     /// does not: a read is never issued together with their start (a known gap, not a verdict).
     fn brief(&self) -> Vec<u8> {
         (0..CONTAINERS)
-            .filter(|c| {
-                self.containers[usize::from(*c)]
-                    .is_some_and(|(program, image)| crate::requests::ends_by_itself(program, image))
-            })
+            .filter(|c| self.containers[usize::from(*c)].is_some_and(|(program, image)| ends_by_itself(program, image)))
             .collect()
     }
 

@@ -96,17 +96,6 @@ pub fn command(program: Program) -> Vec<String> {
     vec!["sh".to_string(), "-c".to_string(), script]
 }
 
-/// Whether a container of `program` on `image` ends by itself (at once): a start waits for it
-/// to have ended, so that what follows does not race with it. A built image's default command
-/// prints a file and ends.
-pub fn ends_by_itself(program: Program, image: ImageChoice) -> bool {
-    match program {
-        Program::Default => matches!(image, ImageChoice::Built(_)),
-        Program::Exit(_) | Program::Chatty | Program::ReadsFiles => true,
-        Program::TrapsTerm => false,
-    }
-}
-
 /// The request of a single operation; `None` for the operations that are not one request
 /// (`Logs`, and `Together`).
 pub fn request(

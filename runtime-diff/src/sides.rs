@@ -73,7 +73,7 @@ impl<T: Target> Side<T> {
                 self.record(op, &result);
                 if let (Op::Start { c }, Ok(_)) = (op, &result) {
                     let program = self.book.lock().programs.get(c).copied();
-                    if program.is_some_and(|(program, image)| requests::ends_by_itself(program, image)) {
+                    if program.is_some_and(|(program, image)| crate::ops::ends_by_itself(program, image)) {
                         self.target.settle(&self.names.container(*c)).await;
                     }
                 }
