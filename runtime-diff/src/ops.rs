@@ -211,12 +211,6 @@ impl ReferenceStateMachine for Sequences {
             .prop_filter("a read beside the start of a program that ends at once", move |(a, b)| {
                 !(starts_one_of(a, &brief) && b.is_read() || starts_one_of(b, &brief) && a.is_read())
             })
-            // Docker 20.10 creates both networks of two creates of one name at once (its
-            // duplicate check is best-effort); the model does not yet: a known gap, left out.
-            .prop_filter(
-                "two creates of one network at once",
-                |(a, b)| !matches!((a, b), (Op::NetworkCreate { n }, Op::NetworkCreate { n: m }) if n == m),
-            )
             .prop_map(|(a, b)| Op::Together(Box::new(a), Box::new(b)));
         let choices = prop_oneof![12 => single.clone(), making => create(plan), 1 => pair];
         let running = plan.running();

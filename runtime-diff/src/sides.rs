@@ -13,7 +13,7 @@ use drydock_adapters::Runtime;
 use drydock_engine::WallTime;
 use drydock_engine::logs::Channel;
 use drydock_engine::runtime::{ContainerState, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
-use drydock_sim_runtime::{SimRuntime, Stream};
+use drydock_sim_runtime::{NetworkCreating, SimRuntime, Stream};
 use futures_util::StreamExt;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -180,18 +180,7 @@ impl Target for SimTarget {
     }
 
     async fn stop(&self, request: RuntimeRequest) -> (RuntimeResult, u64) {
-        let mut runtime = self.0.lock();
-        let RuntimeRequest::StopContainer { id, timeout_secs } = &request else {
-            return (runtime.execute(&request), 0);
-        };
-        let began = runtime.now();
-        match runtime.begin_stop(id, *timeout_secs) {
-            Ok(done) => {
-                runtime.advance(done);
-                (Ok(RuntimeReply::Done), done.0.saturating_sub(began.0))
-            }
-            Err(e) => (Err(e), 0),
-        }
+        finish_stop(self, Model::begin_stop(self, &request))
     }
 
     async fn logs(&self, name: &str) -> Result<(Vec<String>, Vec<String>), RuntimeError> {
@@ -235,6 +224,16 @@ pub trait Model: Target + Sized {
     fn begin_removal(&self, name: &str, force: bool) -> Result<String, RuntimeError>;
     /// The second half: the container is gone.
     fn finish_removal(&self, id: &str);
+    /// The first half of a network create (Docker checks the name, draws the id): its id, or
+    /// the create's error. Nothing is visible until the second half.
+    fn begin_network_create(&self, request: &RuntimeRequest) -> Result<NetworkCreating, RuntimeError>;
+    /// The second half: the network exists. Its id.
+    fn finish_network_create(&self, creating: NetworkCreating) -> String;
+    /// The first half of a stop: the process is signalled. When it will have ended, and the
+    /// time now, or the stop's error.
+    fn begin_stop(&self, request: &RuntimeRequest) -> Result<(WallTime, WallTime), RuntimeError>;
+    /// The second half: the clock reaches `done`, and the stopped process has ended.
+    fn finish_stop(&self, done: WallTime);
 }
 
 impl Model for SimTarget {
@@ -248,6 +247,41 @@ impl Model for SimTarget {
 
     fn finish_removal(&self, id: &str) {
         self.0.lock().finish_removal(id);
+    }
+
+    fn begin_network_create(&self, request: &RuntimeRequest) -> Result<NetworkCreating, RuntimeError> {
+        let RuntimeRequest::CreateNetwork(create) = request else {
+            unreachable!("begin_network_create is given network creates only")
+        };
+        self.0.lock().begin_network_create(create)
+    }
+
+    fn finish_network_create(&self, creating: NetworkCreating) -> String {
+        self.0.lock().finish_network_create(creating)
+    }
+
+    fn begin_stop(&self, request: &RuntimeRequest) -> Result<(WallTime, WallTime), RuntimeError> {
+        let RuntimeRequest::StopContainer { id, timeout_secs } = request else {
+            unreachable!("begin_stop is given stops only")
+        };
+        let mut runtime = self.0.lock();
+        let now = runtime.now();
+        runtime.begin_stop(id, *timeout_secs).map(|done| (now, done))
+    }
+
+    fn finish_stop(&self, done: WallTime) {
+        self.0.lock().advance(done);
+    }
+}
+
+/// A stop begun on `model` ends: its result, and how long it held (ms).
+fn finish_stop(model: &impl Model, begun: Result<(WallTime, WallTime), RuntimeError>) -> (RuntimeResult, u64) {
+    match begun {
+        Ok((began, done)) => {
+            model.finish_stop(done);
+            (Ok(RuntimeReply::Done), done.0.saturating_sub(began.0))
+        }
+        Err(e) => (Err(e), 0),
     }
 }
 
@@ -305,6 +339,32 @@ impl<M: Model> Side<M> {
                 observe::outcome(&begun.map(|_| RuntimeReply::Done), &fork.book.lock().slots, &fork.names);
             let seen =
                 if removal_first { json!([removal_seen, other_seen]) } else { json!([other_seen, removal_seen]) };
+            keep(fork, seen);
+        }
+        // A stop holds until the process ends (a grace period, for one that ignores TERM): the
+        // other operation may fall inside it (a second stop then holds as long).
+        for (stop, other, stop_first) in [(a, b, true), (b, a, false)] {
+            let Op::Stop { timeout_secs, .. } = **stop else { continue };
+            let fork = self.fork();
+            let begun = fork.target.begin_stop(&fork.request(stop));
+            let other_seen = fork.single(other).await;
+            let (result, held_ms) = finish_stop(&fork.target, begun);
+            let stop_seen = observe::stop(&result, timeout_secs, held_ms, &fork.book.lock().slots, &fork.names);
+            let seen = if stop_first { json!([stop_seen, other_seen]) } else { json!([other_seen, stop_seen]) };
+            keep(fork, seen);
+        }
+        // So does a network create (its check of the name and the network appearing are some
+        // 140 ms apart): two creates of one name can both pass the check.
+        for (create, other, create_first) in [(a, b, true), (b, a, false)] {
+            let Op::NetworkCreate { .. } = **create else { continue };
+            let fork = self.fork();
+            let begun = fork.target.begin_network_create(&fork.request(create));
+            let other_seen = fork.single(other).await;
+            let result =
+                begun.map(|creating| RuntimeReply::Created { id: fork.target.finish_network_create(creating) });
+            fork.record(create, &result);
+            let create_seen = observe::outcome(&result, &fork.book.lock().slots, &fork.names);
+            let seen = if create_first { json!([create_seen, other_seen]) } else { json!([other_seen, create_seen]) };
             keep(fork, seen);
         }
         (agreeing, tried)

@@ -3,10 +3,11 @@
 #![allow(clippy::unwrap_used)]
 
 use drydock_adapters::testing::docker_or_skip;
+use drydock_engine::WallTime;
 use drydock_engine::runtime::{RuntimeError, RuntimeRequest, RuntimeResult};
 use drydock_runtime_diff::sides::{Model, SimTarget, Target};
 use drydock_runtime_diff::{Diff, Options, Report};
-use drydock_sim_runtime::SimRuntime;
+use drydock_sim_runtime::{NetworkCreating, SimRuntime};
 use std::sync::Arc;
 
 fn options(sequences: usize, seed: u64) -> Options {
@@ -56,6 +57,22 @@ impl Model for HastyStops {
     fn finish_removal(&self, id: &str) {
         self.0.finish_removal(id)
     }
+
+    fn begin_network_create(&self, request: &RuntimeRequest) -> Result<NetworkCreating, RuntimeError> {
+        self.0.begin_network_create(request)
+    }
+
+    fn finish_network_create(&self, creating: NetworkCreating) -> String {
+        self.0.finish_network_create(creating)
+    }
+
+    /// The planted bug: the stop answers at once.
+    fn begin_stop(&self, request: &RuntimeRequest) -> Result<(WallTime, WallTime), RuntimeError> {
+        let now = self.0.0.lock().now();
+        self.0.0.lock().execute(request).map(|_| (now, now))
+    }
+
+    fn finish_stop(&self, _done: WallTime) {}
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1419,6 +1419,37 @@ pub async fn network_create_inspect_list_by_label_and_remove<R: Runtime>(fx: &Fx
     assert_eq!(not_found_message(remove_network(fx, &one).await), format!("network {one} not found"));
 }
 
+/// Docker 20.10: the duplicate check of a network create is best-effort (made as the create
+/// begins, some 140 ms before the network exists): three creates of one name at once each make
+/// a network of their own. A lookup by the name is then ambiguous (400), by id it is not; once
+/// they exist, a further create of the name is refused.
+pub async fn creates_of_one_network_name_at_once_each_make_a_network<R: Runtime>(fx: &Fx<R>) {
+    let name = fx.network("dup");
+    let (a, b, c) =
+        tokio::join!(fx.create_network(&name, &[]), fx.create_network(&name, &[]), fx.create_network(&name, &[]));
+    let mut ids = vec![created_id(a), created_id(b), created_id(c)];
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "three networks");
+    let mut listed: Vec<(String, String)> =
+        list_networks(fx, &[(RUN_LABEL, &fx.case)]).await.into_iter().map(|n| (n.id, n.name)).collect();
+    listed.sort();
+    assert_eq!(listed, ids.iter().map(|id| (id.clone(), name.clone())).collect::<Vec<_>>());
+    let ambiguous = match fx.inspect_network(&name).await {
+        Err(RuntimeError::Invalid(message)) => message,
+        other => panic!("expected Invalid, got {other:?}"),
+    };
+    assert_eq!(ambiguous, format!("3 matches found based on name: network {name} is ambiguous"));
+    assert_eq!(fx.inspect_network(&ids[0]).await.map(|n| n.name), Ok(name.clone()));
+    assert_eq!(
+        conflict_message(fx.create_network(&name, &[]).await),
+        format!("network with name {name} already exists")
+    );
+    for id in &ids {
+        assert_eq!(remove_network(fx, id).await, Ok(RuntimeReply::Done));
+    }
+}
+
 /// Docker (with `CheckDuplicate`): a network name taken is 409 `network with name N already
 /// exists`.
 pub async fn network_create_with_a_taken_name_is_conflict<R: Runtime>(fx: &Fx<R>) {

@@ -174,6 +174,7 @@ conformance! {
     a_follow_of_a_created_container_ends_at_once_with_nothing,
     a_capture_of_a_removed_container_is_not_found,
     network_create_inspect_list_by_label_and_remove,
+    creates_of_one_network_name_at_once_each_make_a_network,
     network_create_with_a_taken_name_is_conflict,
     network_builtin_create_and_remove_are_invalid,
     network_remove_with_a_running_container_is_conflict,

@@ -75,6 +75,7 @@ mod volumes;
 pub use event_log::EVENTS_KEPT;
 pub use image_store::DEFAULT_IMAGE_COMMAND;
 pub use journal::Journal;
+pub use network_api::NetworkCreating;
 pub use outputs::{ContainerOutput, OutputLine};
 pub use references::{ImageReference, ReferenceError, familiar_reference, normalize_reference, reference_key};
 pub use shell::{OUTPUT_LIMIT, Stream};

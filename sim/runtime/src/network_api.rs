@@ -6,8 +6,13 @@
 //!   one (403 "bridge is a pre-defined network and cannot be removed", `Invalid`).
 //! - A create always asks Docker to check duplicates: a name taken is 409 "network with name n1
 //!   already exists" (`Conflict`; so is an empty name, as the daemon answers). Any other name is
-//!   taken as it is. Only someone else can make two networks of one name
-//!   ([`SimRuntime::insert_network`]); then a lookup by that name is ambiguous (400, `Invalid`).
+//!   taken as it is. The check is best-effort: Docker looks for the name as the create begins
+//!   and adds the network as it ends (some 130-150 ms later on Docker 20.10's bridge driver), so
+//!   creates of one name that overlap all pass the check and make one network each (four at
+//!   once made four). [`SimRuntime::begin_network_create`] and
+//!   [`SimRuntime::finish_network_create`] are those two moments; `execute` runs both at once.
+//!   Someone else can also make a second network of a name ([`SimRuntime::insert_network`]).
+//!   With two networks of one name, a lookup by that name is ambiguous (400, `Invalid`).
 //! - A network is found by full id, else by name, else by unique id prefix; none is 404 "network
 //!   nope not found".
 //! - Attaching a container that is not running (its create, a connect) only records the
@@ -74,6 +79,18 @@ fn check_aliases(network: &SimNetwork, aliases: &[String]) -> Result<(), Runtime
     Ok(())
 }
 
+/// A network create that passed Docker's duplicate check and has not finished
+/// ([`SimRuntime::begin_network_create`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NetworkCreating(SimNetwork);
+
+impl NetworkCreating {
+    /// The id the network will have.
+    pub fn id(&self) -> &str {
+        &self.0.id
+    }
+}
+
 impl SimRuntime {
     /// The networks, in id order (the built-in ones included).
     pub fn networks(&self) -> impl Iterator<Item = NetworkInfo> + '_ {
@@ -94,22 +111,39 @@ impl SimRuntime {
     /// Add a network as someone else would, without Docker's duplicate check: two networks of
     /// one name make lookups by that name ambiguous. Returns its id.
     pub fn insert_network(&mut self, name: &str, labels: BTreeMap<String, String>) -> String {
-        let id = self.networks.insert(name, labels);
-        self.journal.resource(RuntimeObject::Network, &id);
-        self.other_events("network create", 1);
-        id
+        let id = self.networks.next_id();
+        self.finish_network_create(NetworkCreating(SimNetwork { id, name: name.to_string(), labels }))
     }
 
     pub(crate) fn create_network(&mut self, create: &NetworkCreate) -> RuntimeResult {
+        let creating = self.begin_network_create(create)?;
+        Ok(RuntimeReply::Created { id: self.finish_network_create(creating) })
+    }
+
+    /// A network create begins: Docker checks the name (only against networks that exist: one
+    /// whose create has begun and not finished is not seen) and draws the id. Nothing is
+    /// visible until [`SimRuntime::finish_network_create`].
+    pub fn begin_network_create(&mut self, create: &NetworkCreate) -> Result<NetworkCreating, RuntimeError> {
         let name = create.name.as_str();
         if is_builtin_network(name) {
             return Err(RuntimeError::Invalid(format!("operation is not permitted on predefined {name} network ")));
         }
-        if name.is_empty() || self.networks.all().any(|n| n.name == name) {
+        if name.is_empty() || self.has_network_named(name) {
             return Err(RuntimeError::Conflict(format!("network with name {name} already exists")));
         }
-        let id = self.insert_network(name, create.labels.clone());
-        Ok(RuntimeReply::Created { id })
+        let id = self.networks.next_id();
+        Ok(NetworkCreating(SimNetwork { id, name: name.to_string(), labels: create.labels.clone() }))
+    }
+
+    /// The create ends: the network exists (even if another of its name was made meanwhile).
+    /// Returns its id.
+    pub fn finish_network_create(&mut self, creating: NetworkCreating) -> String {
+        let NetworkCreating(network) = creating;
+        let id = network.id.clone();
+        self.networks.insert_as(network);
+        self.journal.resource(RuntimeObject::Network, &id);
+        self.other_events("network create", 1);
+        id
     }
 
     pub(crate) fn inspect_network(&self, id_or_name: &str) -> RuntimeResult {

@@ -120,6 +120,25 @@ fn two_networks_of_one_name_are_ambiguous() {
 }
 
 #[test]
+fn overlapping_creates_of_one_name_all_make_a_network() {
+    let mut rt = runtime();
+    let create = NetworkCreate { name: "n1".into(), labels: BTreeMap::new() };
+    let first = rt.begin_network_create(&create).expect("the name is free");
+    let second = rt.begin_network_create(&create).expect("the first is not there yet");
+    assert_ne!(first.id(), second.id());
+    assert!(matches!(network(&mut rt, "n1"), Err(RuntimeError::NotFound(_))), "nothing is visible yet");
+    let (a, b) = (rt.finish_network_create(first), rt.finish_network_create(second));
+    assert!(matches!(network(&mut rt, &a), Ok(info) if info.name == "n1"));
+    assert!(matches!(network(&mut rt, &b), Ok(info) if info.name == "n1"));
+    assert!(matches!(network(&mut rt, "n1"), Err(RuntimeError::Invalid(_))), "ambiguous by name");
+    assert_eq!(
+        rt.begin_network_create(&create),
+        Err(RuntimeError::Conflict("network with name n1 already exists".into())),
+        "a create after they finished sees them"
+    );
+}
+
+#[test]
 fn only_running_containers_have_endpoints() {
     let mut rt = runtime();
     let net = id_of(create_network(&mut rt, "n1", &[]));

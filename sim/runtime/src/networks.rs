@@ -81,11 +81,22 @@ impl Networks {
     }
 
     /// Add a network, without Docker's duplicate check (the caller's). Returns its id.
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, name: &str, labels: BTreeMap<String, String>) -> String {
-        self.ids += 1;
-        let id = network_id(self.seed, &self.ids.to_le_bytes());
-        self.created.insert(id.clone(), SimNetwork { id: id.clone(), name: name.to_string(), labels });
+        let id = self.next_id();
+        self.insert_as(SimNetwork { id: id.clone(), name: name.to_string(), labels });
         id
+    }
+
+    /// The id the next network will have: Docker draws it as a create begins.
+    pub(crate) fn next_id(&mut self) -> String {
+        self.ids += 1;
+        network_id(self.seed, &self.ids.to_le_bytes())
+    }
+
+    /// Add a network under the id [`Networks::next_id`] gave it.
+    pub(crate) fn insert_as(&mut self, network: SimNetwork) {
+        self.created.insert(network.id.clone(), network);
     }
 
     /// Remove created network `id` (a built-in one cannot be).

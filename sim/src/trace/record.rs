@@ -47,6 +47,8 @@ pub enum Record<'a> {
     RuntimeResyncLost { process: usize },
     /// A removal in progress completed (`done`), or found the container already gone.
     RemovalDone { container: &'a str, done: bool },
+    /// A network create in progress completed: the network exists.
+    NetworkCreateDone { network: &'a str },
     /// The runtime's clock reached the end of main processes that end by themselves.
     RuntimeClock { ended: usize },
     /// A store watch event reached `process`.
@@ -194,6 +196,7 @@ impl fmt::Display for Record<'_> {
             Record::RemovalDone { container, done } => {
                 write!(f, "runtime removal of {} {}", short(container), if *done { "done" } else { "was over" })
             }
+            Record::NetworkCreateDone { network } => write!(f, "runtime network {} created", short(network)),
             Record::RuntimeClock { ended } => write!(f, "runtime clock: {ended} main processes ended by themselves"),
             Record::Deliver { process, event, key, resource_version } => {
                 write!(f, "p{process} deliver {event:?} {key} rv={resource_version}")
@@ -307,6 +310,7 @@ pub(super) enum Tag {
     Fault = 41,
     Heal = 42,
     Judge = 43,
+    NetworkCreateDone = 44,
     StoreConflict = 64,
     StoreReplyLost = 65,
     SlowRuntime = 66,
@@ -397,6 +401,10 @@ impl Encode for Record<'_> {
                 out.tag(Tag::RemovalDone);
                 out.str(container);
                 out.bool(*done);
+            }
+            Record::NetworkCreateDone { network } => {
+                out.tag(Tag::NetworkCreateDone);
+                out.str(network);
             }
             Record::RuntimeClock { ended } => {
                 out.tag(Tag::RuntimeClock);

@@ -2,6 +2,7 @@
 //! the run's trace (the current event's records go there), and the run's counters.
 
 use super::latency::Latency;
+use crate::runtime::NetworkCreating;
 use crate::scheduler::Scheduler;
 use crate::trace::{Record, Trace};
 use drydock_engine::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
@@ -67,6 +68,8 @@ pub(super) enum Event {
     RemovalDone {
         container: String,
     },
+    /// A network create in progress completes: the network exists.
+    NetworkCreateDone(NetworkCreating),
     /// A crashed process comes back: a fresh engine, a full list of the store.
     Restart {
         process: usize,

@@ -235,6 +235,7 @@ impl<'w> World<'w> {
             }
             Event::RuntimeDue => self.runtime_due(now),
             Event::RemovalDone { container } => self.removal_done(now, &container),
+            Event::NetworkCreateDone(creating) => self.network_create_done(now, creating),
             Event::Relist { process, stream } => {
                 self.env.paid();
                 self.explain(EventKind::Process, Some(process));

@@ -7,6 +7,7 @@ use super::runtime_link::Met;
 use crate::checker::Happening;
 use crate::facts::{owner_of, process_identity};
 use crate::probes::Probe;
+use crate::runtime::NetworkCreating;
 use crate::trace::{Fault, Record, RuntimeOutcome, StoreOutcome};
 use drydock_engine::api::ObjectKey;
 use drydock_engine::runtime::RuntimeRequest;
@@ -238,6 +239,15 @@ impl World<'_> {
         self.env.record(Record::RemovalDone { container, done });
         self.broadcast_runtime_events(now);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
+    }
+
+    /// A network create in progress completes: the network exists.
+    pub(super) fn network_create_done(&mut self, now: MonoTime, creating: NetworkCreating) {
+        self.env.paid();
+        self.runtime.set_now(super::true_now(now).wall);
+        let network = self.runtime.finish_network_create(creating);
+        self.env.record(Record::NetworkCreateDone { network: &network });
+        self.broadcast_runtime_events(now);
     }
 
     /// Queue the runtime's new events on every live process's event stream.

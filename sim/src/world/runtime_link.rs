@@ -48,6 +48,9 @@ pub struct RuntimeLinkKnobs {
     pub restart_downtime: Latency,
     /// A container being removed shows `removing` this long; the remove request answers after.
     pub removal_takes: Latency,
+    /// A network create takes this long between Docker's check of its name and the network
+    /// existing (130-150 ms on Docker 20.10); the create answers after.
+    pub network_create_takes: Latency,
     /// disrupt-while-uncertain: the outside act comes this long after the create applied (the
     /// window before the engine has verified what its create did).
     pub disrupt_within: Latency,
@@ -65,6 +68,7 @@ impl Default for RuntimeLinkKnobs {
             hidden_for: Latency::millis(200, 2_000),
             restart_downtime: Latency::millis(300, 3_000),
             removal_takes: Latency::millis(5, 500),
+            network_create_takes: Latency::millis(50, 300),
             disrupt_within: Latency::millis(0, 400),
         }
     }
@@ -206,6 +210,15 @@ impl RuntimeLink {
             runtime.begin_stop(id, *timeout_secs).map(|done| {
                 busy_until = Some(super::processes::mono_at(done).max(now));
                 RuntimeReply::Done
+            })
+        } else if let RuntimeRequest::CreateNetwork(create) = request {
+            // Overlapping creates of one name all pass Docker's check of it.
+            runtime.begin_network_create(create).map(|creating| {
+                let done = now + env.draw(self.knobs.network_create_takes);
+                busy_until = Some(done);
+                let id = creating.id().to_string();
+                env.owe(done, Event::NetworkCreateDone(creating));
+                RuntimeReply::Created { id }
             })
         } else if let RuntimeRequest::RemoveContainer { id, force } = request {
             // The request answers once the container is gone.
