@@ -59,6 +59,29 @@ impl<T: Target> Side<T> {
 
     /// Run one step that is not a `Together`, and observe it.
     pub async fn single(&self, op: &Op) -> Value {
+        let seen = self.unsettled(op).await;
+        if let Op::Start { c } = op {
+            self.settle(*c).await;
+        }
+        seen
+    }
+
+    /// A start of a program that ends by itself waits for it to have ended, so that what
+    /// follows does not race with it.
+    async fn settle(&self, c: u8) {
+        if self.ends_by_itself(c) {
+            self.target.settle(&self.names.container(c)).await;
+        }
+    }
+
+    /// Whether container slot `c` holds a program that ends by itself.
+    fn ends_by_itself(&self, c: u8) -> bool {
+        let program = self.book.lock().programs.get(&c).copied();
+        program.is_some_and(|(program, image)| crate::ops::ends_by_itself(program, image))
+    }
+
+    /// Run one step that is not a `Together`, and observe it, without settling a start.
+    async fn unsettled(&self, op: &Op) -> Value {
         match op {
             Op::Together(a, b) => json!([Box::pin(self.single(a)).await, Box::pin(self.single(b)).await]),
             Op::Logs { c } => observe::logs(self.target.logs(&self.names.container(*c)).await),
@@ -71,12 +94,6 @@ impl<T: Target> Side<T> {
                 let request = self.request(op);
                 let result = self.target.execute(request).await;
                 self.record(op, &result);
-                if let (Op::Start { c }, Ok(_)) = (op, &result) {
-                    let program = self.book.lock().programs.get(c).copied();
-                    if program.is_some_and(|(program, image)| crate::ops::ends_by_itself(program, image)) {
-                        self.target.settle(&self.names.container(*c)).await;
-                    }
-                }
                 observe::outcome(&result, &self.book.lock().slots, &self.names)
             }
         }
@@ -197,8 +214,13 @@ impl Target for SimTarget {
         Ok((out, err))
     }
 
-    /// The model's programs that end by themselves end during their start.
-    async fn settle(&self, _name: &str) {}
+    /// The program ends (a moment after its start, if it ends at once).
+    async fn settle(&self, name: &str) {
+        let mut runtime = self.0.lock();
+        if let Some(due) = runtime.exit_due(name) {
+            runtime.advance(due);
+        }
+    }
 }
 
 impl<T: Target> Side<T> {
@@ -351,6 +373,20 @@ impl<M: Model> Side<M> {
             let (result, held_ms) = finish_stop(&fork.target, begun);
             let stop_seen = observe::stop(&result, timeout_secs, held_ms, &fork.book.lock().slots, &fork.names);
             let seen = if stop_first { json!([stop_seen, other_seen]) } else { json!([other_seen, stop_seen]) };
+            keep(fork, seen);
+        }
+        // A program that ends at once runs a moment after its start answered (Docker shows it
+        // `running`): the other operation may fall in that moment.
+        for (start, other, start_first) in [(a, b, true), (b, a, false)] {
+            let Op::Start { c } = **start else { continue };
+            if !self.ends_by_itself(c) {
+                continue;
+            }
+            let fork = self.fork();
+            let start_seen = fork.unsettled(start).await;
+            let other_seen = fork.single(other).await;
+            fork.settle(c).await;
+            let seen = if start_first { json!([start_seen, other_seen]) } else { json!([other_seen, start_seen]) };
             keep(fork, seen);
         }
         // So does a network create (its check of the name and the network appearing are some

@@ -1,6 +1,6 @@
 //! Builds: contexts, the Dockerfile subset, failures, ids, and the images they make.
 
-use super::super::test_support::{id_of, image};
+use super::super::test_support::{a_moment_later, id_of, image};
 use super::*;
 use drydock_engine::WallTime;
 use drydock_engine::runtime::{ContainerCreate, ContainerState, RuntimeRequest};
@@ -76,6 +76,7 @@ fn a_target_stage_builds_with_progress_and_a_tag() {
     }));
     let container = id_of(created);
     rt.execute(&RuntimeRequest::StartContainer { id: container.clone() }).expect("start");
+    a_moment_later(&mut rt);
     assert_eq!(rt.container(&container).map(|c| (c.state, c.exit_code)), Some((ContainerState::Exited, Some(0))));
     let printed: Vec<String> =
         rt.output(&container).expect("output").printed_by(WallTime(u64::MAX)).iter().map(|l| l.text.clone()).collect();

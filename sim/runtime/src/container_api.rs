@@ -28,6 +28,12 @@ impl SimRuntime {
         self.containers.resolve(id_or_name).ok().and_then(|id| self.containers.get(&id)).map(SimContainer::info)
     }
 
+    /// When a container's main process will end by itself, if it runs and will.
+    pub fn exit_due(&self, id_or_name: &str) -> Option<WallTime> {
+        let id = self.containers.resolve(id_or_name).ok()?;
+        self.containers.get(&id)?.exit_due.map(|(at, _)| at)
+    }
+
     /// The containers carrying `label` with `value`, in id order (an index: no scan).
     pub fn containers_labelled<'a>(&'a self, label: &str, value: &str) -> impl Iterator<Item = &'a ContainerInfo> + 'a {
         self.containers.labelled(label, value).map(SimContainer::info)

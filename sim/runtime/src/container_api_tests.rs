@@ -1,6 +1,6 @@
 //! The container API: creation and its checks, inspection, lists, names and ids.
 
-use super::super::test_support::{create, id_of};
+use super::super::test_support::{a_moment_later, create, id_of};
 use super::super::{EVENTS_KEPT, STOPPED_EXIT_CODE};
 use super::*;
 use drydock_engine::api::container::Mount;
@@ -263,6 +263,7 @@ fn logs_go_with_their_container() {
     let command = ["sh", "-c", "echo hi"].map(String::from).to_vec();
     let id = id_of(rt.execute(&RuntimeRequest::CreateContainer(ContainerCreate { command, ..spec })));
     rt.execute(&RuntimeRequest::StartContainer { id: id.clone() }).expect("start");
+    a_moment_later(&mut rt);
     for by in [id.as_str(), "web", &id[..6]] {
         assert_eq!(rt.open_logs(by), Ok(id.clone()), "by {by}");
     }

@@ -209,6 +209,7 @@ mod tests {
         copy(&mut rt, &id, vec![file("/etc/app/conf.txt", "old")]).expect("copied");
         copy(&mut rt, &id, vec![file("/etc/app/conf.txt", "line 1\nline 2\n")]).expect("replaced");
         rt.execute(&RuntimeRequest::StartContainer { id: id.clone() }).expect("start");
+        crate::test_support::a_moment_later(&mut rt);
         let printed: Vec<String> =
             rt.output(&id).expect("output").printed_by(WallTime(u64::MAX)).iter().map(|l| l.text.clone()).collect();
         assert_eq!(printed, ["line 1", "line 2", "yes", "cat: can't open '/nope': No such file or directory"]);

@@ -5,9 +5,10 @@
 //!   process), then runs the command. Either may fail: the container keeps its state (`created`,
 //!   or `exited`) with `State.Error` and an exit code (127 or 126 for a command runc cannot run,
 //!   else 128 unless it already had a non-zero one), and no event is emitted.
-//! - The main process is `shell::run` in simulated time: one that ends at once exits during its
-//!   start (`start` then `die` events); one that ends later is due then ([`SimRuntime::next_due`],
-//!   [`SimRuntime::advance`]); one that never ends runs until stopped.
+//! - The main process is `shell::run` in simulated time: one that ends later is due then
+//!   ([`SimRuntime::next_due`], [`SimRuntime::advance`]), and so is one that ends at once, a
+//!   moment (`BRIEFEST_RUN_MS`) after its start (Docker's start answers once the process runs,
+//!   and shows it `running` until it has ended); one that never ends runs until stopped.
 //! - A stop sends TERM and, after the grace period, KILL: the exit status is what the process
 //!   does with them (137 when killed). [`SimRuntime::begin_stop`] takes the time Docker's does:
 //!   the container runs until the process ends, and the stop answers then (the world's reply
@@ -25,6 +26,10 @@ use drydock_engine::runtime::{ContainerState, EventAction, RuntimeError, Runtime
 
 /// Docker's default stop timeout, used when the daemon shuts down.
 const DAEMON_SHUTDOWN_GRACE_SECS: u32 = 10;
+
+/// How long the briefest main process runs after its start answered (`sh -c 'exit 3'`: a few
+/// ms on Docker 20.10, which shows it `running` meanwhile).
+pub(crate) const BRIEFEST_RUN_MS: u64 = 1;
 
 /// The exit code Docker records for a start that failed for any other reason than the command.
 const START_FAILED_EXIT_CODE: i64 = 128;
@@ -192,8 +197,10 @@ impl SimRuntime {
         let (outcome, printed) = self.process_outcome(&id, Signals::default());
         self.outputs.plan(&id, self.clock.now(), printed);
         match outcome {
-            Outcome::Exits { after_ms: 0, code } => self.exit_at(&id, code, self.clock.now()),
             Outcome::Exits { after_ms, code } => {
+                // Even a program that ends at once runs a moment after its start has answered:
+                // Docker shows it `running` until then.
+                let after_ms = after_ms.max(BRIEFEST_RUN_MS);
                 self.set_exit_due(&id, Some((WallTime(self.clock.now().0.saturating_add(after_ms)), code)));
             }
             Outcome::Forever => {}

@@ -1,6 +1,6 @@
 //! The state machine: failed starts, stops and their exit codes, time, removals in progress.
 
-use super::super::test_support::id_of;
+use super::super::test_support::{a_moment_later, id_of};
 use super::*;
 use drydock_engine::api::container::{PortMapping, Protocol};
 use drydock_engine::runtime::{ContainerCreate, ContainerInfo, RuntimeRequest};
@@ -111,6 +111,7 @@ fn a_failed_restart_keeps_a_non_zero_exit_code() {
     };
     let exits = id_of(rt.execute(&RuntimeRequest::CreateContainer(create)));
     start(&mut rt, &exits).expect("start");
+    a_moment_later(&mut rt);
     assert_eq!(info(&rt, &exits).exit_code, Some(3));
     start(&mut rt, &holder).expect("takes the port");
     assert!(start(&mut rt, &exits).is_err());
@@ -165,10 +166,12 @@ fn requests_apply_due_exits_first() {
 }
 
 #[test]
-fn commands_that_end_at_once_exit_during_their_start() {
+fn commands_that_end_at_once_exit_a_moment_after_their_start() {
     let mut rt = runtime();
     let id = created(&mut rt, "c1", &["sh", "-c", "false || exit 7"]);
     start(&mut rt, &id).expect("start");
+    assert_eq!(info(&rt, &id).state, ContainerState::Running, "as the start answers");
+    a_moment_later(&mut rt);
     assert_eq!(info(&rt, &id).exit_code, Some(7));
     assert_eq!(
         actions(&rt, &id),

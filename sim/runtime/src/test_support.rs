@@ -16,6 +16,13 @@ pub(super) fn create(name: &str, image: &str) -> RuntimeRequest {
     })
 }
 
+/// Let the briefest main process end: a program that ends at once runs this long after its
+/// start answered.
+pub(super) fn a_moment_later(rt: &mut SimRuntime) {
+    let now = rt.now();
+    rt.advance(drydock_engine::WallTime(now.0 + super::lifecycle::BRIEFEST_RUN_MS));
+}
+
 pub(super) fn id_of(r: RuntimeResult) -> String {
     match r {
         Ok(RuntimeReply::Created { id }) => id,

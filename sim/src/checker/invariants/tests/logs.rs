@@ -28,6 +28,9 @@ fn ran(fx: &mut Fixture, script: &str) -> (Arc<Object>, String) {
         panic!("the create must succeed")
     };
     fx.runtime.execute(&RuntimeRequest::StartContainer { id: id.clone() }).unwrap();
+    // A program that ends at once does so a moment after its start.
+    let now = fx.runtime.now();
+    fx.runtime.advance(drydock_engine::WallTime(now.0 + 1));
     let mut exited = (*pc).clone();
     exited.status["phase"] = "Exited".into();
     exited.status["runtimeId"] = id.clone().into();

@@ -57,12 +57,23 @@ impl Fixture {
     }
 
     fn view(&self) -> View<'_> {
-        View { store: &self.store, runtime: &self.runtime, facts: &self.facts, logs: &self.logs, now: WallTime(0) }
+        View {
+            store: &self.store,
+            runtime: &self.runtime,
+            facts: &self.facts,
+            logs: &self.logs,
+            now: self.runtime.now(),
+        }
     }
 
     fn observe(&mut self, happening: Happening<'_>) {
-        let view =
-            View { store: &self.store, runtime: &self.runtime, facts: &self.facts, logs: &self.logs, now: WallTime(0) };
+        let view = View {
+            store: &self.store,
+            runtime: &self.runtime,
+            facts: &self.facts,
+            logs: &self.logs,
+            now: self.runtime.now(),
+        };
         self.checker.observe(&view, &happening);
     }
 
