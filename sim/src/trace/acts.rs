@@ -3,7 +3,7 @@
 //! held by a process that died), and a log reader's steps.
 
 use super::encode::{Encode, Encoder, encode_map};
-use super::record::Key;
+use super::key::Key;
 use crate::workload::ExternalOp;
 use drydock_engine::api::logical::LogicalMode;
 use drydock_engine::logs::{Channel, Subject, UnknownSource};

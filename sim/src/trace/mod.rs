@@ -20,6 +20,7 @@ mod acts;
 mod digest_tests;
 mod encode;
 mod explained;
+mod key;
 mod record;
 mod runtime;
 mod store;
@@ -28,7 +29,8 @@ mod tests;
 
 pub use acts::{ClientAct, ExternalAct, Outcome, ReaderStep, outcome};
 pub use explained::{Cause, EventKind, ExplainedRun, ExplainedViolation, FieldChange, TraceEvent};
-pub use record::{Disruption, Fault, Key, Record};
+pub use key::Key;
+pub use record::{Disruption, Fault, Record};
 pub use runtime::{RuntimeOp, RuntimeOutcome};
 pub use store::{StoreOp, StoreOutcome};
 

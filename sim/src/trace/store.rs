@@ -3,7 +3,7 @@
 //! objects, or error code.
 
 use super::encode::{Encode, Encoder};
-use super::record::Key;
+use super::key::Key;
 use drydock_engine::store::{StoreReply, StoreRequest, StoreResult};
 use std::fmt;
 
