@@ -282,9 +282,12 @@ impl SimRuntime {
                 b.progress.push(format!("---> Running in {container}"));
                 let fs = Fs::new([], &state.config.files, !state.config.scratch);
                 shell::check_exec(&argv, &fs).map_err(|failure| failure.message)?;
-                let (outcome, printed) = shell::run(&argv, &fs, Signals::default());
-                b.progress.extend(printed.into_iter().map(|p| p.text));
-                match outcome {
+                let env = shell::environment(&BTreeMap::new(), container.get(..12).unwrap_or(&container));
+                let ran = shell::run(&argv, &fs, &env, Signals::default());
+                b.progress.extend(ran.printed.into_iter().map(|p| p.text));
+                // What the step wrote is in the image's layer.
+                state.config.files.extend(ran.written);
+                match ran.outcome {
                     Outcome::Exits { code: 0, .. } => {}
                     Outcome::Exits { code, .. } => {
                         return Err(format!("The command '{}' returned a non-zero code: {code}", argv.join(" ")));

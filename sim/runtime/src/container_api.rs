@@ -130,8 +130,15 @@ impl SimRuntime {
             exit_code: None,
             error: None,
         };
-        let created_with =
-            CreatedWith { command, mounts, requested_ports: create.ports.clone(), networks, files, scratch };
+        let created_with = CreatedWith {
+            command,
+            mounts,
+            requested_ports: create.ports.clone(),
+            networks,
+            files,
+            scratch,
+            env: create.env.clone(),
+        };
         self.containers.insert_created(SimContainer::new(info, Some(image_id), created_with));
         self.index_ports(&id);
         self.event(&id, EventAction::Create);

@@ -278,9 +278,10 @@ impl SimRuntime {
         }
     }
 
-    /// How container `id`'s main process ends under `signals`. An inserted container (no
-    /// command) runs until killed.
-    fn process_outcome(&self, id: &str, signals: Signals) -> (Outcome, Vec<shell::Printed>) {
+    /// How container `id`'s main process ends under `signals`, and what it prints until then;
+    /// the files it writes are pending until it ends ([`SimRuntime::apply_written`]). An
+    /// inserted container (no command) runs until killed.
+    fn process_outcome(&mut self, id: &str, signals: Signals) -> (Outcome, Vec<shell::Printed>) {
         let Some(container) = self.containers.get(id) else { return (Outcome::Forever, Vec::new()) };
         if container.command.is_empty() {
             let outcome = match signals.kill_at {
@@ -289,7 +290,12 @@ impl SimRuntime {
             };
             return (outcome, Vec::new());
         }
-        shell::run(&container.command, &self.file_system(id), signals)
+        let env = shell::environment(&container.env, id.get(..12).unwrap_or(id));
+        let ran = shell::run(&container.command, &self.file_system(id), &env, signals);
+        if let Some(container) = self.containers.get_mut(id) {
+            container.writes_pending = ran.written;
+        }
+        (ran.outcome, ran.printed)
     }
 
     /// A start failed: the container keeps its state, with Docker's error and an exit code
@@ -311,6 +317,7 @@ impl SimRuntime {
         if let Some(c) = self.containers.get_mut(id) {
             c.exit(code);
         }
+        self.apply_written(id);
         self.set_published(id, Vec::new());
         self.set_exit_due(id, None);
         self.outputs.end(id, time);
