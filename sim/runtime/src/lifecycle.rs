@@ -110,6 +110,7 @@ impl SimRuntime {
             }
             ContainerState::Running => {
                 self.other_events("container kill", 1);
+                self.killed_now(&id);
                 self.exit_at(&id, KILLED, self.clock.now());
             }
             ContainerState::Created | ContainerState::Exited => {}
@@ -296,6 +297,15 @@ impl SimRuntime {
             container.writes_pending = ran.written;
         }
         (ran.outcome, ran.printed)
+    }
+
+    /// KILL reaches container `id`'s main process now (a forced removal): of the files it
+    /// would write, those written by now are what it leaves.
+    fn killed_now(&mut self, id: &str) {
+        let now = self.clock.now();
+        let started = self.containers.get(id).and_then(|c| c.started_at).unwrap_or(now);
+        let kill_at = now.0.saturating_sub(started.0);
+        self.process_outcome(id, Signals { term_at: None, kill_at: Some(kill_at) });
     }
 
     /// A start failed: the container keeps its state, with Docker's error and an exit code
