@@ -2214,3 +2214,31 @@ pub async fn a_copied_script_runs_by_path_as_its_mode_allows<R: Runtime>(fx: &Fx
     let exited = async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited);
     assert_eq!(fx.eventually("n.sh to fail", exited).await.exit_code, Some(1));
 }
+
+/// Docker's classic builder: a `RUN` step sees the stage's `ENV` (and `ARG`) variables, and
+/// what it writes is in the image; a container of the image gets its `ENV` under the create's
+/// variables, and reads the files.
+pub async fn a_built_image_keeps_its_env_and_what_its_run_steps_wrote<R: Runtime>(fx: &Fx<R>) {
+    let dockerfile = format!(
+        "FROM drydock-test/busybox:latest
+LABEL {RUN_LABEL}={case}
+ENV GREETING=hello WHO=world
+COPY show.sh /show.sh
+RUN echo \"$GREETING from RUN\" > /built.txt && sh /show.sh
+CMD [\"sh\", \"/show.sh\"]
+",
+        case = fx.case
+    );
+    let show = "echo $GREETING $WHO; cat /built.txt\n";
+    let context = fx.context("ctx", &[("Dockerfile", &dockerfile), ("show.sh", show)]);
+    let tag = fx.tag("env");
+    let progress = fx.build(&context, &tag, None).await.unwrap();
+    for line in ["hello world", "hello from RUN"] {
+        assert!(progress.contains(&line.to_string()), "the RUN step printed {line:?}: {progress:#?}");
+    }
+    let mut spec = fx.spec("a", &[]);
+    spec.image = tag.clone();
+    spec.env.insert("WHO".into(), "you".into());
+    let (_, out, err, code) = ran(fx, spec).await;
+    assert_eq!((out, err, code), (strings(&["hello you", "hello from RUN"]), vec![], Some(0)));
+}

@@ -199,6 +199,7 @@ conformance! {
     files_a_script_writes_stay_with_its_container,
     a_file_written_under_a_volume_mount_is_in_the_volume,
     a_copied_script_runs_by_path_as_its_mode_allows,
+    a_built_image_keeps_its_env_and_what_its_run_steps_wrote,
 }
 
 #[test]
