@@ -43,7 +43,7 @@ pub(super) fn is_text_applet(name: &str) -> bool {
 /// Whether `name` reads its standard input when given no file (a pipeline's reader).
 pub(super) fn reads_input(name: &str, args: &[String]) -> bool {
     match name {
-        "cat" => args.iter().all(|a| a == "-") || args.iter().any(|a| a == "-"),
+        "cat" => args.is_empty() || args.iter().any(|a| a == "-"),
         "wc" | "head" | "tail" => !args.iter().any(|a| !a.starts_with('-') && !a.bytes().all(|b| b.is_ascii_digit())),
         "grep" => operands(args).len() < 2,
         "tr" => true,

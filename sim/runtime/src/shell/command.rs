@@ -179,7 +179,10 @@ impl Machine<'_> {
             }
             ":" | "true" => 0,
             "false" => 1,
-            "export" => self.export(shell, args),
+            "export" => match self.export(shell, args) {
+                Ok(()) => 0,
+                Err(flow) => return flow,
+            },
             "unset" => {
                 args.iter().for_each(|name| shell.vars.unset(name));
                 0
@@ -210,22 +213,22 @@ impl Machine<'_> {
         Flow::Continue
     }
 
-    /// `export NAME[=VALUE]...`.
-    fn export(&mut self, shell: &mut Shell, args: &[String]) -> i64 {
-        let mut status = 0;
+    /// `export NAME[=VALUE]...`. A bad name is an error of a special builtin: the shell exits
+    /// with 2 (Docker 20.10: `sh: export: line 0: 1x: bad variable name` for `sh -c`; a script
+    /// file's line number is not modelled).
+    fn export(&mut self, shell: &mut Shell, args: &[String]) -> Result<(), Flow> {
         for arg in args {
             let (name, value) = match arg.split_once('=') {
                 Some((name, value)) => (name, Some(value.to_string())),
                 None => (arg.as_str(), None),
             };
-            if super::parse::is_name(name) {
-                shell.vars.export(name, value);
-            } else {
-                self.write_err(&format!("sh: export: bad variable name '{name}'"));
-                status = 1;
+            if !super::parse::is_name(name) {
+                self.write_err(&format!("sh: export: line 0: {name}: bad variable name"));
+                return Err(Flow::Exit(super::STATUS_SYNTAX));
             }
+            shell.vars.export(name, value);
         }
-        status
+        Ok(())
     }
 
     /// A command that is not a builtin: busybox's shell runs any of its applets by name; a path

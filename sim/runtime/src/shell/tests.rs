@@ -264,6 +264,8 @@ fn variables_expand_from_the_environment_and_assignments() {
         printed("X=1; sh -c 'echo [$X]'; export X; sh -c 'echo [$X]'; unset X; echo [$X]").0,
         ["[]", "[1]", "[]"]
     );
+    let bad_name = printed("export 1x=2; echo on");
+    assert_eq!(bad_name, (vec![], lines(&["sh: export: line 0: 1x: bad variable name"]), 2), "the shell exits");
 }
 
 #[test]
@@ -292,6 +294,9 @@ fn pipelines_feed_each_member_the_one_before() {
     assert_eq!(stamped, [(1_000, "a".to_string()), (1_000, "b".into()), (1_000, "c".into())]);
     assert_eq!(script("while true; do sleep 1; done | cat"), Outcome::Forever);
     assert_eq!(stopped(&["sh", "-c", "sleep 10 | cat"], 100, 1_000), exits(1_100, KILLED));
+    // A trap waits for the whole pipeline, as for any foreground command.
+    let trapped = "trap 'exit 5' TERM; while true; do sleep 1 | cat; done";
+    assert_eq!(stopped(&["sh", "-c", trapped], 2_500, 5_000), exits(3_000, 5));
 }
 
 #[test]
