@@ -2242,3 +2242,18 @@ CMD [\"sh\", \"/show.sh\"]
     let (_, out, err, code) = ran(fx, spec).await;
     assert_eq!((out, err, code), (strings(&["hello you", "hello from RUN"]), vec![], Some(0)));
 }
+
+/// Docker: `touch` makes a missing file, empty, and leaves one that exists as it is; a missing
+/// directory is `touch: PATH: No such file or directory` and status 1; the file is the
+/// container's (there again at its restart).
+pub async fn touch_makes_an_empty_file<R: Runtime>(fx: &Fx<R>) {
+    let script = "test -f /t && echo again; touch /t /etc; wc -c /t; echo a > /u; touch /u; cat /u; touch /no/such/t";
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", script])).await;
+    fx.start(&id).await;
+    let exited = async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited);
+    assert_eq!(fx.eventually("the first run to end", exited).await.exit_code, Some(1));
+    fx.start(&id).await;
+    let (out, err) = captured(fx, &id, true).await;
+    let message = "touch: /no/such/t: No such file or directory";
+    assert_eq!((out, err), (strings(&["0 /t", "a", "again", "0 /t", "a"]), strings(&[message, message])));
+}

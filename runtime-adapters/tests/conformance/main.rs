@@ -200,6 +200,7 @@ conformance! {
     a_file_written_under_a_volume_mount_is_in_the_volume,
     a_copied_script_runs_by_path_as_its_mode_allows,
     a_built_image_keeps_its_env_and_what_its_run_steps_wrote,
+    touch_makes_an_empty_file,
 }
 
 #[test]

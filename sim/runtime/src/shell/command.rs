@@ -5,7 +5,9 @@
 //! - `X=1` alone sets a shell variable; `X=1 cmd` puts it in `cmd`'s environment only;
 //!   `export`ed variables reach child processes (`sh -c`, a script).
 //! - A command name without `/` is a builtin or one of busybox's [`APPLETS`] (busybox's
-//!   standalone shell runs them without a link); else `sh: NAME: not found`, 127.
+//!   standalone shell runs them without a link); else `sh: NAME: not found`, 127. `touch`
+//!   makes files; the other applets that change files ([`FILE_CHANGING_APPLETS`]) are beyond
+//!   the model (the run ends with 2); the rest print nothing and end with 0.
 //! - A path names one of the image's executables, or a file: run if its mode lets it (`sh:
 //!   PATH: Permission denied`, 126, if not), by the interpreter of its `#!` line, or by `sh`
 //!   without one; a directory is `Permission denied` too; anything else `sh: PATH: not found`,
@@ -15,7 +17,7 @@ use super::applets::{self, Lookup, Unmodelled, is_text_applet, reads_input};
 use super::expand::{Scope, fields, single};
 use super::parse::{Redirect, Simple};
 use super::run::{Fds, Flow, Input, Machine, Shell, Sink, Trap};
-use super::{APPLETS, Env, IMAGE_EXECUTABLES, STATUS_NOT_FOUND, clean_path, executable_name};
+use super::{APPLETS, Env, FILE_CHANGING_APPLETS, IMAGE_EXECUTABLES, STATUS_NOT_FOUND, clean_path, executable_name};
 
 /// Simple commands one run may execute before the model calls it endless: a loop that never
 /// repeats its state within this many steps is beyond the model.
@@ -46,7 +48,11 @@ impl Machine<'_> {
                 other => other,
             },
             "false" => Flow::Exit(1),
+            "touch" => self.touch(args),
             name if is_text_applet(name) => self.text_applet(name, args, false),
+            // The model follows files: an applet that changes them without being modelled would
+            // leave it wrong, so the run is beyond the model.
+            name if FILE_CHANGING_APPLETS.contains(&name) => Flow::Unmodelled,
             _ => Flow::Exit(0),
         }
     }
@@ -254,6 +260,22 @@ impl Machine<'_> {
         }
         self.write_err(&format!("sh: {name}: not found"));
         Flow::Exit(STATUS_NOT_FOUND)
+    }
+
+    /// busybox `touch FILE...` (no options): each missing file made empty, status 1 if one
+    /// cannot be.
+    fn touch(&mut self, args: &[String]) -> Flow {
+        if args.is_empty() || args.iter().any(|a| a.starts_with('-')) {
+            return Flow::Unmodelled;
+        }
+        let mut status = 0;
+        for path in args {
+            if let Err(message) = self.files.touch(path) {
+                self.write_err(&message);
+                status = 1;
+            }
+        }
+        Flow::Exit(status)
     }
 
     /// One of the applets whose output the model knows; a reader of a pipe waits for its

@@ -15,6 +15,34 @@ use std::collections::BTreeMap;
 /// Files that exist in every container though the model does not know their contents.
 const OPAQUE_FILES: [&str; 3] = ["/etc/hosts", "/etc/hostname", "/etc/resolv.conf"];
 
+/// Why a file cannot be written.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Refusal {
+    Directory,
+    NoDirectory,
+    ReadOnly,
+}
+
+impl Refusal {
+    /// As busybox's shell says it.
+    fn shell(self) -> &'static str {
+        match self {
+            Refusal::Directory => "Is a directory",
+            Refusal::NoDirectory => "nonexistent directory",
+            Refusal::ReadOnly => "Read-only file system",
+        }
+    }
+
+    /// As the C library says it (`touch`).
+    fn errno(self) -> &'static str {
+        match self {
+            Refusal::Directory => "Is a directory",
+            Refusal::NoDirectory => "No such file or directory",
+            Refusal::ReadOnly => "Read-only file system",
+        }
+    }
+}
+
 /// A path as the process meant it: relative to `/`, cleaned.
 pub(super) fn absolute(path: &str) -> String {
     match path.starts_with('/') {
@@ -91,16 +119,8 @@ impl<'a> Files<'a> {
     /// missing. Its absolute path, or busybox's message.
     pub(super) fn open(&mut self, path: &str, append: bool) -> Result<String, String> {
         let clean = absolute(path);
-        let refuse = |why: &str| Err(format!("sh: can't create {path}: {why}"));
-        if self.fs.dirs.contains(&clean) {
-            return refuse("Is a directory");
-        }
-        let parent = parent_of(&clean).unwrap_or_else(|| "/".into());
-        if !self.fs.dirs.contains(&parent) || parent == "/proc" || parent.starts_with("/proc/") {
-            return refuse("nonexistent directory");
-        }
-        if self.fs.read_only.iter().any(|target| clean.starts_with(&format!("{target}/"))) {
-            return refuse("Read-only file system");
+        if let Some(why) = self.cannot_create(&clean) {
+            return Err(format!("sh: can't create {path}: {}", why.shell()));
         }
         let existing = self.contents(&clean).cloned();
         let contents = match (append, existing) {
@@ -109,6 +129,35 @@ impl<'a> Files<'a> {
         };
         self.replace(&clean, contents);
         Ok(clean)
+    }
+
+    /// Why a file cannot be made or written at absolute `path`, if it cannot.
+    fn cannot_create(&self, path: &str) -> Option<Refusal> {
+        if self.fs.dirs.contains(path) {
+            return Some(Refusal::Directory);
+        }
+        let parent = parent_of(path).unwrap_or_else(|| "/".into());
+        if !self.fs.dirs.contains(&parent) || parent == "/proc" || parent.starts_with("/proc/") {
+            return Some(Refusal::NoDirectory);
+        }
+        if self.fs.read_only.iter().any(|target| path.starts_with(&format!("{target}/"))) {
+            return Some(Refusal::ReadOnly);
+        }
+        None
+    }
+
+    /// busybox `touch PATH`: a missing file is made, empty; `Err` with its message if it
+    /// cannot be (`touch: PATH: No such file or directory`).
+    pub(super) fn touch(&mut self, path: &str) -> Result<(), String> {
+        let clean = absolute(path);
+        if self.fs.dirs.contains(&clean) || self.is_file(&clean) {
+            return Ok(());
+        }
+        if let Some(why) = self.cannot_create(&clean) {
+            return Err(format!("touch: {path}: {}", why.errno()));
+        }
+        self.replace(&clean, String::new());
+        Ok(())
     }
 
     /// Append `text` to the file at absolute `path` (opened by [`Files::open`]).

@@ -14,13 +14,15 @@
 //!   `expand` for their values and field splitting), pipelines and signals in `run`, simple
 //!   commands in `command`; `sleep` is the only thing that takes time. What it prints is
 //!   modelled for `echo`, `printf`, `seq`, `cat` and the filters `wc`, `head`, `tail`, `grep`,
-//!   `tr` (`applets`); other applets print nothing and end with 0.
+//!   `tr` (`applets`); the applets that change files other than `touch` end the run with 2; other
+//!   applets print nothing and end with 0.
 //! - the file system ([`Fs`]) is `/`, `/bin`, `/dev`, `/etc`, `/proc`, `/sys`, the container's
 //!   mount targets, and the files its image's build and `docker cp` (an archive upload) put
 //!   there, with the directories above them: `test` knows them, `cat` prints a file, `sh FILE`
 //!   and `FILE` run a script. A run writes files with `>` and `>>` (`files`); what it wrote is
-//!   the container's (or its volume's) once it ends (`run::Ran::written`). Directories a run makes
-//!   (`mkdir`), file modes it changes (`chmod`), removals (`rm`) are not modelled.
+//!   the container's (or its volume's) once it ends (`run::Ran::written`); `touch` makes a file.
+//!   Directories a run makes (`mkdir`), file modes it changes (`chmod`), removals (`rm`) are
+//!   not modelled: such a run ends with 2.
 //! - an image built `FROM scratch` has no busybox at all: nothing in it can be run.
 
 mod applets;
@@ -60,7 +62,8 @@ pub(crate) const IMAGE_EXECUTABLES: &[&str] =
     &["busybox", "sh", "sleep", "true", "false", "echo", "cat", "ls", "ps", "env", "id", "kill", "wget"];
 
 /// Applets busybox's shell runs by name (a common subset of Debian's busybox-static): all end at
-/// once with status 0 in the model, except those `run` interprets (`sleep`, `false`, `sh`).
+/// once with status 0 in the model, except those `command` interprets (`sleep`, `false`, `sh`,
+/// `touch`, the text applets of `applets`) and [`FILE_CHANGING_APPLETS`].
 const APPLETS: &[&str] = &[
     "awk",
     "basename",
@@ -127,6 +130,12 @@ const APPLETS: &[&str] = &[
     "xargs",
     "yes",
 ];
+
+/// Applets that change the file system in ways the model does not follow (directories,
+/// removals, modes, copies, in-place edits): a run that calls one ends with status 2, like a syntax error,
+/// rather than going on with files the model would get wrong.
+const FILE_CHANGING_APPLETS: &[&str] =
+    &["chmod", "chown", "cp", "dd", "ln", "mkdir", "mktemp", "mv", "rm", "rmdir", "sed", "tee"];
 
 /// The status of a command that is not found.
 const STATUS_NOT_FOUND: i64 = 127;

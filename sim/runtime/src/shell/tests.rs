@@ -321,6 +321,13 @@ fn files_written_are_read_back_and_kept() {
         )
     );
     assert_eq!(printed("cat /nope 2>/dev/null; echo $?; echo a >/dev/null"), (lines(&["1"]), vec![], 0));
+    assert_eq!(
+        printed("touch /t; test -f /t && echo yes; cat /t; touch /etc /no/such/t; echo $?"),
+        (lines(&["yes", "1"]), lines(&["touch: /no/such/t: No such file or directory"]), 0)
+    );
+    for s in ["mkdir -p /x; echo never", "rm -f /f", "chmod +x /f", "echo a | tee /f"] {
+        assert_eq!(printed(s), (vec![], vec![], 2), "{s}: beyond the model");
+    }
     // A loop that writes each time round is not periodic: it is followed to the step limit.
     assert_eq!(script("while true; do echo x >> /f; done"), Outcome::Forever);
 }
