@@ -5,8 +5,9 @@
 //!
 //! A form outside the model (an option, a conversion or a pattern it does not know) is
 //! [`Unmodelled`]: the script then ends with status 2, as if it were a syntax error, instead of
-//! printing something Docker would not. `echo`, `seq` and `cat` keep their older, lenient
-//! reading (unknown options are words or ignored).
+//! printing something Docker would not (so is a `seq` of more than [`SEQ_LIMIT`] numbers).
+//! `echo`, `seq` and `cat` keep their older, lenient reading (unknown options are words or
+//! ignored).
 
 /// A form of an applet the model does not know.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,7 +68,7 @@ pub(super) fn run(
     match name {
         "echo" => Ok(Ran::out(echo(args))),
         "printf" => printf(args, if sh { "sh" } else { "printf" }),
-        "seq" => Ok(seq(args)),
+        "seq" => seq(args),
         "cat" => Ok(cat(args, input, read)),
         "wc" => wc(args, input, read),
         "head" | "tail" => head_or_tail(name, args, input, read),
@@ -165,17 +166,22 @@ fn printf(args: &[String], name: &str) -> Result<Ran, Unmodelled> {
     }
 }
 
-/// busybox `seq [FIRST] LAST`: one number a line. Status 1 for what it cannot parse.
-fn seq(args: &[String]) -> Ran {
+/// The most numbers the model's `seq` prints (a pipe may count them all).
+const SEQ_LIMIT: i64 = 100_000;
+
+/// busybox `seq [FIRST] LAST`: one number a line. Status 1 for what it cannot parse; more than
+/// [`SEQ_LIMIT`] numbers are beyond the model.
+fn seq(args: &[String]) -> Result<Ran, Unmodelled> {
     let numbers: Option<Vec<i64>> = args.iter().map(|a| a.parse().ok()).collect();
     let (first, last) = match numbers.as_deref() {
         Some([last]) => (1, *last),
         Some([first, last]) => (*first, *last),
-        _ => return Ran { status: 1, ..Ran::default() },
+        _ => return Ok(Ran { status: 1, ..Ran::default() }),
     };
-    // More lines than any run keeps (see `run::OUTPUT_LIMIT`) are never printed.
-    let last = last.min(first.saturating_add(super::OUTPUT_LIMIT as i64));
-    Ran::out((first..=last).map(|n| format!("{n}\n")).collect())
+    if last.saturating_sub(first) >= SEQ_LIMIT {
+        return Err(Unmodelled);
+    }
+    Ok(Ran::out((first..=last).map(|n| format!("{n}\n")).collect()))
 }
 
 /// busybox `cat [FILE]...`: each file in order (`-` or none: standard input). A missing file
@@ -421,6 +427,8 @@ mod tests {
         assert_eq!(out("grep", &["-c", "b"], "abc\nb\nz\n"), "2\n");
         assert_eq!(out("grep", &["-v", "b", "/f"], ""), "a\n");
         assert_eq!(ran("grep", &["a.c"], ""), Err(Unmodelled));
+        assert_eq!(out("seq", &["99998", "100000"], ""), "99998\n99999\n100000\n");
+        assert_eq!(ran("seq", &["0", "100000"], ""), Err(Unmodelled));
         assert_eq!(out("tr", &["a-z", "A-Z"], "hello\n"), "HELLO\n");
         assert_eq!(out("tr", &["-d", "l"], "hello\n"), "heo\n");
         assert_eq!(out("tr", &[":", " "], "a:b\n"), "a b\n");
