@@ -9,7 +9,7 @@
 //!   way Docker 20.10 does, with status 127 or 126;
 //! - inside `sh`, busybox runs any of its [`APPLETS`] by name even without a link (a "standalone"
 //!   shell), and a command it does not know exits 127 without stopping the script;
-//! - [`run`] plays the process in simulated time, with the environment Docker gives it
+//! - [`run()`] plays the process in simulated time, with the environment Docker gives it
 //!   ([`environment`]): the shell subset of `parse` (`lex` for words and `$` expansions,
 //!   `expand` for their values and field splitting), pipelines and signals in `run`, simple
 //!   commands in `command`; `sleep` is the only thing that takes time. What it prints is
