@@ -2080,3 +2080,211 @@ pub async fn runtime_diff_seed_455607_sequence_94<R: Runtime>(fx: &Fx<R>) {
     ])
     .await;
 }
+
+// Issue 44: the shell model (`$VAR`, pipes, `for`, `printf`, scripts run by path, files a
+// process writes), each expectation as Docker 20.10's busybox `sh` showed it.
+
+/// What container `spec` printed on each stream and its exit code, once it ended by itself.
+async fn ran<R: Runtime>(
+    fx: &Fx<R>,
+    spec: drydock_engine::runtime::ContainerCreate,
+) -> (String, Vec<String>, Vec<String>, Option<i64>) {
+    let id = fx.create_with(spec).await;
+    fx.start(&id).await;
+    let (out, err) = captured(fx, &id, true).await;
+    let info = fx
+        .eventually("the container to exit", async || {
+            fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited)
+        })
+        .await;
+    (id, out, err, info.exit_code)
+}
+
+fn strings(lines: &[&str]) -> Vec<String> {
+    lines.iter().map(|s| s.to_string()).collect()
+}
+
+/// Docker: a process's environment is the create's variables with `PATH` (Docker's default),
+/// `HOSTNAME` (the short id) and `HOME` (`/`); `$X` and `${X}` expand to a value (empty when
+/// unset), split into fields unless quoted; `X=1` sets a shell variable, `X=1 cmd` gives it to
+/// `cmd` only, `export` to every child; `$0` is `sh` and `$#` 0 for `sh -c`.
+pub async fn a_script_expands_its_environment_and_variables<R: Runtime>(fx: &Fx<R>) {
+    let script = "echo $FOO ${FOO}x \"$SP\" $SP; echo [$NOPE]; X=1; echo $X; Y=2 sh -c 'echo [$Y]'; echo [$Y]; \
+                  export Z=3; sh -c 'echo $Z'; echo $HOME $PATH; echo $HOSTNAME; echo $0 $#; unset X; echo [$X]";
+    let mut spec = fx.spec("a", &["sh", "-c", script]);
+    spec.env = [("FOO", "bar"), ("SP", "a  b")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let (id, out, err, code) = ran(fx, spec).await;
+    let path = "/ /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    let expected = ["bar barx a  b a b", "[]", "1", "[2]", "[]", "3", path, &id[..12], "sh 0", "[]"];
+    assert_eq!((out, err, code), (strings(&expected), vec![], Some(0)));
+}
+
+/// Docker: `for x in WORDS` runs its body once per field (expansions split); `printf` reuses
+/// its format while arguments are left, a missing one is empty, a `%d` of a non-number prints
+/// 0 and `sh: invalid number 'X'` and makes the status 1; without a newline a line goes on.
+pub async fn for_loops_and_printf_print_what_busybox_does<R: Runtime>(fx: &Fx<R>) {
+    let script = "L='b c'; for x in a $L \"$L\"; do echo \"[$x]\"; done; printf '%s-%d|\\n' a 1 b 2 c; echo $?; \
+                  printf 'x\\ty%%\\n'; printf abc; printf 'd\\n'";
+    let (_, out, err, code) = ran(fx, fx.spec("a", &["sh", "-c", script])).await;
+    let expected = ["[a]", "[b]", "[c]", "[b c]", "a-1|", "b-2|", "c-0|", "1", "x\ty%", "abcd"];
+    assert_eq!((out, err, code), (strings(&expected), strings(&["sh: invalid number ''"]), Some(0)));
+}
+
+/// Docker: a pipeline feeds each command what the one before printed, and ends with the last
+/// one's status; its commands run in subshells (an assignment or `exit` there does not reach
+/// the script); standard error does not go down the pipe unless redirected (`2>&1`).
+pub async fn a_pipeline_feeds_each_command_the_one_before<R: Runtime>(fx: &Fx<R>) {
+    let script = "seq 12 | grep 1 | wc -l; echo a:b | tr : ' '; seq 5 | head -n 2; printf 'x\\ny\\n' | cat; \
+                  echo hello | tr a-z A-Z; seq 3 | tail -n 1; echo err >&2 | wc -c; echo out 2>&1 | cat; \
+                  X=1 | true; echo [$X]; exit 3 | true; false | true; echo $?; true | false";
+    let (_, out, err, code) = ran(fx, fx.spec("a", &["sh", "-c", script])).await;
+    let expected = ["4", "a b", "1", "2", "x", "y", "HELLO", "3", "0", "out", "[]", "0"];
+    assert_eq!((out, err, code), (strings(&expected), strings(&["err"]), Some(1)));
+}
+
+/// Docker: the commands of a pipeline run at once, so it lasts as long as its longest one.
+pub async fn a_pipeline_lasts_as_long_as_its_longest_command<R: Runtime>(fx: &Fx<R>) {
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", "sleep 0.5 | sleep 1; exit 6"])).await;
+    fx.start(&id).await;
+    assert_eq!(state(fx, &id).await, ContainerState::Running, "still sleeping");
+    let info = fx
+        .eventually("exit 6", async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited))
+        .await;
+    assert_eq!(info.exit_code, Some(6));
+}
+
+/// Docker: `>` writes a file, `>>` appends, `cat` and `test -f` see it; the file is the
+/// container's: there again when it restarts, not in a new container from the same image.
+pub async fn files_a_script_writes_stay_with_its_container<R: Runtime>(fx: &Fx<R>) {
+    let script = "test -f /f && echo again; echo a >> /f; echo b>>/f; cat /f; echo c > /g; cat /g";
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", script])).await;
+    fx.start(&id).await;
+    let exited = async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited);
+    fx.eventually("the first run to end", exited).await;
+    fx.start(&id).await;
+    let (out, err) = captured(fx, &id, true).await;
+    let both_runs = ["a", "b", "c", "again", "a", "b", "a", "b", "c"];
+    assert_eq!((out, err), (strings(&both_runs), vec![]), "the restart read what the first run wrote");
+    let (_, out, _, _) = ran(fx, fx.spec("b", &["sh", "-c", script])).await;
+    assert_eq!(out, ["a", "b", "c"], "a new container has none of it");
+}
+
+/// Docker: a file written under a named volume's mount point is in the volume, where another
+/// container mounting it reads it; a write into a directory that does not exist (or is a
+/// file), onto a directory or under a read-only mount fails with busybox's message and status
+/// 1, and the script goes on.
+pub async fn a_file_written_under_a_volume_mount_is_in_the_volume<R: Runtime>(fx: &Fx<R>) {
+    let volume = fx.volume("v");
+    let script = "echo in the volume > /data/f; echo x > /no/such/f; echo $?; echo x > /etc; echo x > /etc/hosts/x; \
+                  cat < /nofile; echo $?";
+    let mut spec = fx.spec("writer", &["sh", "-c", script]);
+    spec.mounts = vec![mount(&volume, "/data")];
+    let (_, out, err, code) = ran(fx, spec).await;
+    let messages = [
+        "sh: can't create /no/such/f: nonexistent directory",
+        "sh: can't create /etc: Is a directory",
+        "sh: can't create /etc/hosts/x: nonexistent directory",
+        "sh: can't open /nofile: no such file",
+    ];
+    assert_eq!((out, err, code), (strings(&["1", "1"]), strings(&messages), Some(0)));
+    let mut spec = fx.spec("reader", &["sh", "-c", "cat /mnt/f; echo x > /mnt/g"]);
+    spec.mounts =
+        vec![drydock_engine::api::container::Mount { source: volume.clone(), target: "/mnt".into(), read_only: true }];
+    let (_, out, err, code) = ran(fx, spec).await;
+    let refused = "sh: can't create /mnt/g: Read-only file system";
+    assert_eq!((out, err, code), (strings(&["in the volume"]), strings(&[refused]), Some(1)));
+}
+
+/// Docker: a file copied in (`docker cp`) runs by path as its mode allows. `sh FILE` runs it
+/// whatever its mode (`$0` is the path); run directly from a script it needs an `x` (`sh:
+/// PATH: Permission denied`, 126), then runs by its `#!` line, or by `sh` without one. As the
+/// container's command, runc refuses a file without `x` (`exec: "PATH": permission denied`,
+/// 126, the container stays created) and runs one with it; without `#!` the process then fails
+/// (`exec PATH: exec format error`, status 1).
+pub async fn a_copied_script_runs_by_path_as_its_mode_allows<R: Runtime>(fx: &Fx<R>) {
+    use drydock_engine::api::container::CopiedFile;
+    let file = |destination: &str, contents: &str, mode: u32| CopiedFile {
+        destination: destination.into(),
+        contents: contents.into(),
+        mode,
+        owner: 0,
+        group: 0,
+    };
+    let files = vec![
+        file("/etc/drydock/s.sh", "#!/bin/sh\necho hi from $0 $1\nexit 4\n", 0o755),
+        file("/etc/drydock/p.sh", "#!/bin/sh\necho hi from $0 $1\nexit 4\n", 0o644),
+        file("/etc/drydock/n.sh", "echo no line\n", 0o755),
+    ];
+    let with_scripts = async |suffix: &str, command: &[&str]| {
+        let id = fx.create_with(fx.spec(suffix, command)).await;
+        let copy = fx.exec(RuntimeRequest::CopyFiles { id: id.clone(), files: files.clone() }).await;
+        assert_eq!(copy, Ok(RuntimeReply::Done));
+        id
+    };
+    let script = "sh /etc/drydock/p.sh a; echo $?; /etc/drydock/p.sh; echo $?; /etc/drydock/s.sh b; echo $?; \
+                  /etc/drydock/n.sh; sh /nope.sh; echo $?";
+    let id = with_scripts("a", &["sh", "-c", script]).await;
+    fx.start(&id).await;
+    let (out, err) = captured(fx, &id, true).await;
+    let expected = ["hi from /etc/drydock/p.sh a", "4", "126", "hi from /etc/drydock/s.sh b", "4", "no line", "2"];
+    let messages = ["sh: /etc/drydock/p.sh: Permission denied", "sh: can't open '/nope.sh': No such file or directory"];
+    assert_eq!((out, err), (strings(&expected), strings(&messages)));
+    let id = with_scripts("b", &["/etc/drydock/s.sh", "a1"]).await;
+    fx.start(&id).await;
+    assert_eq!(captured(fx, &id, true).await, (strings(&["hi from /etc/drydock/s.sh a1"]), vec![]));
+    let exited = async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited);
+    assert_eq!(fx.eventually("s.sh to end", exited).await.exit_code, Some(4));
+    let id = with_scripts("c", &["/etc/drydock/p.sh"]).await;
+    let message = invalid(fx.exec(RuntimeRequest::StartContainer { id: id.clone() }).await);
+    assert!(message.contains("exec: \"/etc/drydock/p.sh\": permission denied"), "{message}");
+    let info = fx.inspect(&id).await.unwrap();
+    assert_eq!((info.state, info.exit_code), (ContainerState::Created, Some(126)));
+    let id = with_scripts("d", &["/etc/drydock/n.sh"]).await;
+    fx.start(&id).await;
+    assert_eq!(captured(fx, &id, true).await, (vec![], strings(&["exec /etc/drydock/n.sh: exec format error"])));
+    let exited = async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited);
+    assert_eq!(fx.eventually("n.sh to fail", exited).await.exit_code, Some(1));
+}
+
+/// Docker's classic builder: a `RUN` step sees the stage's `ENV` (and `ARG`) variables, and
+/// what it writes is in the image; a container of the image gets its `ENV` under the create's
+/// variables, and reads the files.
+pub async fn a_built_image_keeps_its_env_and_what_its_run_steps_wrote<R: Runtime>(fx: &Fx<R>) {
+    let dockerfile = format!(
+        "FROM drydock-test/busybox:latest
+LABEL {RUN_LABEL}={case}
+ENV GREETING=hello WHO=world
+COPY show.sh /show.sh
+RUN echo \"$GREETING from RUN\" > /built.txt && sh /show.sh
+CMD [\"sh\", \"/show.sh\"]
+",
+        case = fx.case
+    );
+    let show = "echo $GREETING $WHO; cat /built.txt\n";
+    let context = fx.context("ctx", &[("Dockerfile", &dockerfile), ("show.sh", show)]);
+    let tag = fx.tag("env");
+    let progress = fx.build(&context, &tag, None).await.unwrap();
+    for line in ["hello world", "hello from RUN"] {
+        assert!(progress.contains(&line.to_string()), "the RUN step printed {line:?}: {progress:#?}");
+    }
+    let mut spec = fx.spec("a", &[]);
+    spec.image = tag.clone();
+    spec.env.insert("WHO".into(), "you".into());
+    let (_, out, err, code) = ran(fx, spec).await;
+    assert_eq!((out, err, code), (strings(&["hello you", "hello from RUN"]), vec![], Some(0)));
+}
+
+/// Docker: `touch` makes a missing file, empty, and leaves one that exists as it is; a missing
+/// directory is `touch: PATH: No such file or directory` and status 1; the file is the
+/// container's (there again at its restart).
+pub async fn touch_makes_an_empty_file<R: Runtime>(fx: &Fx<R>) {
+    let script = "test -f /t && echo again; touch /t /etc; wc -c /t; echo a > /u; touch /u; cat /u; touch /no/such/t";
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", script])).await;
+    fx.start(&id).await;
+    let exited = async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited);
+    assert_eq!(fx.eventually("the first run to end", exited).await.exit_code, Some(1));
+    fx.start(&id).await;
+    let (out, err) = captured(fx, &id, true).await;
+    let message = "touch: /no/such/t: No such file or directory";
+    assert_eq!((out, err), (strings(&["0 /t", "a", "again", "0 /t", "a"]), strings(&[message, message])));
+}

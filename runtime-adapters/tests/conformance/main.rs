@@ -193,6 +193,15 @@ conformance! {
     copied_files_are_read_by_the_container,
     a_copy_stops_at_a_file_it_cannot_write,
     a_copy_under_a_volume_mount_lands_in_the_volume,
+    a_script_expands_its_environment_and_variables,
+    for_loops_and_printf_print_what_busybox_does,
+    a_pipeline_feeds_each_command_the_one_before,
+    a_pipeline_lasts_as_long_as_its_longest_command,
+    files_a_script_writes_stay_with_its_container,
+    a_file_written_under_a_volume_mount_is_in_the_volume,
+    a_copied_script_runs_by_path_as_its_mode_allows,
+    a_built_image_keeps_its_env_and_what_its_run_steps_wrote,
+    touch_makes_an_empty_file,
 }
 
 #[test]

@@ -22,7 +22,8 @@
 //!   in build context or excluded by .dockerignore ..."; `--from=stage` copies a stage's
 //!   files); `RUN` in the shell model (see `shell`): a non-zero status fails the build ("The
 //!   command '/bin/sh -c exit 3' returned a non-zero code: 3"), and in a `scratch` stage
-//!   there is no `/bin/sh` to run; `WORKDIR` (relative destinations); the other instructions
+//!   there is no `/bin/sh` to run; a step sees the stage's `ARG`s and `ENV`s in its
+//!   environment, and the files it writes are the image's; `WORKDIR` (relative destinations); the other instructions
 //!   are accepted and change only the id;
 //! - adds a `LABEL` step for the build's labels, warns about build arguments no `ARG` used, and
 //!   tags the result.
@@ -31,8 +32,8 @@
 //! Ids are content-addressed as Docker's build cache makes them: each step's id is a digest of
 //! its parent's id, the instruction (expanded) and what it copied, so the same inputs build the
 //! same id, and a change to any input (the base image, the Dockerfile, a copied file, a used
-//! argument, the target, the labels) another. The built image has the files the build copied,
-//! its entrypoint and command, and busybox unless it was built `FROM scratch`.
+//! argument, the target, the labels) another. The built image has the files the build copied
+//! (and its `RUN` steps wrote), its `ENV` variables, its entrypoint and command, and busybox unless it was built `FROM scratch`.
 
 use super::build_contexts::{self, relative};
 use super::dockerfile::{self, Dockerfile, Instruction, command_form, copy_args, expand, pairs, split_words};
@@ -223,6 +224,7 @@ impl SimRuntime {
             }
             "ENV" => {
                 for (key, value) in pairs(&expand(args, &state.vars)) {
+                    state.config.env.insert(key.clone(), value.clone());
                     state.vars.insert(key, value);
                 }
                 let text = expand(&instruction.text, &state.vars);
@@ -282,9 +284,13 @@ impl SimRuntime {
                 b.progress.push(format!("---> Running in {container}"));
                 let fs = Fs::new([], &state.config.files, !state.config.scratch);
                 shell::check_exec(&argv, &fs).map_err(|failure| failure.message)?;
-                let (outcome, printed) = shell::run(&argv, &fs, Signals::default());
-                b.progress.extend(printed.into_iter().map(|p| p.text));
-                match outcome {
+                // A step's environment: the stage's `ARG`s and `ENV`s.
+                let env = shell::environment(&state.vars, container.get(..12).unwrap_or(&container));
+                let ran = shell::run(&argv, &fs, &env, Signals::default());
+                b.progress.extend(ran.printed.into_iter().map(|p| p.text));
+                // What the step wrote is in the image's layer.
+                state.config.files.extend(ran.written);
+                match ran.outcome {
                     Outcome::Exits { code: 0, .. } => {}
                     Outcome::Exits { code, .. } => {
                         return Err(format!("The command '{}' returned a non-zero code: {code}", argv.join(" ")));

@@ -92,6 +92,8 @@ impl SimRuntime {
             return Err(RuntimeError::Invalid("No command specified".into()));
         }
         let (files, scratch, image_volumes) = (config.files.clone(), config.scratch, config.volumes.clone());
+        // The image's `ENV`, under the create's.
+        let env = config.env.iter().chain(&create.env).map(|(k, v)| (k.clone(), v.clone())).collect();
         let image_id = image.id.clone();
         // Ids are only used up by creates that succeed.
         let id = self.containers.next_id();
@@ -137,7 +139,7 @@ impl SimRuntime {
             error: None,
         };
         let created_with =
-            CreatedWith { command, mounts, requested_ports: create.ports.clone(), networks, files, scratch };
+            CreatedWith { command, mounts, requested_ports: create.ports.clone(), networks, files, scratch, env };
         self.containers.insert_created(SimContainer::new(info, Some(image_id), created_with));
         self.index_ports(&id);
         self.event(&id, EventAction::Create);

@@ -40,8 +40,16 @@ pub(crate) struct SimContainer {
     /// Its network attachments, keyed as Docker keys its endpoint configs: by the network's
     /// name if it existed when attached, else by the id or name it was given.
     pub(crate) networks: BTreeMap<String, Attachment>,
-    /// Files its processes can read: its image's, then those copied in, by absolute path.
+    /// Files its processes can read: its image's, then those copied in or its processes
+    /// wrote, by absolute path.
     pub(crate) files: BTreeMap<String, String>,
+    /// Those of its own `files` whose mode lets them be executed (copied so).
+    pub(crate) executables: BTreeSet<String>,
+    /// The create's environment variables.
+    pub(crate) env: BTreeMap<String, String>,
+    /// What its running main process will have written when it ends (`shell::Ran::written`),
+    /// applied then.
+    pub(crate) writes_pending: BTreeMap<String, String>,
     /// Made from an image built `FROM scratch` (no busybox).
     pub(crate) scratch: bool,
     /// The id of the image it was created from; `None` for a container inserted with an image
@@ -57,7 +65,7 @@ impl SimContainer {
     /// A container record: `info` with what it was created with, attached to the default
     /// network if `networks` is empty, not running, nothing due.
     pub(crate) fn new(info: ContainerInfo, image_id: Option<String>, created_with: CreatedWith) -> Self {
-        let CreatedWith { command, mounts, requested_ports, mut networks, files, scratch } = created_with;
+        let CreatedWith { command, mounts, requested_ports, mut networks, files, scratch, env } = created_with;
         if networks.is_empty() {
             networks = default_networks();
         }
@@ -69,6 +77,9 @@ impl SimContainer {
             requested_ports,
             networks,
             files,
+            executables: BTreeSet::new(),
+            env,
+            writes_pending: BTreeMap::new(),
             scratch,
             image_id,
             started_at: None,
@@ -139,6 +150,7 @@ pub(crate) struct CreatedWith {
     pub(crate) networks: BTreeMap<String, Attachment>,
     pub(crate) files: BTreeMap<String, String>,
     pub(crate) scratch: bool,
+    pub(crate) env: BTreeMap<String, String>,
 }
 
 /// The containers: records by id, the name index, the label index, the ids handed out.

@@ -23,8 +23,10 @@
 //!   busy`);
 //! - a file replaces a directory at its destination, with everything below it.
 //!
-//! Only contents are modelled (mode and owner are accepted, not enforced), and only for reading:
-//! `cat` and `test` in the shell model (see `shell`). A bind mount's host directory is not: what
+//! Contents are modelled, and of the mode only whether a file of the container's own may be
+//! executed (a script run by path: see `shell`); the owner is accepted, not enforced. The
+//! files a container's main process writes (`>`, `>>` in the shell model) are written the same
+//! way, through its mounts, when the process ends ([`SimRuntime::apply_written`]). A bind mount's host directory is not: what
 //! is copied under a bind mount stays the container's. Docker's copy of an image's files into a
 //! new volume mounted over them is not either: a container sees its own files and its volumes'
 //! together, a volume's file winning.
@@ -75,19 +77,45 @@ impl SimRuntime {
             if self.below_a_file(&id, &mounts, &path) {
                 return Err(refused(format!("open {path}: not a directory")));
             }
-            match covering(&mounts, &path) {
-                Some((mount, below)) if is_volume(mount) => {
-                    self.volumes.write_file(&mount.source, &below, &file.contents);
-                }
-                _ => {
-                    let Some(container) = self.containers.get_mut(&id) else { return Err(not_found(&id)) };
-                    let dir = format!("{path}/");
-                    container.files.retain(|p, _| !p.starts_with(&dir));
-                    container.files.insert(path, file.contents.clone());
-                }
+            self.write_through(&id, &mounts, &path, &file.contents);
+            if let Some(container) = self.containers.get_mut(&id)
+                && container.files.contains_key(&path)
+            {
+                match file.mode & 0o111 != 0 {
+                    true => container.executables.insert(path),
+                    false => container.executables.remove(&path),
+                };
             }
         }
         Ok(RuntimeReply::Done)
+    }
+
+    /// Write file `path` (absolute, clean) of container `id` through its `mounts`: into the
+    /// volume mounted above it, else its own, replacing what is there and anything below it.
+    fn write_through(&mut self, id: &str, mounts: &[Mount], path: &str, contents: &str) {
+        match covering(mounts, path) {
+            Some((mount, below)) if is_volume(mount) => {
+                self.volumes.write_file(&mount.source, &below, contents);
+            }
+            _ => {
+                let Some(container) = self.containers.get_mut(id) else { return };
+                let dir = format!("{path}/");
+                container.files.retain(|p, _| !p.starts_with(&dir));
+                container.executables.retain(|p| p != path && !p.starts_with(&dir));
+                container.files.insert(path.to_string(), contents.to_string());
+            }
+        }
+    }
+
+    /// Container `id`'s main process ended: the files it wrote are written, through its mounts
+    /// (a write under a named volume's mount lands in the volume, as on Docker).
+    pub(super) fn apply_written(&mut self, id: &str) {
+        let Some(container) = self.containers.get_mut(id) else { return };
+        let written = std::mem::take(&mut container.writes_pending);
+        let mounts = container.mounts.clone();
+        for (path, contents) in written {
+            self.write_through(id, &mounts, &path, &contents);
+        }
     }
 
     /// An extraction meets mount point `mount` of container `id`: it removes what is there (the
@@ -174,7 +202,12 @@ impl SimRuntime {
     /// What container `id`'s processes see of its file system.
     pub(super) fn file_system(&self, id: &str) -> Fs {
         match self.containers.get(id) {
-            Some(c) => Fs::new(c.mounts.iter().map(|m| m.target.as_str()), &self.container_files(id), !c.scratch),
+            Some(c) => {
+                let mounts = c.mounts.iter().map(|m| (m.target.as_str(), m.read_only));
+                let mut fs = Fs::new(mounts, &self.container_files(id), !c.scratch);
+                fs.executables = c.executables.iter().filter(|p| c.files.contains_key(*p)).cloned().collect();
+                fs
+            }
             None => Fs::default(),
         }
     }

@@ -27,6 +27,8 @@ pub(crate) struct ImageConfig {
     /// The mount points its `VOLUME` instructions declared, cleaned: a container made from it
     /// gets an anonymous volume at each one no mount of its create covers.
     pub(crate) volumes: std::collections::BTreeSet<String>,
+    /// The variables its `ENV` instructions set: a container's environment under the create's.
+    pub(crate) env: BTreeMap<String, String>,
 }
 
 impl ImageConfig {

@@ -115,6 +115,7 @@ impl SimRuntime {
             }
             ContainerState::Running => {
                 self.other_events("container kill", 1);
+                self.killed_now(&id);
                 self.exit_at(&id, KILLED, self.clock.now());
             }
             ContainerState::Created | ContainerState::Exited => {}
@@ -285,9 +286,10 @@ impl SimRuntime {
         }
     }
 
-    /// How container `id`'s main process ends under `signals`. An inserted container (no
-    /// command) runs until killed.
-    fn process_outcome(&self, id: &str, signals: Signals) -> (Outcome, Vec<shell::Printed>) {
+    /// How container `id`'s main process ends under `signals`, and what it prints until then;
+    /// the files it writes are pending until it ends ([`SimRuntime::apply_written`]). An
+    /// inserted container (no command) runs until killed.
+    fn process_outcome(&mut self, id: &str, signals: Signals) -> (Outcome, Vec<shell::Printed>) {
         let Some(container) = self.containers.get(id) else { return (Outcome::Forever, Vec::new()) };
         if container.command.is_empty() {
             let outcome = match signals.kill_at {
@@ -296,7 +298,21 @@ impl SimRuntime {
             };
             return (outcome, Vec::new());
         }
-        shell::run(&container.command, &self.file_system(id), signals)
+        let env = shell::environment(&container.env, id.get(..12).unwrap_or(id));
+        let ran = shell::run(&container.command, &self.file_system(id), &env, signals);
+        if let Some(container) = self.containers.get_mut(id) {
+            container.writes_pending = ran.written;
+        }
+        (ran.outcome, ran.printed)
+    }
+
+    /// KILL reaches container `id`'s main process now (a forced removal): of the files it
+    /// would write, those written by now are what it leaves.
+    fn killed_now(&mut self, id: &str) {
+        let now = self.clock.now();
+        let started = self.containers.get(id).and_then(|c| c.started_at).unwrap_or(now);
+        let kill_at = now.0.saturating_sub(started.0);
+        self.process_outcome(id, Signals { term_at: None, kill_at: Some(kill_at) });
     }
 
     /// A start failed: the container keeps its state, with Docker's error and an exit code
@@ -318,6 +334,7 @@ impl SimRuntime {
         if let Some(c) = self.containers.get_mut(id) {
             c.exit(code);
         }
+        self.apply_written(id);
         self.set_published(id, Vec::new());
         self.set_exit_due(id, None);
         self.outputs.end(id, time);

@@ -313,3 +313,24 @@ fn a_container_being_removed_is_neither_connected_nor_disconnected() {
         assert!(matches!(rt.execute(&request), Err(RuntimeError::Transient(_))), "{request:?}");
     }
 }
+
+/// What a main process writes is the container's when it ends: at its natural exit, at the
+/// exit a stop brings (what it wrote by then), at a forced removal (what it wrote by then).
+#[test]
+fn files_a_process_writes_land_when_it_ends() {
+    let mut rt = runtime();
+    let script = "echo early > /early; sleep 2; echo late > /late; sleep infinity";
+    let natural = created(&mut rt, "c1", &["sh", "-c", "echo a > /f; sleep 1; echo b >> /f"]);
+    let stopped = created(&mut rt, "c2", &["sh", "-c", script]);
+    let removed = created(&mut rt, "c3", &["sh", "-c", script]);
+    for id in [&natural, &stopped, &removed] {
+        start(&mut rt, id).expect("start");
+    }
+    assert_eq!(rt.container_file(&natural, "/f"), None, "not before it ends");
+    rt.advance(WallTime(1_001_000));
+    assert_eq!(rt.container_file(&natural, "/f"), Some("a\nb\n"));
+    stop(&mut rt, &stopped, 0);
+    assert_eq!((rt.container_file(&stopped, "/early"), rt.container_file(&stopped, "/late")), (Some("early\n"), None));
+    rt.begin_removal(&removed, true).expect("forced");
+    assert_eq!((rt.container_file(&removed, "/early"), rt.container_file(&removed, "/late")), (Some("early\n"), None));
+}

@@ -1,10 +1,13 @@
-//! The grammar of the shell subset: lists joined by `;`, newlines, `&&` and `||`; `!`;
-//! `while`/`until ... do ... done`; `if ... then ... [elif ...] [else ...] fi`; simple commands
-//! of words in single or double quotes or bare, with `$?` expanded, comments, and redirections
-//! of standard output (to standard error, `>&2`, or away, `>/dev/null` or a file; other
-//! redirections are parsed and ignored). Anything else (pipes, `&`, subshells,
-//! `for`, `case`, functions, other expansions) is a syntax error here, so a script outside the
-//! subset visibly exits 2 instead of being half understood.
+//! The grammar of the shell subset: lists joined by `;`, newlines, `&&` and `||`; pipelines
+//! `a | b` with `!`; `while`/`until ... do ... done`; `for NAME [in WORDS]; do ... done`;
+//! `if ... then ... [elif ...] [else ...] fi`; simple commands: assignments (`X=1`, alone or
+//! before a command), words (see `lex` for quoting and expansions) and redirections (`>`, `>>`,
+//! `>|`, `<` to or from a file, `>&N`/`<&N` duplicating 0, 1 or 2, each with an optional
+//! descriptor 0, 1 or 2 before it). Anything else (`&`, subshells, groups, `case`, functions,
+//! here-documents, redirections of a compound command, other descriptors) is a syntax error
+//! here, so a script outside the subset visibly exits 2 instead of being half understood.
+
+use super::lex::{Token, Word, describe, tokenize};
 
 /// A sequence of and-or lists, run one after the other.
 pub(super) type List = Vec<AndOr>;
@@ -22,31 +25,27 @@ pub(super) enum Connector {
     Or,
 }
 
-/// One command, its status inverted by a leading `!`.
+/// Commands joined by `|` (one, most often), the status inverted by a leading `!`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Pipeline {
     pub negate: bool,
-    pub command: Command,
-}
-
-/// Where a simple command's standard output goes.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Out {
-    #[default]
-    Stdout,
-    Stderr,
-    /// To a file or `/dev/null`: not the container's output.
-    Nowhere,
+    pub commands: Vec<Command>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Command {
-    Simple(Vec<Word>, Out),
+    Simple(Simple),
     /// `while` (`until`: with the condition inverted). `id` tells the loops of one script apart.
     Loop {
         id: usize,
         until: bool,
         condition: List,
+        body: List,
+    },
+    /// `for NAME in WORDS; do BODY; done`; no `in`: the positional parameters.
+    For {
+        name: String,
+        words: Option<Vec<Word>>,
         body: List,
     },
     /// `if`/`elif` branches in order, and the `else` list.
@@ -56,38 +55,31 @@ pub(super) enum Command {
     },
 }
 
-/// A word: literal text and `$?` expansions.
+/// `X=1 Y=2 cmd args >file`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Simple {
+    pub assignments: Vec<(String, Word)>,
+    pub words: Vec<Word>,
+    pub redirections: Vec<Redirection>,
+}
+
+/// One redirection of descriptor `fd` (0, 1 or 2), applied in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Word {
-    pub parts: Vec<Part>,
-    /// Some of it was quoted: never a keyword or a redirection.
-    pub quoted: bool,
+pub(super) struct Redirection {
+    pub fd: u8,
+    pub how: Redirect,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Part {
-    Text(String),
-    /// `$?`: the status of the last command.
-    Status,
-}
-
-impl Word {
-    /// The word as written, when it is plain text (keywords, operators).
-    fn bare(&self) -> Option<&str> {
-        match self.parts.as_slice() {
-            [Part::Text(text)] if !self.quoted => Some(text),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Token {
-    Word(Word),
-    /// `;` or a newline.
-    Separator,
-    And,
-    Or,
+pub(super) enum Redirect {
+    /// `>` or `>|`: the file, emptied (made if missing).
+    Write(Word),
+    /// `>>`: the file, appended to.
+    Append(Word),
+    /// `<`: read the file.
+    Read(Word),
+    /// `>&N` / `<&N`: the same as descriptor N.
+    Dup(u8),
 }
 
 /// Parse a script; `Err` carries a message like busybox's.
@@ -99,117 +91,6 @@ pub(super) fn parse(script: &str) -> Result<List, String> {
         None => Ok(list),
         Some(token) => Err(format!("syntax error: unexpected {}", describe(token))),
     }
-}
-
-fn describe(token: &Token) -> String {
-    match token {
-        Token::Word(word) => word.bare().unwrap_or("word").to_string(),
-        Token::Separator => "\";\"".into(),
-        Token::And => "\"&&\"".into(),
-        Token::Or => "\"||\"".into(),
-    }
-}
-
-fn tokenize(script: &str) -> Result<Vec<Token>, String> {
-    let mut tokens = Vec::new();
-    let mut chars = script.chars().peekable();
-    let mut word: Option<Word> = None;
-    let push_text = |word: &mut Option<Word>, c: char| {
-        let w = word.get_or_insert(Word { parts: Vec::new(), quoted: false });
-        match w.parts.last_mut() {
-            Some(Part::Text(text)) => text.push(c),
-            _ => w.parts.push(Part::Text(c.to_string())),
-        }
-    };
-    let end_word = |word: &mut Option<Word>, tokens: &mut Vec<Token>| {
-        if let Some(w) = word.take() {
-            tokens.push(Token::Word(w));
-        }
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' => end_word(&mut word, &mut tokens),
-            '\n' | ';' => {
-                end_word(&mut word, &mut tokens);
-                tokens.push(Token::Separator);
-            }
-            '#' if word.is_none() => {
-                while chars.peek().is_some_and(|c| *c != '\n') {
-                    chars.next();
-                }
-            }
-            '&' if chars.peek() == Some(&'&') => {
-                chars.next();
-                end_word(&mut word, &mut tokens);
-                tokens.push(Token::And);
-            }
-            '|' if chars.peek() == Some(&'|') => {
-                chars.next();
-                end_word(&mut word, &mut tokens);
-                tokens.push(Token::Or);
-            }
-            // `2>&1` is a redirection, kept in its word; a lone `&` runs in the background.
-            '&' if word.as_ref().is_some_and(ends_with_redirect) => push_text(&mut word, c),
-            '&' | '|' | '(' | ')' | '`' => return Err(format!("syntax error: unsupported {c:?}")),
-            '\'' => {
-                word.get_or_insert(Word { parts: Vec::new(), quoted: false }).quoted = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => push_text(&mut word, c),
-                        None => return Err("syntax error: unterminated quoted string".into()),
-                    }
-                }
-            }
-            '"' => {
-                word.get_or_insert(Word { parts: Vec::new(), quoted: false }).quoted = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') if chars.peek().is_some_and(|c| "\"\\$`".contains(*c)) => {
-                            if let Some(c) = chars.next() {
-                                push_text(&mut word, c);
-                            }
-                        }
-                        Some('$') if chars.peek() == Some(&'?') => {
-                            chars.next();
-                            push_status(&mut word);
-                        }
-                        Some('$' | '`') if chars.peek().is_some_and(|c| *c != ' ' && *c != '"') => {
-                            return Err("syntax error: unsupported expansion".into());
-                        }
-                        Some(c) => push_text(&mut word, c),
-                        None => return Err("syntax error: unterminated quoted string".into()),
-                    }
-                }
-            }
-            '\\' => match chars.next() {
-                Some('\n') | None => {}
-                Some(c) => {
-                    word.get_or_insert(Word { parts: Vec::new(), quoted: false }).quoted = true;
-                    push_text(&mut word, c);
-                }
-            },
-            '$' if chars.peek() == Some(&'?') => {
-                chars.next();
-                push_status(&mut word);
-            }
-            '$' if chars.peek().is_some_and(|c| c.is_ascii_alphanumeric() || "{(_".contains(*c)) => {
-                return Err("syntax error: unsupported expansion".into());
-            }
-            c => push_text(&mut word, c),
-        }
-    }
-    end_word(&mut word, &mut tokens);
-    Ok(tokens)
-}
-
-fn push_status(word: &mut Option<Word>) {
-    word.get_or_insert(Word { parts: Vec::new(), quoted: false }).parts.push(Part::Status);
-}
-
-fn ends_with_redirect(word: &Word) -> bool {
-    matches!(word.parts.last(), Some(Part::Text(text)) if text.ends_with('>') || text.ends_with('<'))
 }
 
 /// Reserved words that end a list.
@@ -294,7 +175,13 @@ impl Parser {
         if negate {
             self.at += 1;
         }
-        Ok(Pipeline { negate, command: self.command()? })
+        let mut commands = vec![self.command()?];
+        while self.peek() == Some(&Token::Pipe) {
+            self.at += 1;
+            self.skip_separators();
+            commands.push(self.command()?);
+        }
+        Ok(Pipeline { negate, commands })
     }
 
     fn command(&mut self) -> Result<Command, String> {
@@ -303,89 +190,174 @@ impl Parser {
                 let until = keyword == "until";
                 self.at += 1;
                 let condition = self.list(&["do"])?;
-                self.expect("do")?;
-                let body = self.list(&["done"])?;
-                self.expect("done")?;
+                let body = self.do_group()?;
                 self.loops += 1;
                 Ok(Command::Loop { id: self.loops, until, condition, body })
             }
+            Some("for") => {
+                self.at += 1;
+                self.for_loop()
+            }
             Some("if") => {
                 self.at += 1;
-                let mut branches = Vec::new();
-                let mut otherwise = None;
-                loop {
-                    let condition = self.list(&["then"])?;
-                    self.expect("then")?;
-                    let body = self.list(&["elif", "else", "fi"])?;
-                    branches.push((condition, body));
-                    match self.peek_keyword() {
-                        Some("elif") => self.at += 1,
-                        Some("else") => {
-                            self.at += 1;
-                            otherwise = Some(self.list(&["fi"])?);
-                            break;
-                        }
-                        _ => break,
-                    }
-                }
-                self.expect("fi")?;
-                Ok(Command::If { branches, otherwise })
+                self.if_command()
             }
-            _ => {
-                let mut words = Vec::new();
-                while let Some(Token::Word(word)) = self.peek() {
-                    words.push(word.clone());
+            _ => self.simple().map(Command::Simple),
+        }
+    }
+
+    /// `do LIST done`.
+    fn do_group(&mut self) -> Result<List, String> {
+        self.expect("do")?;
+        let body = self.list(&["done"])?;
+        self.expect("done")?;
+        Ok(body)
+    }
+
+    /// After `for`: `NAME [in WORD...] ; do LIST done` (the `;` may be newlines, or absent
+    /// without `in`).
+    fn for_loop(&mut self) -> Result<Command, String> {
+        let name = match self.peek() {
+            Some(Token::Word(word)) => word.bare().filter(|n| is_name(n)).map(str::to_string),
+            _ => None,
+        };
+        let name = name.ok_or("syntax error: bad for loop variable")?;
+        self.at += 1;
+        self.skip_separators();
+        let mut words = None;
+        if self.peek_keyword() == Some("in") {
+            self.at += 1;
+            let mut list = Vec::new();
+            while let Some(Token::Word(word)) = self.peek() {
+                list.push(word.clone());
+                self.at += 1;
+            }
+            match self.peek() {
+                Some(Token::Separator) => self.skip_separators(),
+                Some(token) => return Err(format!("syntax error: unexpected {}", describe(token))),
+                None => return Err("syntax error: unexpected end of file".into()),
+            }
+            words = Some(list);
+        }
+        let body = self.do_group()?;
+        Ok(Command::For { name, words, body })
+    }
+
+    /// After `if`: its branches up to `fi`.
+    fn if_command(&mut self) -> Result<Command, String> {
+        let mut branches = Vec::new();
+        let mut otherwise = None;
+        loop {
+            let condition = self.list(&["then"])?;
+            self.expect("then")?;
+            let body = self.list(&["elif", "else", "fi"])?;
+            branches.push((condition, body));
+            match self.peek_keyword() {
+                Some("elif") => self.at += 1,
+                Some("else") => {
                     self.at += 1;
+                    otherwise = Some(self.list(&["fi"])?);
+                    break;
                 }
-                if words.is_empty() {
-                    let next = self.peek().map_or("end of file".to_string(), describe);
-                    return Err(format!("syntax error: unexpected {next}"));
-                }
-                {
-                    let (words, out) = without_redirections(words);
-                    Ok(Command::Simple(words, out))
-                }
+                _ => break,
             }
         }
+        self.expect("fi")?;
+        Ok(Command::If { branches, otherwise })
+    }
+
+    fn simple(&mut self) -> Result<Simple, String> {
+        let mut simple = Simple::default();
+        while let Some(Token::Word(word)) = self.peek() {
+            let word = word.clone();
+            self.at += 1;
+            if let Some(redirection) = self.redirection(&word)? {
+                simple.redirections.push(redirection);
+            } else if simple.words.is_empty()
+                && let Some(assignment) = assignment(&word)
+            {
+                simple.assignments.push(assignment);
+            } else {
+                simple.words.push(word);
+            }
+        }
+        if simple.words.is_empty() && simple.assignments.is_empty() && simple.redirections.is_empty() {
+            let next = self.peek().map_or("end of file".to_string(), describe);
+            return Err(format!("syntax error: unexpected {next}"));
+        }
+        Ok(simple)
+    }
+
+    /// `word` as a redirection (its target in it, or the next word), if it is one.
+    fn redirection(&mut self, word: &Word) -> Result<Option<Redirection>, String> {
+        let text = word.leading_text();
+        let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+        let operator_text = &text[digits..];
+        let Some(operator) =
+            [">>", ">&", ">|", "<&", "<<", "<>", ">", "<"].into_iter().find(|o| operator_text.starts_with(o))
+        else {
+            return Ok(None);
+        };
+        let fd = match &text[..digits] {
+            "" if operator.starts_with('<') => 0,
+            "" => 1,
+            "0" => 0,
+            "1" => 1,
+            "2" => 2,
+            other => return Err(format!("syntax error: unsupported descriptor {other}")),
+        };
+        let mut target = word.without_leading(digits + operator.len());
+        if target.parts.is_empty() {
+            match self.peek() {
+                Some(Token::Word(next)) => {
+                    target = next.clone();
+                    self.at += 1;
+                }
+                Some(token) => return Err(format!("syntax error: unexpected {}", describe(token))),
+                None => return Err("syntax error: unexpected newline".into()),
+            }
+        }
+        let how = match operator {
+            ">" | ">|" => Redirect::Write(target),
+            ">>" => Redirect::Append(target),
+            "<" => Redirect::Read(target),
+            ">&" | "<&" => match target.bare() {
+                Some("0") => Redirect::Dup(0),
+                Some("1") => Redirect::Dup(1),
+                Some("2") => Redirect::Dup(2),
+                _ => return Err("syntax error: unsupported redirection".into()),
+            },
+            _ => return Err(format!("syntax error: unsupported redirection {operator}")),
+        };
+        Ok(Some(Redirection { fd, how }))
     }
 }
 
-/// Take the redirections out (`>/dev/null`, `2>&1`, `> file`, `</dev/null`, `>&2`), and say where
-/// standard output goes (the last redirection of it wins, as in sh).
-fn without_redirections(words: Vec<Word>) -> (Vec<Word>, Out) {
-    let mut kept = Vec::new();
-    let mut out = Out::Stdout;
-    let mut skip_target = false;
-    for word in words {
-        if skip_target {
-            skip_target = false;
-            continue;
-        }
-        if let Some(text) = word.bare() {
-            out = match text {
-                ">&2" | "1>&2" => Out::Stderr,
-                t if (t.starts_with('>') || t.starts_with("1>")) && !t.contains('&') => Out::Nowhere,
-                _ => out,
-            };
-        }
-        let redirect = match word.parts.first() {
-            Some(Part::Text(text)) if !word.quoted || word.parts.len() > 1 => {
-                let operator = text.trim_start_matches(|c: char| c.is_ascii_digit());
-                operator.starts_with('>') || operator.starts_with('<')
-            }
-            _ => false,
-        };
-        if !redirect {
-            kept.push(word);
-            continue;
-        }
-        // The operator alone (`>`, `2>`, `>>`): its target is the next word.
-        if let Some(text) = word.bare() {
-            let operator = text.trim_start_matches(|c: char| c.is_ascii_digit());
-            skip_target = matches!(operator, ">" | ">>" | "<" | ">|");
-        }
-    }
-    (kept, out)
+/// `NAME=value` (the name unquoted): the name and the value's word.
+fn assignment(word: &Word) -> Option<(String, Word)> {
+    let (name, _) = word.leading_text().split_once('=')?;
+    is_name(name).then(|| (name.to_string(), word.without_leading(name.len() + 1)))
+}
+
+/// A variable's name: a letter or `_`, then letters, digits and `_`.
+pub(super) fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Parts of a word, for tests.
+#[cfg(test)]
+pub(super) fn text_of(word: &Word) -> String {
+    use super::lex::{Param, Part};
+    word.parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text, .. } => text.clone(),
+            Part::Param { param: Param::Status, .. } => "$?".into(),
+            Part::Param { param, .. } => format!("${param:?}"),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -394,19 +366,8 @@ mod tests {
 
     fn words(list: &List) -> Vec<Vec<String>> {
         list.iter()
-            .map(|a| match &a.first.command {
-                Command::Simple(words, _) => words
-                    .iter()
-                    .map(|w| {
-                        w.parts
-                            .iter()
-                            .map(|p| match p {
-                                Part::Text(t) => t.clone(),
-                                Part::Status => "$?".into(),
-                            })
-                            .collect()
-                    })
-                    .collect(),
+            .map(|a| match &a.first.commands[0] {
+                Command::Simple(simple) => simple.words.iter().map(text_of).collect(),
                 other => vec![format!("{other:?}")],
             })
             .collect()
@@ -426,20 +387,36 @@ mod tests {
     }
 
     #[test]
-    fn redirections_are_dropped() {
+    fn redirections_are_taken_out_of_the_words() {
         let list = parse("echo hi >/dev/null 2>&1; cat < /dev/null > out").expect("parses");
         assert_eq!(words(&list), vec![vec!["echo".to_string(), "hi".into()], vec!["cat".into()]]);
+        let Command::Simple(simple) = &list[0].first.commands[0] else { panic!("simple") };
+        assert_eq!(simple.redirections.len(), 2);
+        assert_eq!(simple.redirections[1], Redirection { fd: 2, how: Redirect::Dup(1) });
+    }
+
+    #[test]
+    fn assignments_come_before_the_command() {
+        let list = parse("X=1 Y=\"a b\" env Z=2").expect("parses");
+        let Command::Simple(simple) = &list[0].first.commands[0] else { panic!("simple") };
+        assert_eq!(simple.assignments.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["X", "Y"]);
+        assert_eq!(simple.words.iter().map(text_of).collect::<Vec<_>>(), ["env", "Z=2"]);
     }
 
     #[test]
     fn compound_commands() {
         let list = parse("trap 'exit 0' TERM; while true; do sleep 1; done").expect("parses");
-        assert!(matches!(&list[1].first.command, Command::Loop { until: false, body, .. } if body.len() == 1));
+        assert!(matches!(&list[1].first.commands[0], Command::Loop { until: false, body, .. } if body.len() == 1));
         let list = parse("if test -d /x; then exit 1; elif false; then exit 2; else exit 3; fi").expect("parses");
-        assert!(matches!(&list[0].first.command, Command::If { branches, otherwise: Some(_) } if branches.len() == 2));
+        assert!(
+            matches!(&list[0].first.commands[0], Command::If { branches, otherwise: Some(_) } if branches.len() == 2)
+        );
         let list = parse("! false && true || exit 4").expect("parses");
         assert!(list[0].first.negate);
         assert_eq!(list[0].rest.iter().map(|(c, _)| *c).collect::<Vec<_>>(), vec![Connector::And, Connector::Or]);
+        let list = parse("for x in a \"$Y\"\ndo echo $x; done | cat").expect("parses");
+        assert!(matches!(&list[0].first.commands[0], Command::For { words: Some(w), .. } if w.len() == 2));
+        assert_eq!(list[0].first.commands.len(), 2);
     }
 
     #[test]
@@ -447,12 +424,19 @@ mod tests {
         for script in [
             "while true; do",
             "sleep 1 &",
-            "a | b",
+            "a |",
             "(exit 1)",
-            "echo $HOME",
+            "echo $(date)",
+            "echo ${X:-y}",
+            "echo $$ $@",
+            "echo `date`",
             "echo 'open",
             "do",
             "while true; do done",
+            "for 1x in a; do :; done",
+            "cat <<EOF",
+            "echo 3>x",
+            "if true; then :; fi > f",
         ] {
             assert!(parse(script).is_err(), "{script}");
         }

@@ -1,6 +1,7 @@
 //! The shell model against what Docker 20.10 with the busybox test image did (each expectation
 //! was observed with `docker run` / `docker stop`; the conformance suite pins the main ones).
 
+use super::run::Ran;
 use super::*;
 
 fn argv(args: &[&str]) -> Vec<String> {
@@ -8,12 +9,12 @@ fn argv(args: &[&str]) -> Vec<String> {
 }
 
 fn natural(args: &[&str]) -> Outcome {
-    run(&argv(args), &directories(["/data/mounted"]), Signals::default()).0
+    run(&argv(args), &directories(["/data/mounted"]), &Env::new(), Signals::default()).outcome
 }
 
 /// What a script prints: (milliseconds after start, stream, text).
 fn prints(s: &str, signals: Signals) -> Vec<(u64, Stream, String)> {
-    let (_, printed) = run(&argv(&["sh", "-c", s]), &directories([]), signals);
+    let printed = run(&argv(&["sh", "-c", s]), &directories([]), &Env::new(), signals).printed;
     printed.into_iter().map(|p| (p.after_ms, p.stream, p.text)).collect()
 }
 
@@ -32,7 +33,7 @@ fn exits(after_ms: u64, code: i64) -> Outcome {
 /// `docker stop -t grace` `at_ms` after the start.
 fn stopped(args: &[&str], at_ms: u64, grace_ms: u64) -> Outcome {
     let signals = Signals { term_at: Some(at_ms), kill_at: Some(at_ms + grace_ms) };
-    run(&argv(args), &directories([]), signals).0
+    run(&argv(args), &directories([]), &Env::new(), signals).outcome
 }
 
 #[test]
@@ -209,4 +210,148 @@ fn a_term_sent_as_the_script_starts_finds_its_first_trap_set() {
     let script = ["sh", "-c", "trap 'exit 7' TERM; while true; do sleep 1; done"];
     assert_eq!(stopped(&script, 0, 2_000), exits(1_000, 7), "the trap runs once the current sleep ends");
     assert_eq!(stopped(&["sh", "-c", "sleep 1; trap 'exit 7' TERM; sleep 5"], 0, 2_000), exits(2_000, 137), "lost");
+}
+
+/// A run of `sh -c SCRIPT` in a container with `files` (executable: those named in `exec`),
+/// environment `env`, a read-only mount at `/ro`.
+fn ran_in(s: &str, files: &[(&str, &str)], executable: &[&str], env: &[(&str, &str)]) -> Ran {
+    let files: BTreeMap<String, String> = files.iter().map(|(p, c)| (p.to_string(), c.to_string())).collect();
+    let mut fs = Fs::new([("/ro", true), ("/data", false)], &files, true);
+    fs.executables = executable.iter().map(|p| p.to_string()).collect();
+    let env: Env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    run(&argv(&["sh", "-c", s]), &fs, &environment(&env, "0123456789ab"), Signals::default())
+}
+
+/// What `sh -c SCRIPT` prints, stream by stream, and its status (all at once).
+fn printed(s: &str) -> (Vec<String>, Vec<String>, i64) {
+    let ran = ran_in(s, &[], &[], &[]);
+    lines_and_status(ran)
+}
+
+fn lines_and_status(ran: Ran) -> (Vec<String>, Vec<String>, i64) {
+    let of = |stream| ran.printed.iter().filter(|p| p.stream == stream).map(|p| p.text.clone()).collect();
+    let Outcome::Exits { code, .. } = ran.outcome else { panic!("ends: {ran:?}") };
+    (of(Stream::Stdout), of(Stream::Stderr), code)
+}
+
+fn lines(text: &[&str]) -> Vec<String> {
+    text.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn variables_expand_from_the_environment_and_assignments() {
+    let ran = ran_in(
+        "echo $FOO ${FOO}x \"$SP\" $SP; echo [$NOPE]; X=1; echo $X; Y=2 sh -c 'echo [$Y]'; echo [$Y]; \
+         export Z=3; sh -c 'echo $Z'; echo $HOSTNAME $HOME $PATH; echo $0 $#",
+        &[],
+        &[],
+        &[("FOO", "bar"), ("SP", "a  b")],
+    );
+    assert_eq!(
+        lines_and_status(ran).0,
+        lines(&[
+            "bar barx a  b a b",
+            "[]",
+            "1",
+            "[2]",
+            "[]",
+            "3",
+            "0123456789ab / /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "sh 0"
+        ])
+    );
+    assert_eq!(
+        printed("X=1; sh -c 'echo [$X]'; export X; sh -c 'echo [$X]'; unset X; echo [$X]").0,
+        ["[]", "[1]", "[]"]
+    );
+    let bad_name = printed("export 1x=2; echo on");
+    assert_eq!(bad_name, (vec![], lines(&["sh: export: line 0: 1x: bad variable name"]), 2), "the shell exits");
+}
+
+#[test]
+fn for_loops_and_printf() {
+    assert_eq!(
+        printed("for x in a \"b c\" $HOME; do echo \"[$x]\"; done; printf '%s-%d|\\n' a 1 b 2").0,
+        ["[a]", "[b c]", "[/]", "a-1|", "b-2|"]
+    );
+    assert_eq!(printed("false; for x in; do :; done; echo $?").0, ["0"]);
+    assert_eq!(printed("printf abc; printf 'd\\n'; printf x").0, ["abcd", "x"], "lines end with their newline");
+    assert_eq!(printed("printf '%d\\n' zz"), (lines(&["0"]), lines(&["sh: invalid number 'zz'"]), 1));
+    assert_eq!(printed("printf '%5s' x; echo never"), (vec![], vec![], 2), "beyond the model: ends with 2");
+}
+
+#[test]
+fn pipelines_feed_each_member_the_one_before() {
+    assert_eq!(printed("seq 12 | grep 1 | wc -l; echo a:b | tr : ' '; seq 5 | head -n 2").0, ["4", "a b", "1", "2"]);
+    assert_eq!(printed("false | true; echo $?; true | false").2, 1, "the last member's status");
+    assert_eq!(printed("X=1 | true; echo [$X]; exit 3 | true; echo on").0, ["[]", "on"], "members are subshells");
+    assert_eq!(printed("echo err >&2 | cat; echo out 2>&1 | tr a-z A-Z"), (lines(&["OUT"]), lines(&["err"]), 0));
+    // Members run together: the pipeline lasts as long as the longest; a reader waits for its
+    // writer.
+    assert_eq!(script("sleep 1 | sleep 2; exit 4"), exits(2_000, 4));
+    let ran = ran_in("sh -c 'echo a; sleep 1; echo b' | cat; echo c", &[], &[], &[]);
+    let stamped: Vec<(u64, String)> = ran.printed.iter().map(|p| (p.after_ms, p.text.clone())).collect();
+    assert_eq!(stamped, [(1_000, "a".to_string()), (1_000, "b".into()), (1_000, "c".into())]);
+    assert_eq!(script("while true; do sleep 1; done | cat"), Outcome::Forever);
+    assert_eq!(stopped(&["sh", "-c", "sleep 10 | cat"], 100, 1_000), exits(1_100, KILLED));
+    // A trap waits for the whole pipeline, as for any foreground command.
+    let trapped = "trap 'exit 5' TERM; while true; do sleep 1 | cat; done";
+    assert_eq!(stopped(&["sh", "-c", trapped], 2_500, 5_000), exits(3_000, 5));
+}
+
+#[test]
+fn files_written_are_read_back_and_kept() {
+    let ran = ran_in("echo a > /f; echo b >> /f; cat /f; test -f /f && echo isf; echo x>/data/g", &[], &[], &[]);
+    assert_eq!(
+        ran.written,
+        BTreeMap::from([("/f".to_string(), "a\nb\n".to_string()), ("/data/g".into(), "x\n".into())])
+    );
+    assert_eq!(lines_and_status(ran), (lines(&["a", "b", "isf"]), vec![], 0));
+    assert_eq!(
+        printed("echo x > /no/such/f; echo $?; echo x > /etc; echo x >/ro/f; cat < /nofile; echo $?"),
+        (
+            lines(&["1", "1"]),
+            lines(&[
+                "sh: can't create /no/such/f: nonexistent directory",
+                "sh: can't create /etc: Is a directory",
+                "sh: can't create /ro/f: Read-only file system",
+                "sh: can't open /nofile: no such file"
+            ]),
+            0
+        )
+    );
+    assert_eq!(printed("cat /nope 2>/dev/null; echo $?; echo a >/dev/null"), (lines(&["1"]), vec![], 0));
+    assert_eq!(
+        printed("touch /t; test -f /t && echo yes; cat /t; touch /etc /no/such/t; echo $?"),
+        (lines(&["yes", "1"]), lines(&["touch: /no/such/t: No such file or directory"]), 0)
+    );
+    for s in ["mkdir -p /x; echo never", "rm -f /f", "chmod +x /f", "echo a | tee /f"] {
+        assert_eq!(printed(s), (vec![], vec![], 2), "{s}: beyond the model");
+    }
+    // A loop that writes each time round is not periodic: it is followed to the step limit.
+    assert_eq!(script("while true; do echo x >> /f; done"), Outcome::Forever);
+}
+
+#[test]
+fn scripts_run_by_path() {
+    let files = [("/s.sh", "#!/bin/sh\necho in $0 $1\nexit 3\n"), ("/n.sh", "echo noshebang\n")];
+    let run_script = |s: &str, executable: &[&str]| lines_and_status(ran_in(s, &files, executable, &[]));
+    assert_eq!(run_script("sh /s.sh arg", &[]), (lines(&["in /s.sh arg"]), vec![], 3));
+    assert_eq!(run_script("/s.sh", &[]), (vec![], lines(&["sh: /s.sh: Permission denied"]), 126));
+    assert_eq!(run_script("/s.sh q", &["/s.sh"]), (lines(&["in /s.sh q"]), vec![], 3));
+    assert_eq!(run_script("/n.sh; echo $?", &["/n.sh"]), (lines(&["noshebang", "0"]), vec![], 0));
+    assert_eq!(
+        run_script("sh /nope.sh", &[]),
+        (vec![], lines(&["sh: can't open '/nope.sh': No such file or directory"]), 2)
+    );
+    assert_eq!(run_script("nosuch; /no/such", &[]).1, ["sh: nosuch: not found", "sh: /no/such: not found"]);
+    // As PID 1: runc runs a file whose mode lets it; without `#!` it cannot.
+    let files: BTreeMap<String, String> = files.iter().map(|(p, c)| (p.to_string(), c.to_string())).collect();
+    let mut fs = Fs::new([], &files, true);
+    assert_eq!(check_exec(&argv(&["/s.sh"]), &fs).map_err(|f| f.exit_code), Err(126), "permission denied");
+    fs.executables = ["/s.sh".to_string(), "/n.sh".into()].into();
+    assert_eq!(check_exec(&argv(&["/s.sh", "a1"]), &fs), Ok(()));
+    let pid_1 = |args: &[&str]| lines_and_status(run(&argv(args), &fs, &Env::new(), Signals::default()));
+    assert_eq!(pid_1(&["/s.sh", "a1"]), (lines(&["in /s.sh a1"]), vec![], 3));
+    assert_eq!(pid_1(&["/n.sh"]), (vec![], lines(&["exec /n.sh: exec format error"]), 1));
 }
