@@ -32,6 +32,10 @@ pub enum Program {
     TrapsTerm,
     /// Prints the copied file and the file in its volume (or why not), then exits 0.
     ReadsFiles,
+    /// A script of the shell model's reach: a variable, a `for` loop, `printf`, a pipeline,
+    /// a file appended to in the container (kept across its starts) and in its volume (shared
+    /// with the volume's other containers), each read back; then exits 0.
+    Writes,
 }
 
 /// Whether a container of `program` on `image` ends by itself (at once): a start waits for it
@@ -40,7 +44,7 @@ pub enum Program {
 pub fn ends_by_itself(program: Program, image: ImageChoice) -> bool {
     match program {
         Program::Default => matches!(image, ImageChoice::Built(_)),
-        Program::Exit(_) | Program::Chatty | Program::ReadsFiles => true,
+        Program::Exit(_) | Program::Chatty | Program::ReadsFiles | Program::Writes => true,
         Program::TrapsTerm => false,
     }
 }
@@ -319,6 +323,7 @@ fn create(plan: &Plan) -> BoxedStrategy<Op> {
         2 => Just(Program::Chatty),
         2 => Just(Program::TrapsTerm),
         2 => Just(Program::ReadsFiles),
+        2 => Just(Program::Writes),
     ];
     let image = prop_oneof![4 => Just(ImageChoice::Base), 1 => (0..BUILDS).prop_map(ImageChoice::Built)];
     let network = prop::option::weighted(0.4, plan.networks());

@@ -92,6 +92,11 @@ pub fn command(program: Program) -> Vec<String> {
         Program::Chatty => "echo out; echo err >&2; exit 3".to_string(),
         Program::TrapsTerm => "trap 'exit 7' TERM; while true; do sleep 1; done".to_string(),
         Program::ReadsFiles => format!("cat /copied/f; cat {VOLUME_TARGET}/f; exit 0"),
+        Program::Writes => format!(
+            "X=run; for w in a b; do printf '%s-%s\\n' \"$X\" \"$w\"; done | tr a-z A-Z; \
+             echo \"$X\" >> /kept; cat /kept | wc -l; echo \"$X\" >> {VOLUME_TARGET}/log; \
+             cat {VOLUME_TARGET}/log | wc -l; exit 0"
+        ),
     };
     vec!["sh".to_string(), "-c".to_string(), script]
 }
