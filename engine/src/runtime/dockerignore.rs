@@ -30,6 +30,7 @@
 //! Paths are relative to the context root, `/`-separated and cleaned (`a/b`, not `./a/b`).
 //! Pure: no I/O, the caller reads the file.
 
+use super::clean_path;
 use std::fmt;
 
 /// The file at a context's root that lists what the context leaves out.
@@ -120,7 +121,7 @@ impl Dockerignore {
             if body.is_empty() {
                 return Err(DockerignoreError::IllegalExclusion { line });
             }
-            let cleaned = clean(body);
+            let cleaned = clean_path(body);
             let text = match cleaned.strip_prefix('/') {
                 Some(rest) if !rest.is_empty() => rest.to_string(),
                 _ => cleaned,
@@ -240,33 +241,10 @@ impl ContextFilter {
 
 /// A context path as matched: cleaned, relative, without `./`.
 fn relative(path: &str) -> String {
-    let cleaned = clean(path);
+    let cleaned = clean_path(path);
     match cleaned.trim_start_matches('/') {
         "" => ".".into(),
         rest => rest.to_string(),
-    }
-}
-
-/// Go's `filepath.Clean` (on `/`): one slash between components, no `.`, `..` resolved (never
-/// above `/`), no trailing slash, `.` for nothing.
-fn clean(path: &str) -> String {
-    let rooted = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." if parts.last().is_some_and(|p| *p != "..") => {
-                parts.pop();
-            }
-            ".." if rooted => {}
-            part => parts.push(part),
-        }
-    }
-    let joined = parts.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".into(),
-        (false, false) => joined,
     }
 }
 

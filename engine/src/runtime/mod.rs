@@ -20,8 +20,10 @@
 //! cases). What of a build context reaches the builder (`.dockerignore`) is in [`dockerignore`].
 
 pub mod dockerignore;
+mod paths;
 mod resources;
 
+pub use paths::clean_path;
 pub use resources::{BUILTIN_NETWORKS, ImageBuild, is_builtin_network};
 
 pub use crate::api::RuntimeObject;

@@ -35,6 +35,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use drydock_engine::runtime::clean_path;
 pub(crate) use run::{KILLED, Outcome, Printed, Signals, run};
 pub use run::{OUTPUT_LIMIT, Stream};
 
@@ -252,30 +253,6 @@ pub(crate) fn parent_of(path: &str) -> Option<String> {
 #[cfg(test)]
 pub(crate) fn directories<'a>(mount_targets: impl IntoIterator<Item = &'a str>) -> Fs {
     Fs::new(mount_targets.into_iter().map(|t| (t, false)), &BTreeMap::new(), true)
-}
-
-/// Go's `filepath.Clean` for the paths Docker and the shell compare: one slash between
-/// components, no `.`, `..` resolved (never above `/`), no trailing slash. A relative path
-/// stays relative.
-pub(crate) fn clean_path(path: &str) -> String {
-    let rooted = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." if parts.last().is_some_and(|p| *p != "..") => {
-                parts.pop();
-            }
-            ".." if rooted => {}
-            part => parts.push(part),
-        }
-    }
-    let joined = parts.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".into(),
-        (false, false) => joined,
-    }
 }
 
 /// The applet a command names: `/bin/sleep` -> `sleep`.
