@@ -1039,7 +1039,12 @@ pub async fn test_d_sees_the_containers_directories<R: Runtime>(fx: &Fx<R>) {
 
 /// Docker: a script whose sleeps add up to D runs for D, then exits with its status.
 pub async fn a_script_whose_sleeps_end_exits_after_them<R: Runtime>(fx: &Fx<R>) {
-    let id = fx.create_with(fx.spec("a", &["sh", "-c", "sleep 0.5; exit 6"])).await;
+    runs_a_while_then_exits_6(fx, "sleep 0.5; exit 6").await;
+}
+
+/// Start `sh -c script`: it is still running just after its start, then exits 6.
+async fn runs_a_while_then_exits_6<R: Runtime>(fx: &Fx<R>, script: &str) {
+    let id = fx.create_with(fx.spec("a", &["sh", "-c", script])).await;
     fx.start(&id).await;
     assert_eq!(state(fx, &id).await, ContainerState::Running, "still sleeping");
     let info = fx
@@ -2144,13 +2149,7 @@ pub async fn a_pipeline_feeds_each_command_the_one_before<R: Runtime>(fx: &Fx<R>
 
 /// Docker: the commands of a pipeline run at once, so it lasts as long as its longest one.
 pub async fn a_pipeline_lasts_as_long_as_its_longest_command<R: Runtime>(fx: &Fx<R>) {
-    let id = fx.create_with(fx.spec("a", &["sh", "-c", "sleep 0.5 | sleep 1; exit 6"])).await;
-    fx.start(&id).await;
-    assert_eq!(state(fx, &id).await, ContainerState::Running, "still sleeping");
-    let info = fx
-        .eventually("exit 6", async || fx.inspect(&id).await.ok().filter(|i| i.state == ContainerState::Exited))
-        .await;
-    assert_eq!(info.exit_code, Some(6));
+    runs_a_while_then_exits_6(fx, "sleep 0.5 | sleep 1; exit 6").await;
 }
 
 /// Docker: `>` writes a file, `>>` appends, `cat` and `test -f` see it; the file is the
