@@ -1,4 +1,5 @@
-//! The harvester: removes runtime containers this engine's identity created whose object is gone.
+//! The harvester: removes runtime containers and volumes this engine's identity created whose
+//! object is gone.
 //!
 //! A container outlives its object when an engine dies between creating it and recording it and
 //! the object is deleted meanwhile, or when the store lost the object (restored from an older
@@ -22,12 +23,19 @@
 //!   [`ControllerConfig::harvest_interval`](super::ControllerConfig). A failed pass is retried after
 //!   1 s, doubling up to the interval.
 //!
+//! - A volume is removed only once unused, never forced: one left in the runtime while still in
+//!   use (abandoned by its namespace's deletion, see [`runtime_resource`](super::runtime_resource))
+//!   is removed by the first pass after its last user went. One still in use is no failure: it is
+//!   looked at again by the next pass.
+//!
 //! *Caveats*: a container removed by the harvester is removed with force, as the physical
-//! controller's own cleanup would.
+//! controller's own cleanup would. Networks are not harvested: their controller never lets one
+//! go while it exists.
 
 use crate::api::{Object, ObjectKey, names};
 use crate::controller::{Action, Context, Controller, OpId, ReconcileResult, Watch};
-use crate::runtime::{ContainerInfo, RuntimeReply, RuntimeRequest, RuntimeResult};
+
+use crate::runtime::{ContainerInfo, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult, VolumeInfo};
 use crate::store::{StoreReply, StoreRequest, StoreResult};
 use crate::time::{MonoTime, Now};
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,15 +63,44 @@ pub fn harvest_key() -> ObjectKey {
 /// statuses read for recorded ids. Usually none is left, and a big world's objects are read once,
 /// uid only, rather than sorted into sets.
 pub fn leftovers<'a>(identity: &str, listed: &'a [ContainerInfo], objects: &[Arc<Object>]) -> Vec<&'a ContainerInfo> {
-    let mut by_owner: BTreeMap<&str, Vec<&ContainerInfo>> = BTreeMap::new();
-    for c in listed
-        .iter()
-        .filter(|c| c.labels.get(names::LABEL_CREATOR).map(String::as_str) == Some(identity))
-        .filter(|c| c.labels.get(names::LABEL_RETAIN).map(String::as_str) != Some("true"))
-    {
+    let mut found = ownerless(identity, listed, |c| &*c.labels, objects);
+    if !found.is_empty() {
+        let recorded: BTreeSet<&str> = objects.iter().flat_map(|o| recorded_ids(o)).collect();
+        found.retain(|c| !recorded.contains(c.id.as_str()));
+    }
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    found
+}
+
+/// The volumes of `listed` (all carrying our creator label) that nobody wants: created by
+/// `identity` for an object, not retained, whose owner uid no object in `objects` has. Sorted by
+/// name. (A volume is tracked by name only while its object lives: no object records one it did
+/// not create.)
+pub fn volume_leftovers<'a>(identity: &str, listed: &'a [VolumeInfo], objects: &[Arc<Object>]) -> Vec<&'a VolumeInfo> {
+    let mut found = ownerless(identity, listed, |v| &v.labels, objects);
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+/// The items of `listed` created by `identity` for an object (an owner uid label), not retained,
+/// whose owner uid no object in `objects` has.
+fn ownerless<'a, T>(
+    identity: &str,
+    listed: &'a [T],
+    labels: impl Fn(&T) -> &BTreeMap<String, String>,
+    objects: &[Arc<Object>],
+) -> Vec<&'a T> {
+    let mut by_owner: BTreeMap<&str, Vec<&T>> = BTreeMap::new();
+    for item in listed {
+        let labels = labels(item);
+        if labels.get(names::LABEL_CREATOR).map(String::as_str) != Some(identity)
+            || labels.get(names::LABEL_RETAIN).map(String::as_str) == Some("true")
+        {
+            continue;
+        }
         // Without an owner uid it was not made for an object: not ours to judge.
-        if let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) {
-            by_owner.entry(uid.as_str()).or_default().push(c);
+        if let Some(uid) = labels.get(names::LABEL_OWNER_UID) {
+            by_owner.entry(uid.as_str()).or_default().push(item);
         }
     }
     for object in objects {
@@ -72,13 +109,7 @@ pub fn leftovers<'a>(identity: &str, listed: &'a [ContainerInfo], objects: &[Arc
         }
         by_owner.remove(object.metadata.uid.0.as_str());
     }
-    let mut found: Vec<&ContainerInfo> = by_owner.into_values().flatten().collect();
-    if !found.is_empty() {
-        let recorded: BTreeSet<&str> = objects.iter().flat_map(|o| recorded_ids(o)).collect();
-        found.retain(|c| !recorded.contains(c.id.as_str()));
-    }
-    found.sort_by(|a, b| a.id.cmp(&b.id));
-    found
+    by_owner.into_values().flatten().collect()
 }
 
 /// Runtime container ids an object records as its own or as one it tracks.
@@ -88,18 +119,35 @@ fn recorded_ids(object: &Object) -> impl Iterator<Item = &str> {
     spec.into_iter().chain(status).filter_map(|v| v.as_str())
 }
 
+/// What a pass found in the runtime: ours, by creator label.
+#[derive(Debug, Default)]
+struct Found {
+    containers: Vec<ContainerInfo>,
+    volumes: Vec<VolumeInfo>,
+}
+
+impl Found {
+    fn is_empty(&self) -> bool {
+        self.containers.is_empty() && self.volumes.is_empty()
+    }
+}
+
 #[derive(Debug)]
 enum Phase {
     /// Waiting for the next pass, due at this time.
     Idle { due: MonoTime },
-    /// Listing the runtime by our creator label.
-    ListingRuntime(OpId),
+    /// Listing the runtime's containers by our creator label.
+    ListingContainers(OpId),
+    /// The containers are in; the volumes come next.
+    ContainersListed(Vec<ContainerInfo>),
+    /// Listing the runtime's volumes by our creator label.
+    ListingVolumes(OpId, Vec<ContainerInfo>),
     /// The runtime listed these; the store list comes next.
-    Listed(Vec<ContainerInfo>),
+    Listed(Found),
     /// Listing the store.
-    ListingStore(OpId, Vec<ContainerInfo>),
+    ListingStore(OpId, Found),
     /// Both lists are in: the leftovers they show, to remove.
-    Fetched(Vec<ContainerInfo>),
+    Fetched(Found),
     /// Removing leftovers: the removes still in flight, and whether one failed.
     Removing { pending: BTreeSet<OpId>, failed: bool },
 }
@@ -158,11 +206,15 @@ impl Harvester {
     }
 
     /// Remove every leftover of the pass; none: the pass is done.
-    fn remove_leftovers(&mut self, ctx: &mut Context<'_>, leftovers: &[ContainerInfo]) -> ReconcileResult {
+    fn remove_leftovers(&mut self, ctx: &mut Context<'_>, leftovers: &Found) -> ReconcileResult {
         let mut pending = BTreeSet::new();
-        for leftover in leftovers {
+        for leftover in &leftovers.containers {
             tracing::info!(container = %leftover.id, name = %leftover.name, "harvesting a container whose object is gone");
             pending.insert(ctx.runtime(RuntimeRequest::RemoveContainer { id: leftover.id.clone(), force: true }));
+        }
+        for leftover in &leftovers.volumes {
+            tracing::info!(volume = %leftover.name, "harvesting a volume whose object is gone");
+            pending.insert(ctx.runtime(RuntimeRequest::RemoveVolume { name: leftover.name.clone() }));
         }
         if pending.is_empty() {
             return Ok(self.end_pass(ctx, true));
@@ -208,7 +260,13 @@ impl Controller for Harvester {
                 self.identity = ctx.identity().to_string();
                 let labels = BTreeMap::from([(names::LABEL_CREATOR.to_string(), ctx.identity().to_string())]);
                 let op = ctx.runtime(RuntimeRequest::ListContainers { labels });
-                self.phase = Phase::ListingRuntime(op);
+                self.phase = Phase::ListingContainers(op);
+                Ok(Action::done())
+            }
+            Phase::ContainersListed(containers) => {
+                let labels = BTreeMap::from([(names::LABEL_CREATOR.to_string(), self.identity.clone())]);
+                let op = ctx.runtime(RuntimeRequest::ListVolumes { labels });
+                self.phase = Phase::ListingVolumes(op, containers);
                 Ok(Action::done())
             }
             Phase::Listed(listed) if listed.is_empty() => Ok(self.end_pass(ctx, true)),
@@ -229,18 +287,30 @@ impl Controller for Harvester {
 
     fn on_runtime_result(&mut self, now: Now, _key: &ObjectKey, op: OpId, result: &RuntimeResult) {
         match &mut self.phase {
-            Phase::ListingRuntime(listing) if *listing == op => match result {
-                Ok(RuntimeReply::Containers(found)) => self.phase = Phase::Listed(found.clone()),
+            Phase::ListingContainers(listing) if *listing == op => match result {
+                Ok(RuntimeReply::Containers(found)) => self.phase = Phase::ContainersListed(found.clone()),
                 Ok(other) => self.fail(now, "unexpected reply to a list", &format!("{other:?}")),
-                Err(e) => self.fail(now, "cannot list the runtime", e),
+                Err(e) => self.fail(now, "cannot list the runtime's containers", e),
+            },
+            Phase::ListingVolumes(listing, containers) if *listing == op => match result {
+                Ok(RuntimeReply::Volumes(volumes)) => {
+                    let containers = std::mem::take(containers);
+                    self.phase = Phase::Listed(Found { containers, volumes: volumes.clone() });
+                }
+                Ok(other) => self.fail(now, "unexpected reply to a list", &format!("{other:?}")),
+                Err(e) => self.fail(now, "cannot list the runtime's volumes", e),
             },
             Phase::Removing { pending, failed } if pending.contains(&op) => {
                 pending.remove(&op);
-                if let Err(e) = result
-                    && !matches!(e, crate::runtime::RuntimeError::NotFound(_))
-                {
-                    tracing::warn!(error = %e, "cannot remove a leftover container; the next pass retries");
-                    *failed = true;
+                match result {
+                    Ok(_) | Err(RuntimeError::NotFound(_)) => {}
+                    // A volume still in use (abandoned while its namespace was deleted): the
+                    // next pass looks again, no sooner.
+                    Err(RuntimeError::Conflict(e)) => tracing::debug!(error = %e, "a leftover is still in use"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot remove a leftover; the next pass retries");
+                        *failed = true;
+                    }
                 }
             }
             _ => {}
@@ -256,8 +326,9 @@ impl Controller for Harvester {
         };
         match result {
             Ok(StoreReply::Objects(objects)) => {
-                let found = leftovers(&self.identity, &listed, objects).into_iter().cloned().collect();
-                self.phase = Phase::Fetched(found);
+                let containers = leftovers(&self.identity, &listed.containers, objects).into_iter().cloned().collect();
+                let volumes = volume_leftovers(&self.identity, &listed.volumes, objects).into_iter().cloned().collect();
+                self.phase = Phase::Fetched(Found { containers, volumes });
             }
             Ok(StoreReply::Object(_)) => self.fail(now, "unexpected reply to a list", &"one object"),
             Err(e) => self.fail(now, "cannot list the store", e),
@@ -310,5 +381,26 @@ mod tests {
         ];
         let found: Vec<&str> = leftovers("d1", &listed, &objects).iter().map(|c| c.id.as_str()).collect();
         assert_eq!(found, ["gone"], "an unlabelled container of ours was made for no object: not judged");
+    }
+
+    #[test]
+    fn only_our_unretained_volumes_of_gone_objects_are_leftovers() {
+        let me = names::LABEL_CREATOR;
+        let owner = names::LABEL_OWNER_UID;
+        let volume = |name: &str, labels: &[(&str, &str)]| VolumeInfo {
+            name: name.into(),
+            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        };
+        let listed = vec![
+            volume("gone-b", &[(me, "d1"), (owner, "u-gone")]),
+            volume("gone-a", &[(me, "d1"), (owner, "u-gone-too")]),
+            volume("alive", &[(me, "d1"), (owner, "u-alive")]),
+            volume("kept", &[(me, "d1"), (owner, "u-gone"), (names::LABEL_RETAIN, "true")]),
+            volume("theirs", &[(me, "d2"), (owner, "u-gone")]),
+            volume("orphan", &[(me, "d1")]),
+        ];
+        let objects = vec![object("u-alive", serde_json::json!({}), serde_json::json!({}))];
+        let found: Vec<&str> = volume_leftovers("d1", &listed, &objects).iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(found, ["gone-a", "gone-b"]);
     }
 }

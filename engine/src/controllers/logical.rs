@@ -51,6 +51,9 @@ const REMOVING_RECHECK: RetryPolicy = RetryPolicy::exponential(Duration::from_mi
 /// After a failed inspection or verification, per operation kind: look again in 1 s, 2 s, ...
 /// up to 30 s, for ever (both are reads: retrying them is always safe).
 const RETRY: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(500), Duration::from_secs(30));
+/// After a cleanup list showed owned children the cache does not: list again in 500 ms, 1 s, ...
+/// up to 5 s.
+const RELIST: RetryPolicy = RetryPolicy::exponential(Duration::from_millis(250), Duration::from_secs(5));
 
 /// What an inspection of the runtime container name found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,7 +92,12 @@ struct Logical {
     cleanup_began: bool,
     /// Inspections in a row that found the runtime container being removed.
     removing_checks: u32,
+    /// The last cleanup list found no owned child: the cleanup may end.
     cleanup_clear: bool,
+    /// Owned children the last cleanup list found, not yet acted on. The cache can lag behind a
+    /// list (its kind's watch is late), so the cleanup acts on what the list shows and lists again
+    /// after [`RELIST`], rather than list in a loop until the watch catches up.
+    listed_children: Vec<std::sync::Arc<Object>>,
     /// A backing create failed or its outcome is unknown: read the store before anything else.
     verify: bool,
     /// The spec of the backing we last asked to create, to recognise it when verifying.
@@ -456,40 +464,52 @@ impl LogicalContainerController {
             let holder = crate::lease::holder(ctx.identity(), &uid);
             self.leases.release(ctx, &lease, &holder);
         }
-        let children = [
+        let keys = [
             ObjectKey::namespaced(PhysicalContainer::KIND, &namespace, &backing_name(&obj.metadata.name)),
             ObjectKey::namespaced(ContainerImage::KIND, &namespace, &image_name(&obj.metadata.name)),
         ];
-        let mut waiting = false;
-        for key in &children {
-            let Some(child) = ctx.get(key).cloned() else { continue };
-            if !owned_by(&child, &uid) {
+        let mut children: Vec<std::sync::Arc<Object>> = keys.iter().filter_map(|k| ctx.get(k).cloned()).collect();
+        let cached = children.len();
+        let listed = std::mem::take(&mut self.ops.entry(obj).state.listed_children);
+        children.extend(listed.into_iter().filter(|l| ctx.get(&l.key()).is_none()));
+        let (mut waiting, mut listed_only) = (false, false);
+        for (i, child) in children.iter().enumerate() {
+            if !owned_by(child, &uid) {
                 continue;
             }
             waiting = true;
-            if !child.metadata.is_deleting() {
-                let options =
-                    DeleteOptions { precondition_uid: Some(child.metadata.uid.clone()), ..Default::default() };
-                ctx.store(StoreRequest::Delete { key: key.clone(), options });
-            } else if child.metadata.finalizers.iter().all(|f| f == names::FINALIZER_HOLD) {
-                // Its own cleanup is done: let it go.
-                let mut next = (*child).clone();
-                next.metadata.finalizers.retain(|f| f != names::FINALIZER_HOLD);
-                ctx.store(StoreRequest::Update { object: next });
-            }
+            listed_only |= i >= cached;
+            Self::let_go_of_child(ctx, child);
         }
-        let t = &mut self.ops.entry(obj).state;
+        let tracked = self.ops.entry(obj);
         if waiting {
-            t.cleanup_clear = false;
+            tracked.state.cleanup_clear = false;
+            if listed_only {
+                // The cache has not caught up with the list: look again after a while.
+                let _ = tracked.retry.fail(Op::CleanupCheck, ctx.now().mono, &RELIST);
+                return Ok(Cleanup::Waiting(tracked.retry.retry_action(ctx.now().mono).unwrap_or_else(Action::done)));
+            }
             return Ok(Cleanup::Waiting(Action::done()));
         }
-        if !t.cleanup_clear {
+        if !tracked.state.cleanup_clear {
             // The cache shows nothing: confirm with the store before letting go.
             let list = StoreRequest::List { kind: None, namespace: Some(namespace.to_string()) };
             self.ops.start_store(ctx, &uid, Op::CleanupCheck, list);
             return Ok(Cleanup::Waiting(Action::done()));
         }
         Ok(Cleanup::Done)
+    }
+
+    /// Delete an owned child, or once its own cleanup is done, release our hold on it.
+    fn let_go_of_child(ctx: &mut Context<'_>, child: &Object) {
+        if !child.metadata.is_deleting() {
+            let options = DeleteOptions { precondition_uid: Some(child.metadata.uid.clone()), ..Default::default() };
+            ctx.store(StoreRequest::Delete { key: child.key(), options });
+        } else if child.metadata.finalizers.iter().all(|f| f == names::FINALIZER_HOLD) {
+            let mut next = child.clone();
+            next.metadata.finalizers.retain(|f| f != names::FINALIZER_HOLD);
+            ctx.store(StoreRequest::Update { object: next });
+        }
     }
 }
 
@@ -575,7 +595,11 @@ impl Controller for LogicalContainerController {
                 let _ = tracked.retry.fail(Op::ConfirmSelf, now.mono, &RETRY);
             }
             (Op::CleanupCheck, Ok(StoreReply::Objects(objects))) => {
-                t.cleanup_clear = !objects.iter().any(|o| owned_by(o, &uid));
+                t.listed_children = objects.iter().filter(|o| owned_by(o, &uid)).cloned().collect();
+                t.cleanup_clear = t.listed_children.is_empty();
+                if t.cleanup_clear {
+                    tracked.retry.succeed(Op::CleanupCheck);
+                }
             }
             (Op::VerifyBacking, _) => {
                 let _ = tracked.retry.fail(Op::VerifyBacking, now.mono, &RETRY);

@@ -234,6 +234,7 @@ fn containers_settled(view: &View<'_>) -> Result<(), String> {
 }
 
 fn runtime_accounted_for(view: &View<'_>) -> Result<(), String> {
+    runtime_resources_accounted_for(view)?;
     for c in view.runtime.containers() {
         let Some(uid) = c.labels.get(names::LABEL_OWNER_UID) else { continue };
         let retained = c.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true");
@@ -247,6 +248,25 @@ fn runtime_accounted_for(view: &View<'_>) -> Result<(), String> {
         let recorded = owner.status::<PhysicalContainer>().ok().and_then(|s| s.runtime_id);
         if recorded.as_deref() != Some(c.id.as_str()) {
             return Err(format!("runtime container {} is not the one {} records ({recorded:?})", c.name, owner.key()));
+        }
+    }
+    Ok(())
+}
+
+/// Every network and volume created for an object whose object is gone is retained or (a volume)
+/// still used by a container: an abandoned volume goes once its last user went.
+fn runtime_resources_accounted_for(view: &View<'_>) -> Result<(), String> {
+    for r in view.runtime.resources() {
+        let Some(uid) = r.labels.get(names::LABEL_OWNER_UID) else { continue };
+        if r.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true")
+            || view.store.get_by_uid(&Uid(uid.clone())).is_some()
+        {
+            continue;
+        }
+        let used = r.object == RuntimeObject::Volume
+            && view.runtime.containers().any(|c| view.runtime.mounts_of(&c.id).any(|m| m == r.name));
+        if !used {
+            return Err(format!("runtime {} {} has no owner object (uid {uid}) and nothing uses it", r.object, r.name));
         }
     }
     Ok(())

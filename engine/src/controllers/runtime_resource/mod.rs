@@ -431,6 +431,14 @@ fn handle_result<F: Flavor>(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
             let _: Retry = retry.fail(op, now.mono, &RETRY);
             return;
         }
+        (Op::Remove, Err(e)) => {
+            // It may be gone all the same (a lost reply), and its name taken since (a volume is
+            // known by its name): look at it again before the next try.
+            t.attached = None;
+            t.waiting = Some(format!("removing the {} failed, retrying: {e}", F::WHAT));
+            let _: Retry = retry.fail(op, now.mono, &RETRY);
+            return;
+        }
         (Op::CleanupCheck, Ok(reply)) => {
             match F::listed(reply).into_iter().find(|f| ours(f)) {
                 // One more of ours (an uncertain create that landed): remove it too.

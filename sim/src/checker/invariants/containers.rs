@@ -7,7 +7,7 @@ use super::named;
 use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
 use crate::facts::is_process_identity;
 use drydock_engine::api::{Namespace, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
-use drydock_engine::runtime::{ContainerInfo, ContainerState, RuntimeError, RuntimeRequest};
+use drydock_engine::runtime::{ContainerInfo, ContainerState, RuntimeError, RuntimeObject, RuntimeRequest};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -125,8 +125,8 @@ fn stray(key: &ObjectKey, recorded: Option<&str>, c: &ContainerInfo) -> Result<(
     ))
 }
 
-/// The harvester removes only leftovers: a container its own engine created, not retained, whose
-/// owner object is gone and whose id no object records. Judged when the remove is sent, against
+/// The harvester removes only leftovers: a container or volume its own engine created, not
+/// retained, whose owner object is gone and (a container) whose id no object records. Judged when the remove is sent, against
 /// the store and runtime of that moment.
 #[derive(Default)]
 pub(super) struct HarvestOnlyLeftovers {
@@ -141,43 +141,64 @@ impl Invariant for HarvestOnlyLeftovers {
     }
 
     fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
-        let Happening::RuntimeSent { process, request: RuntimeRequest::RemoveContainer { id, .. }, issuer, .. } =
-            happening
-        else {
-            return;
-        };
+        let Happening::RuntimeSent { process, request, issuer, .. } = happening else { return };
         if issuer.kind != drydock_engine::controllers::harvest::HARVEST_KIND {
             return;
         }
-        let Some(c) = view.runtime.container(id) else { return };
         let identity = crate::facts::process_identity(*process);
-        let why = if c.labels.get(names::LABEL_CREATOR) != Some(&identity) {
-            Some(format!("it was not created by {identity}"))
-        } else if retained(c) {
-            Some("it is retained".to_string())
-        } else if let Some(owner) =
-            c.labels.get(names::LABEL_OWNER_UID).and_then(|uid| view.store.get_by_uid(&Uid(uid.clone())))
-        {
-            Some(format!("its object {} still exists", owner.key()))
-        } else {
-            view.store
-                .list(Some(PhysicalContainer::KIND), None)
-                .iter()
-                .find(|pc| recorded_runtime_id(pc) == Some(c.id.as_str()) || tracked_id(pc) == Some(c.id.as_str()))
-                .map(|pc| format!("{} records it", pc.key()))
+        let flagged = match request {
+            RuntimeRequest::RemoveContainer { id, .. } => harvested_container(view, &identity, id),
+            RuntimeRequest::RemoveVolume { name } => harvested_volume(view, &identity, name),
+            _ => None,
         };
-        if let Some(why) = why {
-            self.seen.flag(format!(
-                "the harvester of {identity} removes runtime container {} ({}), but {why}",
-                c.name,
-                short(&c.id)
-            ));
+        if let Some(message) = flagged {
+            self.seen.flag(format!("the harvester of {identity} removes {message}"));
         }
     }
 
     fn check(&self, _view: &View<'_>) -> Result<(), String> {
         self.seen.check()
     }
+}
+
+/// Why the harvester of `identity` must not remove container `id`, if it must not.
+fn harvested_container(view: &View<'_>, identity: &str, id: &str) -> Option<String> {
+    let c = view.runtime.container(id)?;
+    let why = if c.labels.get(names::LABEL_CREATOR).map(String::as_str) != Some(identity) {
+        Some(format!("it was not created by {identity}"))
+    } else if retained(c) {
+        Some("it is retained".to_string())
+    } else if let Some(owner) =
+        c.labels.get(names::LABEL_OWNER_UID).and_then(|uid| view.store.get_by_uid(&Uid(uid.clone())))
+    {
+        Some(format!("its object {} still exists", owner.key()))
+    } else {
+        view.store
+            .list(Some(PhysicalContainer::KIND), None)
+            .iter()
+            .find(|pc| recorded_runtime_id(pc) == Some(c.id.as_str()) || tracked_id(pc) == Some(c.id.as_str()))
+            .map(|pc| format!("{} records it", pc.key()))
+    };
+    why.map(|why| format!("runtime container {} ({}), but {why}", c.name, short(&c.id)))
+}
+
+/// Why the harvester of `identity` must not remove volume `name`, if it must not: the same rules
+/// as for a container (a volume is recorded only by an object it was created for).
+fn harvested_volume(view: &View<'_>, identity: &str, name: &str) -> Option<String> {
+    let v = view.runtime.resources().find(|r| r.object == RuntimeObject::Volume && r.name == name)?;
+    let why = if v.labels.get(names::LABEL_CREATOR).map(String::as_str) != Some(identity) {
+        Some(format!("it was not created by {identity}"))
+    } else if v.labels.get(names::LABEL_RETAIN).is_some_and(|r| r == "true") {
+        Some("it is retained".to_string())
+    } else {
+        match v.labels.get(names::LABEL_OWNER_UID) {
+            None => Some("it was made for no object (no owner uid label)".to_string()),
+            Some(uid) => {
+                view.store.get_by_uid(&Uid(uid.clone())).map(|o| format!("its object {} still exists", o.key()))
+            }
+        }
+    };
+    why.map(|why| format!("runtime volume {name}, but {why}"))
 }
 
 /// A recorded runtime container was created for its object: no stranger is adopted by name.

@@ -64,7 +64,7 @@ invariants! {
     OwnershipStable = ("ownership-stable", "an object's ownerReferences never change once set unless a client changed them", ownership::OwnershipStable),
     AdmissionBeforeRuntime = ("admission-before-runtime", "the runtime never refuses a request drydock sent as invalid: admission refuses it first, with a field path", containers::AdmissionBeforeRuntime),
     FailedHasNoStrayContainer = ("failed-has-no-stray-container", "a physical container reported Failed has no live runtime container carrying its uid other than the one it records", containers::FailedHasNoStrayContainer),
-    HarvestOnlyLeftovers = ("harvest-only-leftovers", "the harvester removes only containers its engine created, not retained, whose object is gone and whose id no object records", containers::HarvestOnlyLeftovers),
+    HarvestOnlyLeftovers = ("harvest-only-leftovers", "the harvester removes only containers and volumes its engine created, not retained, whose object is gone and (a container) whose id no object records", containers::HarvestOnlyLeftovers),
     NamespaceCleanupOrder = ("namespace-cleanup-order", "a terminating namespace deletes its children kind by kind in cleanup order: no network, volume or image while containers remain in it", cleanup::NamespaceCleanupOrder),
     DeletesOnlyGarbage = ("deletes-only-garbage", "the engine deletes an object only if its namespace is terminating or it has owners and none of them is live (never one found by a reused name)", deletion::DeletesOnlyGarbage),
     OrphansSurvive = ("orphans-survive", "a dependent of an owner a client deleted with orphan is never deleted for it, and no longer refers to it once it is gone", deletion::OrphansSurvive),

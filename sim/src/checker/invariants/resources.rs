@@ -72,46 +72,76 @@ impl Invariant for UniqueResourceOwner {
 }
 
 /// When a namespace is gone, no network or volume created for it remains, unless retained, or
-/// (a volume) abandoned because a container that is not the namespace's still uses it.
+/// (a volume) abandoned: still used by a container that is not the namespace's when it was found
+/// leftover. An abandoned volume may outlive its last user for a while (the harvester removes it
+/// on its next pass): convergence requires it gone once unused.
 #[derive(Default)]
-pub(super) struct NoResourceLeakAfterNamespaceDelete;
+pub(super) struct NoResourceLeakAfterNamespaceDelete {
+    /// Volumes (name, owner uid) found abandoned, while they exist.
+    abandoned: BTreeSet<(String, String)>,
+}
 
 impl Invariant for NoResourceLeakAfterNamespaceDelete {
     named!(NoResourceLeakAfterNamespaceDelete);
 
     fn check(&self, view: &View<'_>) -> Result<(), String> {
-        let namespaces: BTreeSet<String> =
-            view.store.list(Some(Namespace::KIND), None).iter().map(|ns| ns.metadata.uid.0.clone()).collect();
-        leak_among(view, held(view), |uid| namespaces.contains(uid))
+        let namespaces = namespace_uids(view);
+        let mut abandoned = self.abandoned.clone();
+        leak_among(view, held(view), |uid| namespaces.contains(uid), &mut abandoned)
     }
 
     /// A leak starts when a namespace goes, when a network or volume of one gone appears, or
     /// (a volume) when the last stranger's container using it goes.
     fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        if changes.runtime.any_resource_changed() || changes.everything {
+            self.abandoned.retain(|(name, uid)| {
+                view.runtime.resources().any(|h| {
+                    h.object == RuntimeObject::Volume
+                        && h.name == name
+                        && h.labels.get(names::LABEL_OWNER_UID) == Some(uid)
+                })
+            });
+        }
         if changes.everything {
-            return self.check(view);
+            let namespaces = namespace_uids(view);
+            return leak_among(view, held(view), |uid| namespaces.contains(uid), &mut self.abandoned);
         }
         let namespace_gone = changes.deleted(Namespace::KIND).next().is_some();
         let is_namespace = |uid: &str| {
             view.store.get_by_uid(&drydock_engine::api::Uid(uid.to_string())).is_some_and(|o| o.kind == Namespace::KIND)
         };
         if namespace_gone {
-            return leak_among(view, held(view), is_namespace);
+            return leak_among(view, held(view), is_namespace, &mut self.abandoned);
         }
         let mut suspects = changed(view, changes);
         if changes.container_removed(view.runtime) {
             suspects.extend(held_where(view, |object, _| object == RuntimeObject::Volume));
         }
-        leak_among(view, suspects, is_namespace)
+        leak_among(view, suspects, is_namespace, &mut self.abandoned)
     }
 }
 
+fn namespace_uids(view: &View<'_>) -> BTreeSet<String> {
+    view.store.list(Some(Namespace::KIND), None).iter().map(|ns| ns.metadata.uid.0.clone()).collect()
+}
+
 /// `Err` if one of `held` belongs to a namespace that is gone (`is_namespace` says which uids
-/// still are one), unless retained or (a volume) still used by another namespace's container.
-fn leak_among(view: &View<'_>, held: Vec<Held<'_>>, is_namespace: impl Fn(&str) -> bool) -> Result<(), String> {
+/// still are one), unless retained or (a volume) `abandoned`, or found so now: still used by
+/// another namespace's container.
+fn leak_among(
+    view: &View<'_>,
+    held: Vec<Held<'_>>,
+    is_namespace: impl Fn(&str) -> bool,
+    abandoned: &mut BTreeSet<(String, String)>,
+) -> Result<(), String> {
     for h in held {
         let Some(ns_uid) = h.labels.get(names::LABEL_NAMESPACE_UID) else { continue };
         if retained(h.labels) || is_namespace(ns_uid) {
+            continue;
+        }
+        let owner = h.labels.get(names::LABEL_OWNER_UID).cloned().unwrap_or_default();
+        let abandonment = (h.name.to_string(), owner);
+        if h.object == RuntimeObject::Volume && abandoned.contains(&abandonment) {
             continue;
         }
         let used_by_stranger = h.object == RuntimeObject::Volume
@@ -119,7 +149,9 @@ fn leak_among(view: &View<'_>, held: Vec<Held<'_>>, is_namespace: impl Fn(&str) 
                 c.labels.get(names::LABEL_NAMESPACE_UID) != Some(ns_uid)
                     && view.runtime.mounts_of(&c.id).any(|source| source == h.name)
             });
-        if !used_by_stranger {
+        if used_by_stranger {
+            abandoned.insert(abandonment);
+        } else {
             let ns = h.labels.get(names::LABEL_NAMESPACE).map_or("?", String::as_str);
             return Err(format!("namespace {ns} (uid {ns_uid}) is gone but runtime {} {} remains", h.object, h.name));
         }
