@@ -273,8 +273,29 @@ impl Catalog<'_> {
     }
 }
 
+/// `DRYDOCK_BUG=NAME`: put a fixed bug back for this run (see `drydock_engine::bugs`), in a build
+/// with the engine's `bug-switches` feature; any other build refuses.
+fn switch_bug_on() -> Result<()> {
+    use drydock_engine::bugs::{self, Bug};
+    let Ok(name) = std::env::var("DRYDOCK_BUG") else { return Ok(()) };
+    if !bugs::AVAILABLE {
+        anyhow::bail!(
+            "DRYDOCK_BUG is set, but this drydock was built without bug switches: build it with \
+             `cargo run --release -p drydock --features bug-switches -- ...`, or unset DRYDOCK_BUG"
+        );
+    }
+    let bug = Bug::named(&name).with_context(|| {
+        let known: Vec<&str> = Bug::ALL.iter().map(|b| b.name()).collect();
+        format!("DRYDOCK_BUG={name:?} names no bug switch; known: {}", known.join(", "))
+    })?;
+    bugs::set_for_process(Some(bug));
+    eprintln!("bug switch on: {bug} (DRYDOCK_BUG)");
+    Ok(())
+}
+
 pub fn run(command: SimCommand, catalog: &Catalog<'_>) -> Result<ExitCode> {
     without_huge_pages();
+    switch_bug_on()?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let code = match command {

@@ -229,3 +229,30 @@ fn ctrl_c_ends_a_sweep_with_the_summary_and_saves_failing_schedules() {
     assert_eq!(with("html"), failures.min(20), "a report beside each of the first 20 schedules");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's `DRYDOCK_BUG=lease-expiry-by-timestamps ... sim run --scenario pull-storm --seeds 300`:
+/// with the switches built in (the workspace's test build has them), the sweep catches the bug put
+/// back; without them the binary refuses rather than run a sweep that tests nothing.
+#[test]
+fn a_bug_put_back_with_drydock_bug_is_caught_by_its_sweep() {
+    let run = |bug: &str| {
+        Command::new(env!("CARGO_BIN_EXE_drydock"))
+            .env("DRYDOCK_BUG", bug)
+            .args(["sim", "run", "--scenario", "pull-storm", "--seeds", "300"])
+            .output()
+            .unwrap()
+    };
+    let out = run("lease-expiry-by-timestamps");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{stdout}");
+    if drydock_engine::bugs::AVAILABLE {
+        assert!(stderr.contains("bug switch on: lease-expiry-by-timestamps"), "{stderr}");
+        assert!(stdout.contains("live holders"), "the sweep catches two holders of one lease: {stdout}");
+        let unknown = run("no-such-bug");
+        assert!(!unknown.status.success());
+        let stderr = String::from_utf8_lossy(&unknown.stderr);
+        assert!(stderr.contains("names no bug switch") && stderr.contains("gc-deletes-without-version"), "{stderr}");
+    } else {
+        assert!(stderr.contains("built without bug switches"), "{stderr}");
+    }
+}

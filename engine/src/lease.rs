@@ -222,7 +222,10 @@ impl LeaseClient {
                 now.mono
             }
         };
-        let other = spec.holder.filter(|h| h != holder)?;
+        let other = spec.holder.clone().filter(|h| h != holder)?;
+        if crate::bugs::on(crate::bugs::Bug::LeaseExpiryByTimestamps) {
+            return spec.live_holder(now.wall).is_some().then_some(other);
+        }
         (now.mono.since(since) < Duration::from_millis(spec.duration_ms)).then_some(other)
     }
 

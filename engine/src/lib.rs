@@ -85,6 +85,7 @@
 
 pub mod api;
 mod backoff;
+pub mod bugs;
 pub mod cache;
 pub mod components;
 pub mod controller;

@@ -211,8 +211,10 @@ fn users(rng: &mut ChaCha8Rng, ops: &mut Ops, made: &Made, t: Duration, prefix: 
         let run = ExternalOp::RunUsing { name: name.clone(), seconds: 5 + rng.next_u64() % 40, network, volume };
         ops.at(at, ClientOp::External(run));
         // Removed by its owner after a while (a volume in use stays until then; while its
-        // namespace goes, only for the grace).
-        ops.at(at + between(rng, 5_000, 40_000), ClientOp::External(ExternalOp::RemoveOwn { name }));
+        // namespace goes, only for the grace). Sometimes long after: a volume its namespace's
+        // deletion abandoned is then left unused, for the harvester.
+        let kept = if chance(rng, 0.3) { between(rng, 35_000, 70_000) } else { between(rng, 5_000, 40_000) };
+        ops.at(at + kept, ClientOp::External(ExternalOp::RemoveOwn { name }));
     }
     for network in &made.networks {
         if chance(rng, 0.25) {
@@ -221,7 +223,18 @@ fn users(rng: &mut ChaCha8Rng, ops: &mut Ops, made: &Made, t: Duration, prefix: 
     }
     for volume in &made.volumes {
         if chance(rng, 0.25) {
-            ops.at(t + between(rng, 3_000, 25_000), delete(ContainerVolume::KIND, &made.namespace, volume));
+            let deleted = t + between(rng, 3_000, 25_000);
+            ops.at(deleted, delete(ContainerVolume::KIND, &made.namespace, volume));
+            if chance(rng, 0.3) {
+                // Someone runs a container on the volume's name just as it goes: Docker makes a
+                // new volume of that name, a stranger's, which drydock must not take for its own.
+                let name = format!("reuser-{}-{volume}", made.namespace);
+                let volume = Some(format!("{}-{volume}", made.namespace));
+                let run = ExternalOp::RunUsing { name: name.clone(), seconds: 30, network: None, volume };
+                let at = deleted + between(rng, 0, 1_500);
+                ops.at(at, ClientOp::External(run));
+                ops.at(at + between(rng, 5_000, 20_000), ClientOp::External(ExternalOp::RemoveOwn { name }));
+            }
         }
     }
 }

@@ -149,7 +149,8 @@ fn delete(ctx: &mut Context<'_>, dependent: &Object) {
             precondition_uid: Some(dependent.metadata.uid.clone()),
             // The owner references judged are those of this state: if they changed since (an
             // orphaning owner unlinked it, a write our cache has not seen), it is judged again.
-            precondition_resource_version: Some(dependent.metadata.resource_version),
+            precondition_resource_version: (!crate::bugs::on(crate::bugs::Bug::GcDeletesWithoutVersion))
+                .then_some(dependent.metadata.resource_version),
             propagation: Propagation::Background,
         },
     });

@@ -327,7 +327,11 @@ impl Controller for Harvester {
         match result {
             Ok(StoreReply::Objects(objects)) => {
                 let containers = leftovers(&self.identity, &listed.containers, objects).into_iter().cloned().collect();
-                let volumes = volume_leftovers(&self.identity, &listed.volumes, objects).into_iter().cloned().collect();
+                let volumes = if crate::bugs::on(crate::bugs::Bug::AbandonedVolumesKept) {
+                    Vec::new()
+                } else {
+                    volume_leftovers(&self.identity, &listed.volumes, objects).into_iter().cloned().collect()
+                };
                 self.phase = Phase::Fetched(Found { containers, volumes });
             }
             Ok(StoreReply::Object(_)) => self.fail(now, "unexpected reply to a list", &"one object"),

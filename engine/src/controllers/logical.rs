@@ -471,7 +471,9 @@ impl LogicalContainerController {
         let mut children: Vec<std::sync::Arc<Object>> = keys.iter().filter_map(|k| ctx.get(k).cloned()).collect();
         let cached = children.len();
         let listed = std::mem::take(&mut self.ops.entry(obj).state.listed_children);
-        children.extend(listed.into_iter().filter(|l| ctx.get(&l.key()).is_none()));
+        if !crate::bugs::on(crate::bugs::Bug::LogicalCleanupRelistsAtOnce) {
+            children.extend(listed.into_iter().filter(|l| ctx.get(&l.key()).is_none()));
+        }
         let (mut waiting, mut listed_only) = (false, false);
         for (i, child) in children.iter().enumerate() {
             if !owned_by(child, &uid) {

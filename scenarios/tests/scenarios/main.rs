@@ -2,6 +2,7 @@
 //! corpus, the golden digests, and the same digests with the store over SQLite.
 #![allow(clippy::unwrap_used)]
 
+mod bug_switches;
 mod builder;
 mod golden;
 mod incremental;

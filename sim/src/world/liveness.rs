@@ -61,7 +61,7 @@ pub(super) enum Busy {
 impl std::fmt::Display for Busy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Busy::InFlight(n) => write!(f, "{n} requests or deliveries still in flight"),
+            Busy::InFlight(n) => write!(f, "{n} requests, deliveries or fault acts still in flight"),
             Busy::ProcessEnding(at) => write!(f, "a container's main process ends by itself at {at}"),
             Busy::Down(p) => write!(f, "process p{p} is down"),
             Busy::Relisting(p) => write!(f, "process p{p} has not relisted yet"),

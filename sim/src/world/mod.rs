@@ -242,6 +242,7 @@ impl<'w> World<'w> {
                 self.relist(now, process, stream);
             }
             Event::Disrupt(disruption) => {
+                self.env.paid();
                 self.explain(EventKind::Fault, None);
                 self.disrupt(now, disruption);
             }

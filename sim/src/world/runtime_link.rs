@@ -398,7 +398,9 @@ impl RuntimeLink {
         let at = now + env.draw(self.knobs.disrupt_within);
         env.stats.other_faults += 1;
         env.record(Record::Fault(Fault::DisruptScheduled { disruption: disruption.traced(), at }));
-        env.at(at, Event::Disrupt(disruption));
+        // Owed: a disruption drawn before the heal that lands after it is still the fault's act,
+        // and the world is not quiet (nor judged converged) until it happened.
+        env.owe(at, Event::Disrupt(disruption));
     }
 
     /// The answer to an applied request goes back (not before `busy_until`, when the request

@@ -434,7 +434,9 @@ fn handle_result<F: Flavor>(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
         (Op::Remove, Err(e)) => {
             // It may be gone all the same (a lost reply), and its name taken since (a volume is
             // known by its name): look at it again before the next try.
-            t.attached = None;
+            if !crate::bugs::on(crate::bugs::Bug::RemoveRetriedWithoutLooking) {
+                t.attached = None;
+            }
             t.waiting = Some(format!("removing the {} failed, retrying: {e}", F::WHAT));
             let _: Retry = retry.fail(op, now.mono, &RETRY);
             return;

@@ -89,11 +89,12 @@ invariants! {
     LogLinesInOrderOnce = ("log-lines-in-order-once", "a log reader sees each line in order, once, as the container printed it; one that keeps up reads all of a backing's lines before moving to the next, and never comes back", logs::LogLinesInOrderOnce),
     SystemRecordsTerminalFailures = ("system-records-terminal-failures", "every terminal failure (a status turning Failed) is in its object's system stream, with its message, before the status is stored", logs::SystemRecordsTerminalFailures),
     UniqueResourceOwner = ("unique-resource-owner", "no two runtime networks, and no two runtime volumes, carry the same owner uid label", resources::UniqueResourceOwner),
-    NoResourceLeakAfterNamespaceDelete = ("no-resource-leak-after-namespace-delete", "when a namespace is gone, no network or volume created for it remains, unless retained or (a volume) still used by a container of another namespace or none", resources::NoResourceLeakAfterNamespaceDelete),
+    NoResourceLeakAfterNamespaceDelete = ("no-resource-leak-after-namespace-delete", "when a namespace is gone, no network or volume created for it remains, unless retained or (a volume) used by a container of another namespace or none at some time (convergence requires it gone once unused)", resources::NoResourceLeakAfterNamespaceDelete),
     BuiltinNetworksUntouched = ("builtin-networks-untouched", "drydock never creates, removes or disconnects from a built-in network (bridge, host, none), and they stay", resources::BuiltinNetworksUntouched),
     RemovesOnlyItsOwn = ("removes-only-its-own", "an object removes only the network or volume created for it, or with replaceExisting the stranger holding its runtime name; never a tracked one", resources::RemovesOnlyItsOwn),
     FilesBeforeStart = ("files-before-start", "a container drydock created for an object with copied files is started only while it holds every one of them, as the spec says", resources::FilesBeforeStart),
     ReconcilesNeverOverlap = ("reconciles-never-overlap", "in one process, no reconcile of a controller and key sends a request while an earlier reconcile of them still waits for store replies", reconciles::ReconcilesNeverOverlap),
+    ListsPaced = ("lists-paced", "no controller sends more than 20 uncached store lists for one key in one process within 10 simulated seconds: a list repeated until the watch catches up is a hot loop", reconciles::ListsPaced),
 }
 
 #[cfg(test)]

@@ -89,3 +89,70 @@ impl Invariant for ReconcilesNeverOverlap {
         self.seen.check()
     }
 }
+
+/// Uncached lists one controller may send for one key, in one process, per [`LIST_WINDOW_MS`].
+pub const LISTS_PER_WINDOW: u32 = 20;
+/// The window [`LISTS_PER_WINDOW`] counts over: 10 s of simulated (wall) time.
+pub const LIST_WINDOW_MS: u64 = 10_000;
+
+/// Lists are paced: no controller sends more than [`LISTS_PER_WINDOW`] uncached store lists for
+/// one key, in one process, within [`LIST_WINDOW_MS`].
+///
+/// A list is the most expensive read there is (the API server reads every object of the range
+/// from its storage), and a list repeated until the watch catches up is a hot loop that no
+/// liveness check sees if the watch catches up before the faults heal. The engine's lists wait
+/// for the watch or back off (the namespace cleanup relists every second at most, a logical
+/// container's cleanup from 500 ms doubling), so twenty in ten seconds is twice what they need.
+/// Checked at all times, faults or not: the loop is named when it happens, by key.
+#[derive(Default)]
+pub(super) struct ListsPaced {
+    /// Store requests handed out and not yet applied: who sent them.
+    pending: FixedMap<(usize, OpId), Work>,
+    /// Per sender: the window (its index) and the lists sent in it.
+    lists: FixedMap<Work, (u64, u32)>,
+    seen: Seen,
+}
+
+impl Invariant for ListsPaced {
+    named!(ListsPaced);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::Requested, HappeningKind::StoreApplying, HappeningKind::Crashed]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::Requested { process, id, origin, store: true } => {
+                self.pending.insert((*process, *id), (*process, origin.controller.clone(), origin.key.clone()));
+            }
+            Happening::StoreApplying { process, id, request } => {
+                let Some(work) = self.pending.swap_remove(&(*process, *id)) else { return };
+                let drydock_engine::store::StoreRequest::List { kind, namespace } = request else { return };
+                let window = view.now.0 / LIST_WINDOW_MS;
+                let count = self.lists.entry(work.clone()).or_insert((window, 0));
+                if count.0 != window {
+                    *count = (window, 0);
+                }
+                count.1 += 1;
+                if count.1 > LISTS_PER_WINDOW {
+                    let (process, controller, key) = &work;
+                    let range = format!("{}/{}", kind.as_deref().unwrap_or("*"), namespace.as_deref().unwrap_or("*"));
+                    self.seen.flag(format!(
+                        "p{process} {controller} sent {} uncached lists for {key} within {} s (the last of {range}): a list loop",
+                        count.1,
+                        LIST_WINDOW_MS / 1000
+                    ));
+                }
+            }
+            Happening::Crashed { process } => {
+                self.pending.retain(|(p, _), _| p != process);
+                self.lists.retain(|(p, _, _), _| p != process);
+            }
+            _ => {}
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}

@@ -72,12 +72,13 @@ impl Invariant for UniqueResourceOwner {
 }
 
 /// When a namespace is gone, no network or volume created for it remains, unless retained, or
-/// (a volume) abandoned: still used by a container that is not the namespace's when it was found
-/// leftover. An abandoned volume may outlive its last user for a while (the harvester removes it
-/// on its next pass): convergence requires it gone once unused.
+/// (a volume) shared: used by a container that is not the namespace's (a stranger's) at some
+/// time. The engine abandons a volume still in use late in its namespace's deletion, and its
+/// last user may go the moment after: such a volume outlives it for a while (the harvester
+/// removes it on its next pass), which convergence judges: it requires it gone once unused.
 #[derive(Default)]
 pub(super) struct NoResourceLeakAfterNamespaceDelete {
-    /// Volumes (name, owner uid) found abandoned, while they exist.
+    /// Volumes (name, owner uid) a stranger's container has used, while they exist.
     abandoned: BTreeSet<(String, String)>,
 }
 
@@ -93,6 +94,20 @@ impl Invariant for NoResourceLeakAfterNamespaceDelete {
     /// A leak starts when a namespace goes, when a network or volume of one gone appears, or
     /// (a volume) when the last stranger's container using it goes.
     fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        for c in changes.containers(view.runtime) {
+            let ns_uid = c.labels.get(names::LABEL_NAMESPACE_UID);
+            for source in view.runtime.mounts_of(&c.id) {
+                let shared = view.runtime.resources().find(|h| {
+                    h.object == RuntimeObject::Volume
+                        && h.name == source
+                        && h.labels.get(names::LABEL_NAMESPACE_UID).is_some_and(|ns| Some(ns) != ns_uid)
+                });
+                if let Some(h) = shared {
+                    let owner = h.labels.get(names::LABEL_OWNER_UID).cloned().unwrap_or_default();
+                    self.abandoned.insert((h.name.to_string(), owner));
+                }
+            }
+        }
         if changes.runtime.any_resource_changed() || changes.everything {
             self.abandoned.retain(|(name, uid)| {
                 view.runtime.resources().any(|h| {

@@ -1,0 +1,160 @@
+//! Bug switches: bugs the simulator once caught, kept in the code so they can be put back.
+//!
+//! A regression schedule pins one run, not its bug: after the engine changes it may no longer
+//! reach the state it was made for, and then it passes whether the bug is back or not. A switch
+//! pins the bug itself. Each [`Bug`] names a fix; where the fix is, the engine asks [`on`] and,
+//! when the switch is on, does what it did before the fix. The scenarios' `bug_switches` test
+//! turns each on in turn and requires a short sweep to catch it by the invariant that first
+//! caught it, so a bug the simulator can no longer find fails CI loudly.
+//!
+//! *Guarantees*
+//! - Without the `bug-switches` feature, [`on`] is a constant `false`: the switched code is
+//!   compiled out, and release builds never enable the feature (CI checks the `drydock` binary's
+//!   dependency tree).
+//! - With it, a switch is off unless turned on: for the calling thread ([`with`]) or, for a
+//!   command-line sweep whose worker threads share one setting, for the process ([`set_for_process`]).
+//!   The thread's setting wins.
+//!
+//! *Caveats*: the switches are global state, against the sans-IO core's rule; they exist only in
+//! test builds, and a run reads them, never writes them.
+
+/// One bug that was fixed, by what it did.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Bug {
+    /// A deleting logical container whose cleanup list showed an owned child its cache did not
+    /// listed again at once, in a loop, until the lagging watch caught up.
+    LogicalCleanupRelistsAtOnce,
+    /// A network or volume remove that failed (or lost its reply) was tried again by name
+    /// without looking first: a volume whose name a stranger took meanwhile was removed as ours.
+    RemoveRetriedWithoutLooking,
+    /// The harvester removed containers only: a volume abandoned by its namespace's deletion
+    /// stayed for ever once its last user went.
+    AbandonedVolumesKept,
+    /// The garbage collector deleted a dependent with its uid as the only precondition: one an
+    /// orphaning owner had just unlinked (a write its cache had not seen) was deleted all the same.
+    GcDeletesWithoutVersion,
+    /// A lease was judged expired by its holder's wall-clock timestamps against our own clock:
+    /// a holder whose clock runs behind lost a live lease.
+    LeaseExpiryByTimestamps,
+}
+
+impl Bug {
+    /// Every switch.
+    pub const ALL: &'static [Bug] = &[
+        Bug::LogicalCleanupRelistsAtOnce,
+        Bug::RemoveRetriedWithoutLooking,
+        Bug::AbandonedVolumesKept,
+        Bug::GcDeletesWithoutVersion,
+        Bug::LeaseExpiryByTimestamps,
+    ];
+
+    /// Its name on the command line: kebab case.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::LogicalCleanupRelistsAtOnce => "logical-cleanup-relists-at-once",
+            Bug::RemoveRetriedWithoutLooking => "remove-retried-without-looking",
+            Bug::AbandonedVolumesKept => "abandoned-volumes-kept",
+            Bug::GcDeletesWithoutVersion => "gc-deletes-without-version",
+            Bug::LeaseExpiryByTimestamps => "lease-expiry-by-timestamps",
+        }
+    }
+
+    /// The switch named `name`.
+    pub fn named(name: &str) -> Option<Bug> {
+        Bug::ALL.iter().copied().find(|b| b.name() == name)
+    }
+}
+
+impl std::fmt::Display for Bug {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether `bug` is switched on (always `false` without the `bug-switches` feature).
+#[inline(always)]
+pub fn on(bug: Bug) -> bool {
+    #[cfg(feature = "bug-switches")]
+    {
+        switches::current() == Some(bug)
+    }
+    #[cfg(not(feature = "bug-switches"))]
+    {
+        let _ = bug;
+        false
+    }
+}
+
+/// Whether this build has the switches (the `bug-switches` feature).
+pub const AVAILABLE: bool = cfg!(feature = "bug-switches");
+
+#[cfg(feature = "bug-switches")]
+pub use switches::{set_for_process, with};
+
+/// Without the `bug-switches` feature there is nothing to switch on: `false`.
+#[cfg(not(feature = "bug-switches"))]
+pub fn set_for_process(bug: Option<Bug>) -> bool {
+    bug.is_none()
+}
+
+#[cfg(feature = "bug-switches")]
+mod switches {
+    use super::Bug;
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The process's switch: 0 for none, else its index in [`Bug::ALL`] plus one.
+    static PROCESS: AtomicUsize = AtomicUsize::new(0);
+
+    thread_local! {
+        static THREAD: Cell<Option<Bug>> = const { Cell::new(None) };
+    }
+
+    pub(super) fn current() -> Option<Bug> {
+        THREAD.with(Cell::get).or_else(|| Bug::ALL.get(PROCESS.load(Ordering::Relaxed).checked_sub(1)?).copied())
+    }
+
+    /// Switch `bug` on (or, `None`, every switch off) for the whole process: `true`.
+    pub fn set_for_process(bug: Option<Bug>) -> bool {
+        let index = bug.and_then(|b| Bug::ALL.iter().position(|x| *x == b)).map_or(0, |i| i + 1);
+        PROCESS.store(index, Ordering::Relaxed);
+        true
+    }
+
+    /// Run `f` with `bug` switched on for this thread, and off again after (even if `f` panics).
+    pub fn with<T>(bug: Bug, f: impl FnOnce() -> T) -> T {
+        struct Reset(Option<Bug>);
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                THREAD.with(|t| t.set(self.0));
+            }
+        }
+        let _reset = Reset(THREAD.with(|t| t.replace(Some(bug))));
+        f()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found_again() {
+        for bug in Bug::ALL {
+            assert_eq!(Bug::named(bug.name()), Some(*bug));
+        }
+        let names: std::collections::BTreeSet<_> = Bug::ALL.iter().map(|b| b.name()).collect();
+        assert_eq!(names.len(), Bug::ALL.len());
+    }
+
+    #[cfg(feature = "bug-switches")]
+    #[test]
+    fn a_switch_is_on_only_inside_with() {
+        assert!(!on(Bug::AbandonedVolumesKept));
+        with(Bug::AbandonedVolumesKept, || {
+            assert!(on(Bug::AbandonedVolumesKept));
+            assert!(!on(Bug::GcDeletesWithoutVersion));
+        });
+        assert!(!on(Bug::AbandonedVolumesKept));
+    }
+}

@@ -1,0 +1,108 @@
+//! Every bug switch is still caught: each fixed bug, put back (`drydock_engine::bugs`), fails a
+//! short sweep by the invariant that caught it, and the seed that catches it passes without it.
+//!
+//! A regression schedule pins a run; this pins the bug. When an engine change moves a bug out of
+//! its sweep's reach, this test fails and says so: find a sweep that catches it again with
+//! `cargo run --release -p drydock --features bug-switches -- sim run ...` and `DRYDOCK_BUG=NAME`,
+//! and update its entry here. Sweeps stop at the first seed that catches the bug.
+
+use drydock_engine::bugs::{self, Bug};
+use drydock_faults::FaultSelection;
+
+/// Where a switched-on bug is caught: a scenario, its faults, the seeds to sweep (from 0), and
+/// the invariant that must name it.
+struct Catch {
+    bug: Bug,
+    scenario: &'static str,
+    faults: &'static str,
+    seeds: u64,
+    invariant: &'static str,
+}
+
+/// Each found with `DRYDOCK_BUG=NAME drydock sim run` (a `bug-switches` build): how many of a
+/// sweep's seeds fail with the bug is in the comment; none fails without it.
+const CATCHES: &[Catch] = &[
+    // 46 of 4,000 seeds.
+    Catch {
+        bug: Bug::LogicalCleanupRelistsAtOnce,
+        scenario: "session",
+        faults: "stale-cache=1,coalesced-watch=0.6,uncertain-store-write=0.3",
+        seeds: 1_000,
+        invariant: "lists-paced",
+    },
+    // 11 of 2,000 seeds.
+    Catch {
+        bug: Bug::RemoveRetriedWithoutLooking,
+        scenario: "resources",
+        faults: "uncertain-remove=1,transient-runtime-error=0.5",
+        seeds: 2_000,
+        invariant: "removes-only-its-own",
+    },
+    // 8 of 2,000 seeds.
+    Catch {
+        bug: Bug::AbandonedVolumesKept,
+        scenario: "resources",
+        faults: "none",
+        seeds: 2_000,
+        invariant: "convergence",
+    },
+    // 4 of 4,000 seeds.
+    Catch {
+        bug: Bug::GcDeletesWithoutVersion,
+        scenario: "physical",
+        faults: "uncertain-store-write=0.5,stale-cache=0.8,coalesced-watch=0.3",
+        seeds: 4_000,
+        invariant: "deletes-only-garbage",
+    },
+    // 24 of 300 seeds.
+    Catch {
+        bug: Bug::LeaseExpiryByTimestamps,
+        scenario: "pull-storm",
+        faults: "default",
+        seeds: 300,
+        invariant: "lease-exclusive",
+    },
+];
+
+#[test]
+fn every_bug_switch_has_a_catch() {
+    for bug in Bug::ALL {
+        assert!(CATCHES.iter().any(|c| c.bug == *bug), "bug switch {bug} has no sweep that catches it");
+    }
+}
+
+#[test]
+fn every_switched_on_bug_is_caught() {
+    let mut missed = Vec::new();
+    for catch in CATCHES {
+        match first_catch(catch) {
+            Some(seed) => {
+                let scenario = drydock_scenarios::find(catch.scenario).unwrap();
+                let faults = FaultSelection::parse(catch.faults).unwrap();
+                let without = scenario.run_with(seed, false, &faults);
+                assert!(
+                    without.ok,
+                    "{} seed {seed} fails without bug {} too: {:?}",
+                    catch.scenario, catch.bug, without.violations
+                );
+            }
+            None => missed.push(format!(
+                "{}: no seed of {} 0..{} with --faults {} fails {}; find a sweep that does (DRYDOCK_BUG={} on a bug-switches build) and update its entry",
+                catch.bug, catch.scenario, catch.seeds, catch.faults, catch.invariant, catch.bug
+            )),
+        }
+    }
+    assert!(missed.is_empty(), "bugs the simulator no longer catches:\n{}", missed.join("\n"));
+}
+
+/// The first seed of `catch`'s sweep that fails by its invariant with its bug switched on.
+fn first_catch(catch: &Catch) -> Option<u64> {
+    let scenario = drydock_scenarios::find(catch.scenario).unwrap();
+    let faults = FaultSelection::parse(catch.faults).unwrap();
+    bugs::with(catch.bug, || {
+        (0..catch.seeds).find(|seed| {
+            let report = scenario.run_with(*seed, false, &faults);
+            report.violations.iter().any(|v| v.invariant == catch.invariant)
+        })
+    })
+}
