@@ -36,6 +36,18 @@ pub enum Bug {
     /// A lease was judged expired by its holder's wall-clock timestamps against our own clock:
     /// a holder whose clock runs behind lost a live lease.
     LeaseExpiryByTimestamps,
+    /// An image resource pulled without holding the reference's pull lease: two processes pulled
+    /// one reference at once.
+    PullWithoutLease,
+    /// A pull's lease renewal that did not go through waited a quarter of the lease before
+    /// trying again: two such waits outlasted the lease, and another process pulled beside it.
+    RenewalRetriedLate,
+    /// A pull was sent in the same breath as the status write counting its attempt: when that
+    /// write failed and the process crashed, the next life pulled beyond the retry limit.
+    PullBeforeAttemptCounted,
+    /// A terminating namespace's cleanup chose what to delete from its cache alone, where one
+    /// kind's watch lagged behind another's: an image deleted while a container was left.
+    CleanupDeletesFromCache,
 }
 
 impl Bug {
@@ -46,6 +58,10 @@ impl Bug {
         Bug::AbandonedVolumesKept,
         Bug::GcDeletesWithoutVersion,
         Bug::LeaseExpiryByTimestamps,
+        Bug::PullWithoutLease,
+        Bug::RenewalRetriedLate,
+        Bug::PullBeforeAttemptCounted,
+        Bug::CleanupDeletesFromCache,
     ];
 
     /// Its name on the command line: kebab case.
@@ -56,6 +72,10 @@ impl Bug {
             Bug::AbandonedVolumesKept => "abandoned-volumes-kept",
             Bug::GcDeletesWithoutVersion => "gc-deletes-without-version",
             Bug::LeaseExpiryByTimestamps => "lease-expiry-by-timestamps",
+            Bug::PullWithoutLease => "pull-without-lease",
+            Bug::RenewalRetriedLate => "renewal-retried-late",
+            Bug::PullBeforeAttemptCounted => "pull-before-attempt-counted",
+            Bug::CleanupDeletesFromCache => "cleanup-deletes-from-cache",
         }
     }
 

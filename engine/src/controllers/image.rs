@@ -259,7 +259,12 @@ impl ContainerImageController {
     ) -> ReconcileResult {
         let uid = obj.metadata.uid.clone();
         let normalized = normalize_image_reference(&spec.image);
-        match self.lease(ctx, &uid, &spec.image) {
+        let lease = if crate::bugs::on(crate::bugs::Bug::PullWithoutLease) {
+            Acquire::Held
+        } else {
+            self.lease(ctx, &uid, &spec.image)
+        };
+        match lease {
             // The lease write's reply does not trigger a reconcile by itself (nothing watches
             // leases): ask for one as soon as it is in.
             Acquire::Pending => Ok(Action::requeue(Duration::from_millis(1))),
@@ -321,6 +326,12 @@ impl ContainerImageController {
                         if !write_status::<ContainerImage>(ctx, obj, status, next) {
                             // Nothing to write, yet the cache does not show the count: look again soon.
                             return Ok(Action::requeue(Duration::from_millis(100)));
+                        }
+                        if crate::bugs::on(crate::bugs::Bug::PullBeforeAttemptCounted) {
+                            t.step = Step::PullNow;
+                            self.pulls.insert(normalized, uid.clone());
+                            self.ops.start_runtime(ctx, &uid, Op::Pull, make_request(spec));
+                            return Ok(Action::requeue(PULL_LEASE_DURATION / 4));
                         }
                         Ok(Action::done())
                     }
@@ -469,6 +480,11 @@ impl ContainerImageController {
                     (obj.metadata.uid.clone(), obj.spec::<ContainerImage>().map(|s| s.image).unwrap_or_default());
                 let again = match self.lease(ctx, &uid, &reference) {
                     Acquire::Held => PULL_LEASE_DURATION / 4,
+                    Acquire::Pending | Acquire::Contended { .. }
+                        if crate::bugs::on(crate::bugs::Bug::RenewalRetriedLate) =>
+                    {
+                        PULL_LEASE_DURATION / 4
+                    }
                     Acquire::Pending | Acquire::Contended { .. } => RENEW_AGAIN,
                 };
                 return Ok(Action::requeue(again));

@@ -205,13 +205,17 @@ impl NamespaceController {
         // Delete the lowest rank that has children left; never a higher one while it has. Not
         // before an uncached list has answered: the cache may lag behind on one kind (a child of a
         // lower rank not seen yet) while it shows another.
-        if let Some(listed) = &cleanup.listed
+        let from_cache = crate::bugs::on(crate::bugs::Bug::CleanupDeletesFromCache);
+        if (cleanup.listed.is_some() || from_cache)
             && let Some(lowest) = remaining.values().map(|o| rank(o)).min()
         {
-            let ours: BTreeSet<&Uid> = listed.objects.iter().map(|o| &o.metadata.uid).collect();
+            let ours: BTreeSet<&Uid> =
+                cleanup.listed.iter().flat_map(|listed| listed.objects.iter().map(|o| &o.metadata.uid)).collect();
             let victims = remaining
                 .values()
-                .filter(|c| rank(c) == lowest && !c.metadata.is_deleting() && ours.contains(&c.metadata.uid))
+                .filter(|c| {
+                    rank(c) == lowest && !c.metadata.is_deleting() && (from_cache || ours.contains(&c.metadata.uid))
+                })
                 .take(self.max_deletes);
             for child in victims {
                 let op = ctx.store(StoreRequest::Delete {

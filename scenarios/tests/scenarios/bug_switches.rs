@@ -62,6 +62,39 @@ const CATCHES: &[Catch] = &[
         seeds: 300,
         invariant: "lease-exclusive",
     },
+    // 29 of 100 seeds.
+    Catch {
+        bug: Bug::PullWithoutLease,
+        scenario: "pull-storm",
+        faults: "default",
+        seeds: 100,
+        invariant: "single-pull-per-ref",
+    },
+    // 9 of 3,000 seeds (the guard against a second pull by the same process keeps it to two
+    // processes).
+    Catch {
+        bug: Bug::RenewalRetriedLate,
+        scenario: "pull-storm",
+        faults: "store-conflict=0.6,slow-runtime=1",
+        seeds: 3_000,
+        invariant: "single-pull-per-ref",
+    },
+    // 6 of 2,000 seeds.
+    Catch {
+        bug: Bug::PullBeforeAttemptCounted,
+        scenario: "pull-storm",
+        faults: "default",
+        seeds: 2_000,
+        invariant: "pull-attempts-within-limit",
+    },
+    // 137 of 1,000 seeds.
+    Catch {
+        bug: Bug::CleanupDeletesFromCache,
+        scenario: "namespace-teardown",
+        faults: "default",
+        seeds: 200,
+        invariant: "namespace-cleanup-order",
+    },
 ];
 
 #[test]
