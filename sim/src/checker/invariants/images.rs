@@ -274,7 +274,10 @@ pub(super) const READY_AFTER_GONE: std::time::Duration = std::time::Duration::fr
 /// the lag is counted from the moment a process was *handed* a NotFound answer to an inspection
 /// of the pinned id it sent for that ContainerImage: from then on it has
 /// [`READY_AFTER_GONE`] to stop saying Ready (a crash of that process resets the clock: its next
-/// life must look again). The image coming back (an inspection finding it) ends the count.
+/// life must look again; so does a status write of that process for that object that failed, a
+/// conflict under `store-conflict`: its retry backs off, and a run of such failures may outlast
+/// any fixed bound while faults last; convergence judges the end). The image coming back (an
+/// inspection finding it) ends the count.
 #[derive(Default)]
 pub(super) struct ReadyWhilePinnedPresent {
     /// Inspections of an image sent by a ContainerImage's reconcile: (process, op) -> (issuer,
@@ -282,15 +285,23 @@ pub(super) struct ReadyWhilePinnedPresent {
     inspections: BTreeMap<(usize, OpId), (ObjectKey, String)>,
     /// Of those, the ones the runtime answered NotFound.
     said_gone: BTreeSet<(usize, OpId)>,
-    /// Per ContainerImage: the pinned id a process was told is gone, which process, and when.
-    told: BTreeMap<ObjectKey, (String, usize, WallTime)>,
+    /// Per ContainerImage: the pinned id a process was told is gone, which process, and when;
+    /// with the uid of the object it was told for (a ContainerImage deleted and created again
+    /// under its name is another object, whose engine was told nothing yet).
+    told: BTreeMap<ObjectKey, (Uid, String, usize, WallTime)>,
 }
 
 impl Invariant for ReadyWhilePinnedPresent {
     named!(ReadyWhilePinnedPresent);
 
     fn observes(&self) -> &'static [HappeningKind] {
-        &[HappeningKind::RuntimeSent, HappeningKind::RuntimeApplied, HappeningKind::Answered, HappeningKind::Crashed]
+        &[
+            HappeningKind::RuntimeSent,
+            HappeningKind::RuntimeApplied,
+            HappeningKind::Answered,
+            HappeningKind::Crashed,
+            HappeningKind::StoreApplied,
+        ]
     }
 
     fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
@@ -307,7 +318,7 @@ impl Invariant for ReadyWhilePinnedPresent {
                     self.said_gone.insert((*process, *id));
                 } else if result.is_ok()
                     && let Some((issuer, reference)) = self.inspections.get(&(*process, *id))
-                    && self.told.get(issuer).is_some_and(|(gone, _, _)| gone == reference)
+                    && self.told.get(issuer).is_some_and(|(_, gone, _, _)| gone == reference)
                 {
                     // It is back (pulled again by another resource of the same reference).
                     self.told.remove(issuer);
@@ -316,13 +327,30 @@ impl Invariant for ReadyWhilePinnedPresent {
             Happening::Answered { process, id } => {
                 let Some((issuer, reference)) = self.inspections.remove(&(*process, *id)) else { return };
                 if self.said_gone.remove(&(*process, *id))
-                    && view.store.get(&issuer).is_some_and(|image| pinned_id(image) == Some(reference.as_str()))
+                    && let Some(image) = view.store.get(&issuer)
+                    && pinned_id(image) == Some(reference.as_str())
                 {
-                    self.told.entry(issuer).or_insert((reference, *process, view.now));
+                    let uid = image.metadata.uid.clone();
+                    let told = self.told.entry(issuer).or_insert((uid.clone(), reference.clone(), *process, view.now));
+                    if told.0 != uid {
+                        *told = (uid, reference, *process, view.now);
+                    }
+                }
+            }
+            Happening::StoreApplied {
+                process,
+                request: drydock_engine::store::StoreRequest::UpdateStatus { object },
+                result: Err(_),
+            } if object.kind == ContainerImage::KIND => {
+                if let Some(told) = self.told.get_mut(&object.key())
+                    && told.0 == object.metadata.uid
+                    && told.2 == *process
+                {
+                    told.3 = view.now;
                 }
             }
             Happening::Crashed { process } => {
-                self.told.retain(|_, (_, p, _)| p != process);
+                self.told.retain(|_, (_, _, p, _)| p != process);
                 self.inspections.retain(|(p, _), _| p != process);
                 self.said_gone.retain(|(p, _)| p != process);
             }
@@ -331,8 +359,8 @@ impl Invariant for ReadyWhilePinnedPresent {
     }
 
     fn check(&self, view: &View<'_>) -> Result<(), String> {
-        for (key, (gone, process, since)) in &self.told {
-            let Some(image) = view.store.get(key) else { continue };
+        for (key, (uid, gone, process, since)) in &self.told {
+            let Some(image) = view.store.get(key).filter(|image| image.metadata.uid == *uid) else { continue };
             let ready = image.status.get("phase").and_then(serde_json::Value::as_str) == Some("Ready");
             if ready
                 && pinned_id(image) == Some(gone.as_str())
