@@ -48,6 +48,10 @@ pub enum Bug {
     /// A terminating namespace's cleanup chose what to delete from its cache alone, where one
     /// kind's watch lagged behind another's: an image deleted while a container was left.
     CleanupDeletesFromCache,
+    /// A network's delete disconnected only the containers of objects its cache showed: a
+    /// persistent container, kept when its object went, stayed attached, and the network (and
+    /// its namespace) waited for it for ever.
+    RetainedContainersKeepNetwork,
 }
 
 impl Bug {
@@ -62,6 +66,7 @@ impl Bug {
         Bug::RenewalRetriedLate,
         Bug::PullBeforeAttemptCounted,
         Bug::CleanupDeletesFromCache,
+        Bug::RetainedContainersKeepNetwork,
     ];
 
     /// Its name on the command line: kebab case.
@@ -76,6 +81,7 @@ impl Bug {
             Bug::RenewalRetriedLate => "renewal-retried-late",
             Bug::PullBeforeAttemptCounted => "pull-before-attempt-counted",
             Bug::CleanupDeletesFromCache => "cleanup-deletes-from-cache",
+            Bug::RetainedContainersKeepNetwork => "retained-containers-keep-network",
         }
     }
 

@@ -2,10 +2,10 @@
 
 use crate::draw::{Ops, between, chance, pick};
 use crate::shapes::{self, Behaviour, Flaw};
-use drydock_engine::api::PullPolicy;
 use drydock_engine::api::container::{EnvVar, Mount, NetworkAttachment, PortMapping, Protocol};
 use drydock_engine::api::logical::{LogicalContainerSpec, LogicalMode};
-use drydock_sim::workload::{ClientOp, ContainerOp, ExternalOp, Propagation, Workload};
+use drydock_engine::api::{ContainerNetwork, PullPolicy, Resource};
+use drydock_sim::workload::{ClientOp, ContainerOp, ExternalOp, Propagation, Target, Workload};
 use drydock_sim::{Latency, ProcessKnobs, WatchKnobs, WorldConfig};
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
@@ -216,10 +216,23 @@ fn persistent_ops(rng: &mut ChaCha8Rng, ops: &mut Ops, prefix: &str) {
     for run in 0..2 + rng.next_u64() % 2 {
         let engine = Some((run % 2) as usize);
         ops.at(t, ClientOp::CreateNamespace { name: ns.clone(), engine, workload: workload.clone() });
-        for (i, spec) in specs.iter_mut().enumerate() {
-            if run > 0 {
-                edit_persistent(rng, spec, run);
-            }
+        for spec in specs.iter_mut().filter(|_| run > 0) {
+            edit_persistent(rng, spec, run);
+        }
+        // The networks the specs name exist in this run (the namespace is new each run): a
+        // network edit reaches the runtime, and must still not replace the container.
+        let networks: std::collections::BTreeSet<String> =
+            specs.iter().flat_map(|s| s.networks.iter().map(|n| n.name.clone())).collect();
+        for network in networks {
+            let target =
+                Target { kind: ContainerNetwork::KIND.to_string(), namespace: Some(ns.clone()), name: network };
+            let spec = serde_json::json!({});
+            ops.at(
+                t + between(rng, 0, 1_000),
+                ClientOp::Create { target, spec, labels: Default::default(), owner: None },
+            );
+        }
+        for (i, spec) in specs.iter().enumerate() {
             ops.at(
                 t + between(rng, 0, 2_000),
                 ClientOp::CreateLogical {

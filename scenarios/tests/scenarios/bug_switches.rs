@@ -95,6 +95,14 @@ const CATCHES: &[Catch] = &[
         seeds: 200,
         invariant: "namespace-cleanup-order",
     },
+    // 108 of 3,000 seeds.
+    Catch {
+        bug: Bug::RetainedContainersKeepNetwork,
+        scenario: "persistent-reuse",
+        faults: "default",
+        seeds: 300,
+        invariant: "convergence",
+    },
 ];
 
 #[test]

@@ -30,7 +30,7 @@ pub mod flavor;
 use crate::api::{Object, ObjectKey, PhysicalContainer, Resource, ResourcePhase, RuntimeResourceStatus};
 use crate::api::{Uid, names, reasons};
 use crate::controller::{Action, Context, Controller, OpId, ReconcileError, ReconcileResult, Watch};
-use crate::runtime::{RuntimeError, RuntimeRequest, RuntimeResult};
+use crate::runtime::{RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 use crate::store::{StoreReply, StoreRequest, StoreResult};
 use crate::time::{MonoTime, Now};
 use crate::toolkit::{self, Cleanup, Finalizer, OpTracker, Retry, RetryPolicy, write_status};
@@ -64,6 +64,10 @@ enum Op {
     /// Inspect ours (monitoring, a tracked one, before removing a network).
     Inspect,
     Disconnect,
+    /// List the containers drydock made in the object's namespace (by namespace label): a
+    /// network's delete disconnects those attached even once their objects are gone (a
+    /// persistent container is retained when its object goes, still attached).
+    ListUsers,
     Remove,
     /// List by uid label before releasing the finalizer.
     CleanupCheck,
@@ -94,6 +98,9 @@ struct State {
     /// Running containers attached, as an inspection since the last change found them
     /// (networks); `None`: look again.
     attached: Option<Vec<String>>,
+    /// Containers drydock made in the object's namespace, as a list by namespace label found
+    /// them (networks, while deleting); `None`: list again if need be.
+    namespace_containers: Option<Vec<String>>,
     verify: Option<Verify>,
     /// replaceExisting: the stranger holding our name.
     stranger: Option<String>,
@@ -301,15 +308,32 @@ impl<F: Flavor> RuntimeResourceController<F> {
                 return self.cleanup(ctx, obj);
             }
             if F::USERS == Users::Attached {
+                // Others attached may be drydock's too: containers whose objects are gone but
+                // which were kept (persistent ones). A list by namespace label tells.
+                let unknown = attached.iter().any(|c| !drydock_attached.contains(c));
+                if unknown
+                    && t.namespace_containers.is_none()
+                    && !crate::bugs::on(crate::bugs::Bug::RetainedContainersKeepNetwork)
+                {
+                    let namespace = obj.metadata.namespace.as_deref().unwrap_or_default().to_string();
+                    let labels = BTreeMap::from([(names::LABEL_NAMESPACE.to_string(), namespace)]);
+                    let list = RuntimeRequest::ListContainers { labels };
+                    return self.start_op(ctx, &uid, Op::ListUsers, list).map(Cleanup::Waiting);
+                }
+                let made_here = t.namespace_containers.as_deref().unwrap_or_default();
                 // Disconnect ours one by one.
-                if let Some(ours) = attached.iter().find(|c| drydock_attached.contains(c)).cloned() {
+                if let Some(ours) =
+                    attached.iter().find(|c| drydock_attached.contains(c) || made_here.contains(c)).cloned()
+                {
                     let disconnect = RuntimeRequest::DisconnectNetwork { network: id, container: ours };
                     return self.start_op(ctx, &uid, Op::Disconnect, disconnect).map(Cleanup::Waiting);
                 }
             }
             if !drydock_mounts.is_empty() {
                 // Drydock's own users go first (their deletion wakes us): no runtime request
-                // meanwhile.
+                // meanwhile. Then look again: ours may have been removed and its name taken
+                // while we waited (a volume is known by its name).
+                t.attached = None;
                 let message = format!("waiting for the containers that mount it: {}", drydock_mounts.join(", "));
                 let next = RuntimeResourceStatus { message: Some(message), ..status.clone() };
                 write_status::<F::Kind>(ctx, obj, &status, next);
@@ -410,6 +434,11 @@ fn handle_result<F: Flavor>(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
             t.inspected_at = Some(now.mono);
         }
         (Op::Disconnect, Ok(_) | Err(E::NotFound(_))) => t.attached = None,
+        (Op::ListUsers, Ok(RuntimeReply::Containers(listed))) => {
+            // Only those drydock created (the namespace label alone a caller could set).
+            let made = listed.iter().filter(|c| c.labels.contains_key(names::LABEL_CREATOR));
+            t.namespace_containers = Some(made.map(|c| c.id.clone()).collect());
+        }
         (Op::Remove, Ok(_) | Err(E::NotFound(_))) => {
             t.removed = true;
             t.waiting = None;
@@ -427,6 +456,7 @@ fn handle_result<F: Flavor>(tracked: &mut Tracked, now: Now, op: Op, result: &Ru
             }
             // Look again at who is attached before the next try.
             t.attached = None;
+            t.namespace_containers = None;
             t.waiting = Some(format!("waiting for the {} to be unused: {message}", F::WHAT));
             let _: Retry = retry.fail(op, now.mono, &RETRY);
             return;
