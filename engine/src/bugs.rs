@@ -52,6 +52,10 @@ pub enum Bug {
     /// persistent container, kept when its object went, stayed attached, and the network (and
     /// its namespace) waited for it for ever.
     RetainedContainersKeepNetwork,
+    /// A lease write's failure (a renewal's conflict) failed its reconcile like any write: the
+    /// key backed off on top of the backoff its conflicting status writes had built, the renewal
+    /// was retried seconds late, and another process took the lease under a running pull.
+    LeaseFailureBacksOffKey,
 }
 
 impl Bug {
@@ -67,6 +71,7 @@ impl Bug {
         Bug::PullBeforeAttemptCounted,
         Bug::CleanupDeletesFromCache,
         Bug::RetainedContainersKeepNetwork,
+        Bug::LeaseFailureBacksOffKey,
     ];
 
     /// Its name on the command line: kebab case.
@@ -82,6 +87,7 @@ impl Bug {
             Bug::PullBeforeAttemptCounted => "pull-before-attempt-counted",
             Bug::CleanupDeletesFromCache => "cleanup-deletes-from-cache",
             Bug::RetainedContainersKeepNetwork => "retained-containers-keep-network",
+            Bug::LeaseFailureBacksOffKey => "lease-failure-backs-off-key",
         }
     }
 

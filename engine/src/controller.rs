@@ -205,6 +205,8 @@ pub struct Context<'a> {
     /// or been abandoned.
     pub(crate) earlier_lives_settle_at: crate::time::MonoTime,
     pub(crate) seen_created: &'a crate::fixed::FixedSet<crate::api::Uid>,
+    /// Store requests whose failure the controller handles itself (see [`Context::store_handling_failure`]).
+    pub(crate) failure_handled: Vec<OpId>,
 }
 
 impl<'a> Context<'a> {
@@ -247,6 +249,19 @@ impl<'a> Context<'a> {
     pub fn store(&mut self, request: StoreRequest) -> OpId {
         let id = self.op_id();
         self.issued.push(Issued::Store(id, request));
+        id
+    }
+
+    /// Ask the store for something whose failure the controller handles itself, as a lease client
+    /// handles a conflict on its lease: the request is not the reconcile's, so a failure neither
+    /// fails the reconcile (and backs the key off, on top of whatever backoff its other writes
+    /// built) nor does a success end a run of the key's failed writes. A failure reruns the
+    /// reconcile at once, since the action it returned was chosen before the failure was known.
+    pub fn store_handling_failure(&mut self, request: StoreRequest) -> OpId {
+        let id = self.store(request);
+        if !crate::bugs::on(crate::bugs::Bug::LeaseFailureBacksOffKey) {
+            self.failure_handled.push(id);
+        }
         id
     }
 

@@ -166,6 +166,9 @@ struct PendingOp {
     deadline: Option<MonoTime>,
     /// Runtime requests that change the world: what it was, for the object's `system` stream.
     what: Option<Box<str>>,
+    /// A store request whose failure the controller handles itself
+    /// ([`crate::controller::Context::store_handling_failure`]).
+    failure_handled: bool,
 }
 
 /// A reconcile whose store requests have not all replied yet.
@@ -175,6 +178,8 @@ struct ActiveReconcile {
     made_reads: bool,
     made_writes: bool,
     write_error: Option<String>,
+    /// A request whose failure the controller handles itself failed: run again at once.
+    handled_failure: Option<String>,
     result: ReconcileResult,
 }
 

@@ -121,7 +121,7 @@ impl LeaseClient {
                 } else if spec.renew_time.is_none_or(|t| now.0.saturating_sub(t.0) > spec.duration_ms / 3) {
                     let mut renewed = (*object).clone();
                     renewed.spec = lease_spec(key, holder, spec.acquire_time.unwrap_or(now), now, duration).into();
-                    let id = ctx.store(StoreRequest::Update { object: renewed });
+                    let id = ctx.store_handling_failure(StoreRequest::Update { object: renewed });
                     (State::Renewing(id, object), Acquire::Held)
                 } else {
                     (State::Held(object), Acquire::Held)
@@ -135,14 +135,14 @@ impl LeaseClient {
             Some(State::Absent) => {
                 let mut object = Object::new(Lease::KIND, ObjectMeta::named(None, name), serde_json::Value::Null);
                 object.spec = lease_spec(key, holder, now, now, duration).into();
-                (State::Writing(ctx.store(StoreRequest::Create { object })), Acquire::Pending)
+                (State::Writing(ctx.store_handling_failure(StoreRequest::Create { object })), Acquire::Pending)
             }
             Some(State::Free(object)) => {
                 let spec = object.spec::<Lease>().unwrap_or_default();
                 let acquired = if spec.live_holder(now) == Some(holder) { spec.acquire_time } else { None };
                 let mut next = (*object).clone();
                 next.spec = lease_spec(key, holder, acquired.unwrap_or(now), now, duration).into();
-                (State::Writing(ctx.store(StoreRequest::Update { object: next })), Acquire::Pending)
+                (State::Writing(ctx.store_handling_failure(StoreRequest::Update { object: next })), Acquire::Pending)
             }
             // Report the contention now; read again only at the next attempt, which the caller
             // schedules (a read here would make the engine rerun the reconcile at once).
@@ -167,7 +167,7 @@ impl LeaseClient {
                 spec.holder = None;
                 let mut next = (*object).clone();
                 next.spec = Arc::new(serde_json::to_value(spec).unwrap_or_default());
-                let id = ctx.store(StoreRequest::Update { object: next });
+                let id = ctx.store_handling_failure(StoreRequest::Update { object: next });
                 self.ops.insert(id, claim.clone());
                 self.leases.insert(claim, State::Releasing);
             }
@@ -277,6 +277,7 @@ mod tests {
             issued: Vec::new(),
             earlier_lives_settle_at: MonoTime::ZERO,
             seen_created: &Default::default(),
+            failure_handled: Vec::new(),
         };
         let answer = f(client, &mut ctx);
         for request in std::mem::take(&mut ctx.issued) {

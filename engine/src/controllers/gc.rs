@@ -114,6 +114,17 @@ fn blocks(dependent: &Object, owner: &Uid) -> bool {
     dependent.metadata.owner_references.iter().any(|r| r.uid == *owner && r.block_owner_deletion)
 }
 
+/// The newest copy of `owner` known: the cache's or the confirming list's, whichever has the
+/// higher resource version; `None` if the list no longer holds it (it is gone).
+///
+/// The finalizer is removed from this copy, not from the cache's alone: while the watch lags
+/// (the owner was written since), an update from the cache's copy conflicts on every retry,
+/// and each retry costs another uncached list, until the watch catches up.
+fn freshest<'a>(owner: &'a Object, listed: &'a [Arc<Object>]) -> Option<&'a Object> {
+    let in_list = listed.iter().find(|o| o.metadata.uid == owner.metadata.uid)?;
+    Some(if in_list.metadata.resource_version > owner.metadata.resource_version { in_list } else { owner })
+}
+
 /// Remove the references to `owners` from `dependent`, with its resource version as precondition.
 fn unlink(ctx: &mut Context<'_>, dependent: &Object, owners: &BTreeSet<Uid>) {
     if !dependent.metadata.owner_references.iter().any(|r| owners.contains(&r.uid)) {
@@ -289,6 +300,10 @@ impl GarbageCollector {
             // The cache has not seen them yet; once it has, they are deleted like the others.
             return Ok(Action::requeue(RECHECK_DELAY));
         }
+        let Some(owner) = freshest(owner, &listed) else { return Ok(Action::done()) };
+        if !waits_for_dependents(owner) {
+            return Ok(Action::done());
+        }
         tracing::debug!(%key, "no blocking dependent left: removing the foregroundDeletion finalizer");
         ctx.store(StoreRequest::Update { object: without_finalizer(owner, FINALIZER_FOREGROUND_DELETION) });
         Ok(Action::done())
@@ -317,6 +332,10 @@ impl GarbageCollector {
                 unlink(ctx, dependent, &owners);
             }
             return Ok(Action::requeue(Duration::ZERO));
+        }
+        let Some(owner) = freshest(owner, &listed) else { return Ok(Action::done()) };
+        if !(owner.metadata.is_deleting() && owner.metadata.has_finalizer(FINALIZER_ORPHAN)) {
+            return Ok(Action::done());
         }
         tracing::debug!(%key, "dependents orphaned: removing the orphan finalizer");
         ctx.store(StoreRequest::Update { object: without_finalizer(owner, FINALIZER_ORPHAN) });

@@ -4,7 +4,7 @@
 //! and when it runs again.
 
 use super::{ActiveReconcile, Engine, Origin, Output, PendingOp, Trigger, Via, WorkKey, diagnostics};
-use crate::controller::{Action, Context, Issued, OpId, ReconcileResult};
+use crate::controller::{Action, Context, Issued, OpId};
 use crate::logs::Channel;
 use crate::runtime::RuntimeRequest;
 use crate::store::{StoreReply, StoreRequest, StoreResult};
@@ -35,9 +35,11 @@ impl Engine {
             issued: Vec::new(),
             earlier_lives_settle_at,
             seen_created: &self.seen_created,
+            failure_handled: Vec::new(),
         };
         let result = controller.reconcile(&mut ctx, key);
         let issued = std::mem::take(&mut ctx.issued);
+        let failure_handled = std::mem::take(&mut ctx.failure_handled);
         let origin = Origin::new(&self.names[*index], key, self.stats.reconciles, self.triggers.take(&work));
         let first_output = self.outbox.len();
         let mut outstanding = 0;
@@ -46,8 +48,9 @@ impl Engine {
             match request {
                 Issued::Store(id, request) => {
                     outstanding += 1;
+                    let handled = failure_handled.contains(&id);
                     made_reads |= request.is_read();
-                    made_writes |= !request.is_read();
+                    made_writes |= !request.is_read() && !handled;
                     self.stats.store_requests += 1;
                     let op = PendingOp {
                         work: work.clone(),
@@ -55,6 +58,7 @@ impl Engine {
                         issued_at: now.mono,
                         deadline: None,
                         what: None,
+                        failure_handled: handled,
                     };
                     self.pending.insert(id, op);
                     if let StoreRequest::UpdateStatus { object } = &request
@@ -83,6 +87,7 @@ impl Engine {
                         issued_at: now.mono,
                         deadline: Some(deadline),
                         what,
+                        failure_handled: false,
                     };
                     self.pending.insert(id, op);
                     self.outbox.push_back(Output::Runtime { id, request, origin: origin.clone() });
@@ -100,10 +105,11 @@ impl Engine {
             }
         }
         mark_writes_that_follow(self.outbox.range_mut(first_output..));
+        let active =
+            ActiveReconcile { outstanding, made_reads, made_writes, write_error: None, handled_failure: None, result };
         if outstanding == 0 {
-            self.finish(now, work, result, None, false, false);
+            self.finish(now, work, active);
         } else {
-            let active = ActiveReconcile { outstanding, made_reads, made_writes, write_error: None, result };
             self.active.insert(work, active);
         }
     }
@@ -124,25 +130,22 @@ impl Engine {
         self.controllers[*controller].on_store_result(now, key, id, &result);
         let Some(active) = self.active.get_mut(&op.work) else { return };
         active.outstanding -= 1;
-        if !is_read && let Err(e) = &result {
-            active.write_error.get_or_insert_with(|| e.to_string());
+        if let Err(e) = &result {
+            if op.failure_handled {
+                active.handled_failure.get_or_insert_with(|| e.to_string());
+            } else if !is_read {
+                active.write_error.get_or_insert_with(|| e.to_string());
+            }
         }
         if active.outstanding == 0
             && let Some(done) = self.active.swap_remove(&op.work)
         {
-            self.finish(now, op.work, done.result, done.write_error, done.made_reads, done.made_writes);
+            self.finish(now, op.work, done);
         }
     }
 
-    pub(super) fn finish(
-        &mut self,
-        now: Now,
-        work: WorkKey,
-        result: ReconcileResult,
-        write_error: Option<String>,
-        made_reads: bool,
-        made_writes: bool,
-    ) {
+    pub(super) fn finish(&mut self, now: Now, work: WorkKey, done: ActiveReconcile) {
+        let ActiveReconcile { made_reads, made_writes, write_error, handled_failure, result, .. } = done;
         self.queue.done(&work);
         let error = match (result, write_error) {
             (Err(e), _) => Some(e.0),
@@ -175,6 +178,8 @@ impl Engine {
             tracing::debug!(key = %work.1, %error, ?delay, "reconcile failed; backing off");
             self.holding.insert(work.clone(), now.mono + delay);
             self.triggers.add(&mut self.queue, work, now.mono + delay, || Trigger::Retry { error });
+        } else if let Some(error) = handled_failure {
+            self.triggers.add(&mut self.queue, work, now.mono, || Trigger::AfterHandledFailure { error });
         } else if made_reads {
             self.triggers.add(&mut self.queue, work, now.mono, || Trigger::AfterReads);
         }

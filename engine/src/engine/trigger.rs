@@ -36,6 +36,9 @@ pub enum Trigger {
     Retry { error: String },
     /// The last reconcile read the store; it runs again with what it read.
     AfterReads,
+    /// A request of the last reconcile whose failure its controller handles itself failed
+    /// (a lease write met a conflict); it runs again to act on it.
+    AfterHandledFailure { error: String },
 }
 
 /// How a changed object reached the engine.
@@ -73,6 +76,7 @@ impl fmt::Display for Trigger {
             Trigger::RequeueAfter => f.write_str("requeue after a delay"),
             Trigger::Retry { error } => write!(f, "retry after: {error}"),
             Trigger::AfterReads => f.write_str("its own reads"),
+            Trigger::AfterHandledFailure { error } => write!(f, "its own request failed: {error}"),
         }
     }
 }

@@ -27,6 +27,7 @@ impl Harness {
             issued: Vec::new(),
             earlier_lives_settle_at: MonoTime::ZERO,
             seen_created: &self.seen_created,
+            failure_handled: Vec::new(),
         };
         let answer = step(&mut ctx);
         (answer, ctx.issued)

@@ -427,6 +427,31 @@ fn orphan_leaves_dependents_alive_without_the_owner_reference() {
     }
 }
 
+#[test]
+fn orphan_is_released_from_the_listed_owner_while_the_watch_lags() {
+    let mut w = World::new();
+    let owner = w.create(widget("owner", &[], &[HOLD]));
+    w.create(widget("a", &[loose(&owner)], &[]));
+    w.settle();
+    let owner_key = key("Widget", "owner");
+
+    // The engine hears of the delete; then the owner changes (another controller lets go of its
+    // finalizer) in a write whose watch event lags.
+    w.delete(&owner_key, Propagation::Orphan);
+    w.feed();
+    w.hidden.insert("owner".into());
+    w.release_hold(&owner_key);
+    w.run_for(Duration::from_secs(10));
+
+    assert!(
+        w.get(&owner_key).is_none(),
+        "the orphan finalizer is removed from the copy the confirming list read, not the cache's stale one"
+    );
+    let lists = w.requests.iter().filter(|r| matches!(r, StoreRequest::List { .. })).count();
+    assert!(lists <= 2, "{lists} uncached lists: a release from the stale copy conflicts and lists again");
+    assert!(!references(&w.get(&key("Widget", "a")).unwrap(), &owner));
+}
+
 // ---------------------------------------------------------------------------------------------
 // namespace cleanup
 // ---------------------------------------------------------------------------------------------

@@ -103,6 +103,14 @@ const CATCHES: &[Catch] = &[
         seeds: 300,
         invariant: "convergence",
     },
+    // 13 of 5,000 seeds (the first at 1,788).
+    Catch {
+        bug: Bug::LeaseFailureBacksOffKey,
+        scenario: "pull-storm",
+        faults: "stale-cache=1,coalesced-watch=1,store-conflict=0.4,slow-runtime=1,uncertain-store-write=0.5",
+        seeds: 3_000,
+        invariant: "single-pull-per-ref",
+    },
 ];
 
 #[test]
