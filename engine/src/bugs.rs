@@ -56,6 +56,16 @@ pub enum Bug {
     /// key backed off on top of the backoff its conflicting status writes had built, the renewal
     /// was retried seconds late, and another process took the lease under a running pull.
     LeaseFailureBacksOffKey,
+    /// A `Failed` container's object kept naming its runtime container after it was removed
+    /// behind drydock's back: a volume it mounted waited for it for ever when deleted.
+    FailedContainerNamedForEver,
+    /// A planted bug, not one found: a network or volume removed behind drydock's back was made
+    /// again (under the record of the one removed) instead of reported `Missing`. Nothing but
+    /// `no-stray-runtime-objects` sees it: the object ends `Ready`, as convergence wants.
+    RemovedResourceRecreated,
+    /// A planted bug, not one found: a logical container adopted the physical container holding
+    /// its backing's name without checking that it made it (its ownerReference and hold).
+    BackingAdoptedByName,
 }
 
 impl Bug {
@@ -72,6 +82,9 @@ impl Bug {
         Bug::CleanupDeletesFromCache,
         Bug::RetainedContainersKeepNetwork,
         Bug::LeaseFailureBacksOffKey,
+        Bug::FailedContainerNamedForEver,
+        Bug::RemovedResourceRecreated,
+        Bug::BackingAdoptedByName,
     ];
 
     /// Its name on the command line: kebab case.
@@ -88,6 +101,9 @@ impl Bug {
             Bug::CleanupDeletesFromCache => "cleanup-deletes-from-cache",
             Bug::RetainedContainersKeepNetwork => "retained-containers-keep-network",
             Bug::LeaseFailureBacksOffKey => "lease-failure-backs-off-key",
+            Bug::FailedContainerNamedForEver => "failed-container-named-for-ever",
+            Bug::RemovedResourceRecreated => "removed-resource-recreated",
+            Bug::BackingAdoptedByName => "backing-adopted-by-name",
         }
     }
 

@@ -111,6 +111,30 @@ const CATCHES: &[Catch] = &[
         seeds: 3_000,
         invariant: "single-pull-per-ref",
     },
+    // 3 of 3,000 seeds (the first at 390).
+    Catch {
+        bug: Bug::FailedContainerNamedForEver,
+        scenario: "resources",
+        faults: "external-removal=1,disrupt-while-uncertain=1,uncertain-create=0.5,uncertain-store-write=0.3",
+        seeds: 1_000,
+        invariant: "convergence",
+    },
+    // Planted (see `oracles`): 33 of 1,000 seeds.
+    Catch {
+        bug: Bug::RemovedResourceRecreated,
+        scenario: "resources",
+        faults: "default",
+        seeds: 300,
+        invariant: "no-stray-runtime-objects",
+    },
+    // Planted (see `oracles`): 41 of 1,000 seeds.
+    Catch {
+        bug: Bug::BackingAdoptedByName,
+        scenario: "session",
+        faults: "default",
+        seeds: 300,
+        invariant: "adopts-only-its-own",
+    },
 ];
 
 #[test]

@@ -6,6 +6,7 @@ mod bug_switches;
 mod builder;
 mod golden;
 mod incremental;
+mod oracles;
 mod regressions;
 mod sqlite;
 mod sweep;

@@ -120,18 +120,56 @@ impl PhysicalContainerController {
                 return checking;
             }
             if let Some(failure) = &self.ops.entry(obj).state.failure {
-                write_status::<PhysicalContainer>(ctx, obj, &status, failure.status(&status));
+                let failed = failure.status(&status);
+                if failed != *status {
+                    write_status::<PhysicalContainer>(ctx, obj, &status, failed);
+                    return Ok(Action::done());
+                }
             }
-            return Ok(Action::done());
+            return self.failed_container_gone(ctx, obj, &spec, &status);
         }
-        if status.phase == ContainerPhase::Failed || t.confirmation == Confirmation::Stale {
-            // Failed: terminal, also for a later life of this engine that never learnt why.
-            // Stale: its deletion is on its way.
+        if status.phase == ContainerPhase::Failed {
+            // Terminal, also for a later life of this engine that never learnt why.
+            return self.failed_container_gone(ctx, obj, &spec, &status);
+        }
+        if t.confirmation == Confirmation::Stale {
+            // Its deletion is on its way.
             return Ok(Action::done());
         }
         match t.runtime_id.clone() {
             None => self.create(ctx, obj, ns, &spec, &status),
             Some(runtime_id) => self.run(ctx, obj, &spec, &status, runtime_id),
+        }
+    }
+
+    /// A `Failed` object whose runtime container (one that failed to start) was removed behind
+    /// our back stops naming it: a volume's delete waits for the containers drydock made that
+    /// mount it, and would wait for this one for ever. Looked at once per life and after each
+    /// runtime event about it, never polled; the phase and message stay.
+    fn failed_container_gone(
+        &mut self,
+        ctx: &mut Context<'_>,
+        obj: &Object,
+        spec: &PhysicalContainerSpec,
+        status: &PhysicalContainerStatus,
+    ) -> ReconcileResult {
+        let Some(runtime_id) = status.runtime_id.clone() else { return Ok(Action::done()) };
+        if spec.container_id.is_some() || crate::bugs::on(crate::bugs::Bug::FailedContainerNamedForEver) {
+            return Ok(Action::done());
+        }
+        let t = &mut self.ops.entry(obj).state;
+        match &t.observed {
+            Some(Observed::Missing) => {
+                t.runtime_id = None;
+                let next = PhysicalContainerStatus { runtime_id: None, ..status.clone() };
+                write_status::<PhysicalContainer>(ctx, obj, status, next);
+                Ok(Action::done())
+            }
+            Some(Observed::State(..)) if t.inspected_at.is_some() => Ok(Action::done()),
+            _ => {
+                let inspect = RuntimeRequest::InspectContainer { id: runtime_id };
+                self.start_op(ctx, &obj.metadata.uid, Op::Inspect, inspect)
+            }
         }
     }
 

@@ -171,6 +171,10 @@ impl<F: Flavor> RuntimeResourceController<F> {
             write_status::<F::Kind>(ctx, obj, &status, next);
             return Ok(Action::done());
         }
+        if t.missing && shape.tracked.is_none() && crate::bugs::on(crate::bugs::Bug::RemovedResourceRecreated) {
+            // The policy before DCP's: make it again, under the record of the one removed.
+            (t.missing, t.runtime_id, t.found_ours, t.inspected_at) = (false, None, None, None);
+        }
         if matches!(status.phase, ResourcePhase::Failed | ResourcePhase::Missing) || t.confirmed == Some(false) {
             return Ok(Action::done());
         }

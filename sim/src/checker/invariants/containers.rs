@@ -6,7 +6,9 @@
 use super::named;
 use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
 use crate::facts::is_process_identity;
-use drydock_engine::api::{Namespace, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::api::{
+    ContainerNetwork, ContainerVolume, Namespace, Object, ObjectKey, PhysicalContainer, Resource, Uid, names,
+};
 use drydock_engine::runtime::{ContainerInfo, ContainerState, RuntimeError, RuntimeObject, RuntimeRequest};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -435,4 +437,72 @@ fn tracked_by_id(pc: &Object) -> bool {
 /// `spec.retain`.
 fn spec_retains(pc: &Object) -> bool {
     pc.spec.get("retain").and_then(serde_json::Value::as_bool).unwrap_or(false)
+}
+
+/// Once a container, network or volume object records its runtime object (`status.runtimeId`),
+/// no other live runtime object of that kind carries its uid, at any time and in any phase. The
+/// engine creates only while nothing is recorded (after an uncertain create it lists by the uid
+/// label before trying again), and one removed behind its back is never made again: another one
+/// carrying the uid is a stray that nothing will ever account for, while the object says
+/// something else is its own. (`failed-has-no-stray-container` also covers a `Failed` container
+/// that records none; `unique-owner-uid` and `unique-resource-owner` two at once.) A container
+/// being removed is not live.
+#[derive(Default)]
+pub(super) struct NoStrayRuntimeObjects;
+
+/// The store kind a runtime object of `object`'s kind stands for.
+fn kind_of(object: RuntimeObject) -> Option<&'static str> {
+    match object {
+        RuntimeObject::Container => Some(PhysicalContainer::KIND),
+        RuntimeObject::Network => Some(ContainerNetwork::KIND),
+        RuntimeObject::Volume => Some(ContainerVolume::KIND),
+        RuntimeObject::Image => None,
+    }
+}
+
+impl Invariant for NoStrayRuntimeObjects {
+    named!(NoStrayRuntimeObjects);
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        let mut recorded: BTreeMap<(&str, String), (ObjectKey, String)> = BTreeMap::new();
+        for kind in [PhysicalContainer::KIND, ContainerNetwork::KIND, ContainerVolume::KIND] {
+            for object in view.store.list(Some(kind), None) {
+                if let Some(id) = recorded_runtime_id(&object) {
+                    recorded.insert((kind, object.metadata.uid.0.clone()), (object.key(), id.to_string()));
+                }
+            }
+        }
+        if recorded.is_empty() {
+            return Ok(());
+        }
+        let containers = view
+            .runtime
+            .containers()
+            .filter(|c| c.state != ContainerState::Removing)
+            .map(|c| (RuntimeObject::Container, c.id.as_str(), c.name.as_str(), &*c.labels));
+        let resources = view.runtime.resources().map(|h| (h.object, h.id, h.name, h.labels));
+        for (object, id, name, labels) in containers.chain(resources) {
+            let (Some(kind), Some(uid)) = (kind_of(object), labels.get(names::LABEL_OWNER_UID)) else { continue };
+            if let Some((key, own)) = recorded.get(&(kind, uid.clone()))
+                && own != id
+                && own != name
+            {
+                return Err(format!(
+                    "{key} records {object} {} but runtime {object} {name} ({}) carrying its uid lives too",
+                    short(own),
+                    short(id)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
+        let relevant = changes.everything
+            || !changes.runtime.is_empty()
+            || [PhysicalContainer::KIND, ContainerNetwork::KIND, ContainerVolume::KIND]
+                .iter()
+                .any(|kind| changes.live(kind).next().is_some());
+        if relevant { self.check(view) } else { Ok(()) }
+    }
 }

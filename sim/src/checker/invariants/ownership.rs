@@ -3,9 +3,12 @@
 
 use super::named;
 use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
-use drydock_engine::api::Uid;
-use drydock_engine::store::StoreRequest;
+use drydock_engine::api::logical::LogicalContainer;
+use drydock_engine::api::{Object, Resource, Uid};
+use drydock_engine::controller::OpId;
+use drydock_engine::store::{StoreReply, StoreRequest};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 
 /// No object owns itself, directly or through a cycle.
 #[derive(Default)]
@@ -104,6 +107,134 @@ impl Invariant for OwnershipStable {
                 object.key(),
                 added.join(", ")
             ));
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
+/// Provenance: the engine takes over nothing a client made. The history records who created
+/// each object (a client, or an engine process); an engine's write that adds an ownerReference to
+/// an object a client created, or a logical container recording as its backing a physical
+/// container a client created (a same-named object adopted), is flagged once it has applied.
+/// What the engine deletes is judged by `deletes-only-garbage`. Only drydock's own controllers
+/// are judged: a user's controller may own what clients made (the `rdd-namespaces` example
+/// makes one namespace own others).
+#[derive(Default)]
+pub(super) struct AdoptsOnlyItsOwn {
+    /// Store requests handed out by a built-in controller, until they apply.
+    builtin_requests: BTreeSet<(usize, OpId)>,
+    /// The request applying now was handed out by a built-in controller.
+    applying_builtin: bool,
+    /// The objects a client created, with the owners they were last written with.
+    made_by_client: BTreeMap<Uid, BTreeSet<Uid>>,
+    /// The uids of the objects an engine process created.
+    made_by_engine: BTreeSet<Uid>,
+    /// Each logical container's backing as last written.
+    backings: BTreeMap<Uid, Uid>,
+    seen: Seen,
+}
+
+fn owner_uids(object: &Object) -> BTreeSet<Uid> {
+    object.metadata.owner_references.iter().map(|r| r.uid.clone()).collect()
+}
+
+fn backing_uid(object: &Object) -> Option<Uid> {
+    object.status.get("backingUid").and_then(serde_json::Value::as_str).map(|u| Uid(u.to_string()))
+}
+
+/// The names of drydock's built-in controllers.
+fn builtin_controllers() -> &'static BTreeSet<String> {
+    static NAMES: OnceLock<BTreeSet<String>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        drydock_engine::controllers::builtin(&drydock_engine::controllers::ControllerConfig::default())
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect()
+    })
+}
+
+impl AdoptsOnlyItsOwn {
+    /// An engine's write of `written` (process `process`) applied: judged if a built-in
+    /// controller sent it, remembered either way.
+    fn engine_wrote(&mut self, view: &View<'_>, process: usize, written: &Object) {
+        let judged = std::mem::take(&mut self.applying_builtin);
+        let uid = &written.metadata.uid;
+        if let Some(owners) = self.made_by_client.get_mut(uid) {
+            let now = owner_uids(written);
+            if let Some(added) = written.metadata.owner_references.iter().find(|r| !owners.contains(&r.uid))
+                && judged
+            {
+                self.seen.flag(format!(
+                    "p{process} made {}/{} an owner of {}, which a client created",
+                    added.kind,
+                    added.name,
+                    written.key()
+                ));
+            }
+            *owners = now;
+        }
+        if written.kind == LogicalContainer::KIND
+            && let Some(backing) = backing_uid(written)
+            && self.backings.insert(uid.clone(), backing.clone()).as_ref() != Some(&backing)
+            && judged
+            && self.made_by_client.contains_key(&backing)
+        {
+            let what = view.store.get_by_uid(&backing).map_or_else(|| backing.0.clone(), |o| o.key().to_string());
+            self.seen.flag(format!(
+                "p{process} recorded {what} as the backing of {}, but a client created it",
+                written.key()
+            ));
+        }
+    }
+}
+
+impl Invariant for AdoptsOnlyItsOwn {
+    named!(AdoptsOnlyItsOwn);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[
+            HappeningKind::ClientWrote,
+            HappeningKind::Requested,
+            HappeningKind::StoreApplying,
+            HappeningKind::StoreApplied,
+        ]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::Requested { process, id, origin, store: true }
+                if builtin_controllers().contains(&*origin.controller) =>
+            {
+                self.builtin_requests.insert((*process, *id));
+            }
+            Happening::StoreApplying { process, id, .. } => {
+                self.applying_builtin = self.builtin_requests.remove(&(*process, *id));
+            }
+            Happening::StoreApplied {
+                request: StoreRequest::Create { .. }, result: Ok(StoreReply::Object(o)), ..
+            } => {
+                self.made_by_engine.insert(o.metadata.uid.clone());
+            }
+            Happening::StoreApplied {
+                process,
+                request: StoreRequest::Update { .. } | StoreRequest::UpdateStatus { .. },
+                result: Ok(StoreReply::Object(written)),
+            } => self.engine_wrote(view, *process, written),
+            // A client's write of a uid no engine created: the client created it (uids are never
+            // reused).
+            Happening::ClientWrote { object } => {
+                let uid = &object.metadata.uid;
+                if !self.made_by_engine.contains(uid) {
+                    self.made_by_client.insert(uid.clone(), owner_uids(object));
+                }
+                if let Some(backing) = backing_uid(object) {
+                    self.backings.insert(uid.clone(), backing);
+                }
+            }
+            _ => {}
         }
     }
 

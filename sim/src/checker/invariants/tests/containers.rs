@@ -104,3 +104,31 @@ fn a_failed_physical_container_with_a_container_it_does_not_record_is_caught() {
         w.message()
     );
 }
+
+#[test]
+fn an_object_recording_its_container_while_another_carries_its_uid_is_caught() {
+    // The recorded one alone: fine.
+    let mut w = Fixture::new();
+    let pc = w.pc("a", busybox(), "c1");
+    w.ours("c1", &pc, &[]);
+    assert_eq!(w.violated(), None);
+    // The recorded one gone and another carrying its uid alive, in any phase: a stray nothing
+    // will account for. One being removed is not live.
+    let mut w = Fixture::new();
+    let pc = w.pc("a", busybox(), "c1");
+    let mut removing = w.ours("c2", &pc, &[]);
+    removing.state = ContainerState::Removing;
+    w.runtime.insert(removing);
+    assert_eq!(w.violated(), None);
+    let mut w = Fixture::new();
+    let pc = w.pc("a", busybox(), "c1");
+    w.ours("c2", &pc, &[]);
+    assert_eq!(w.violated().as_deref(), Some("no-stray-runtime-objects"));
+    assert!(w.message().contains("PhysicalContainer/ns/a records container c1"), "{}", w.message());
+    // Another object's container, or a stranger's: not this object's business.
+    let mut w = Fixture::new();
+    let (a, _b) = (w.pc("a", busybox(), "c1"), w.pc("b", busybox(), "c2"));
+    w.ours("c1", &a, &[]);
+    w.container("c3", &[]);
+    assert_eq!(w.violated(), None);
+}
