@@ -162,11 +162,19 @@ fn runtime_resources_settled(view: &View<'_>) -> Result<(), String> {
             let status: RuntimeResourceStatus =
                 serde_json::from_value(object.status.clone()).map_err(|e| format!("{key}: {e}"))?;
             if object.metadata.is_deleting() {
-                // A volume a container still mounts is waited for (never forced), like a
-                // Kubernetes claim in use.
+                // A volume of its own a container still mounts is waited for (never forced),
+                // like a Kubernetes claim in use. A stranger's volume that took the name after
+                // ours was removed is nothing the object waits for.
+                let own = |name: &str| {
+                    view.runtime.resources().any(|r| {
+                        r.object == RuntimeObject::Volume
+                            && r.name == name
+                            && r.labels.get(names::LABEL_OWNER_UID) == Some(&object.metadata.uid.0)
+                    })
+                };
                 let in_use = runtime_object == RuntimeObject::Volume
                     && status.runtime_id.as_deref().is_some_and(|name| {
-                        view.runtime.containers().any(|c| view.runtime.mounts_of(&c.id).any(|m| m == name))
+                        own(name) && view.runtime.containers().any(|c| view.runtime.mounts_of(&c.id).any(|m| m == name))
                     });
                 if in_use {
                     continue;
