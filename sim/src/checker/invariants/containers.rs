@@ -450,6 +450,20 @@ fn spec_retains(pc: &Object) -> bool {
 #[derive(Default)]
 pub(super) struct NoStrayRuntimeObjects;
 
+/// `Err` if runtime `object` `id` (`name`), carrying the uid of `owner` that records `own`, is
+/// not the one it records.
+fn stray_of(owner: &Object, own: &str, object: RuntimeObject, id: &str, name: &str) -> Result<(), String> {
+    if own == id || own == name {
+        return Ok(());
+    }
+    Err(format!(
+        "{} records {object} {} but runtime {object} {name} ({}) carrying its uid lives too",
+        owner.key(),
+        short(own),
+        short(id)
+    ))
+}
+
 /// The store kind a runtime object of `object`'s kind stands for.
 fn kind_of(object: RuntimeObject) -> Option<&'static str> {
     match object {
@@ -497,12 +511,52 @@ impl Invariant for NoStrayRuntimeObjects {
         Ok(())
     }
 
+    /// A stray appears when an object records its runtime object, or when a runtime object
+    /// carrying a recording object's uid appears: only those are looked at.
     fn check_changes(&mut self, view: &View<'_>, changes: &Changes<'_>) -> Result<(), String> {
-        let relevant = changes.everything
-            || !changes.runtime.is_empty()
-            || [PhysicalContainer::KIND, ContainerNetwork::KIND, ContainerVolume::KIND]
-                .iter()
-                .any(|kind| changes.live(kind).next().is_some());
-        if relevant { self.check(view) } else { Ok(()) }
+        if changes.everything {
+            return self.check(view);
+        }
+        for kind in [PhysicalContainer::KIND, ContainerNetwork::KIND, ContainerVolume::KIND] {
+            for object in changes.live(kind) {
+                let Some(own) = recorded_runtime_id(object) else { continue };
+                let uid = &object.metadata.uid.0;
+                if kind == PhysicalContainer::KIND {
+                    for c in view.runtime.containers_labelled(names::LABEL_OWNER_UID, uid) {
+                        if c.state != ContainerState::Removing {
+                            stray_of(object, own, RuntimeObject::Container, &c.id, &c.name)?;
+                        }
+                    }
+                } else {
+                    for h in view.runtime.resources().filter(|h| h.labels.get(names::LABEL_OWNER_UID) == Some(uid)) {
+                        if kind_of(h.object) == Some(kind) {
+                            stray_of(object, own, h.object, h.id, h.name)?;
+                        }
+                    }
+                }
+            }
+        }
+        let containers = changes
+            .containers(view.runtime)
+            .filter(|c| c.state != ContainerState::Removing)
+            .map(|c| (RuntimeObject::Container, c.id.as_str(), c.name.as_str(), &*c.labels));
+        let resources: Vec<_> = if changes.runtime.any_resource_changed() {
+            view.runtime
+                .resources()
+                .filter(|h| changes.runtime.resource_changed(h.object, h.id))
+                .map(|h| (h.object, h.id, h.name, h.labels))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for (object, id, name, labels) in containers.chain(resources) {
+            let (Some(kind), Some(uid)) = (kind_of(object), labels.get(names::LABEL_OWNER_UID)) else { continue };
+            if let Some(owner) = view.store.get_by_uid(&Uid(uid.clone())).filter(|o| o.kind == kind)
+                && let Some(own) = recorded_runtime_id(owner)
+            {
+                stray_of(owner, own, object, id, name)?;
+            }
+        }
+        Ok(())
     }
 }
