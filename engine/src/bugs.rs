@@ -66,6 +66,20 @@ pub enum Bug {
     /// A planted bug, not one found: a logical container adopted the physical container holding
     /// its backing's name without checking that it made it (its ownerReference and hold).
     BackingAdoptedByName,
+    /// A write answered NotFound left its object in the cache until the watch said it was gone:
+    /// every controller of it wrote again and was told the same, retrying with backoff, while a
+    /// lagging watch kept the ghost (session 890: 181 reconciles in 1.4 s after the heal).
+    WriteNotFoundKeptCached,
+    /// A planted bug, not one found: a relist merged the list into the cache instead of
+    /// replacing it, so an object deleted while the watch was broken stayed cached for good.
+    RelistKeepsTheUnlisted,
+    /// A planted bug, not one found: the garbage collector took an owner its cache did not hold
+    /// for one it had not seen yet, and left the dependent to that owner's next event, which a
+    /// gone owner never has.
+    GcWaitsForUnseenOwners,
+    /// A planted bug, not one found: a remove answered NotFound was taken for a failed remove and
+    /// retried, for ever; the object waiting for it never went.
+    RemoveNotFoundRetried,
 }
 
 impl Bug {
@@ -85,6 +99,10 @@ impl Bug {
         Bug::FailedContainerNamedForEver,
         Bug::RemovedResourceRecreated,
         Bug::BackingAdoptedByName,
+        Bug::WriteNotFoundKeptCached,
+        Bug::RelistKeepsTheUnlisted,
+        Bug::GcWaitsForUnseenOwners,
+        Bug::RemoveNotFoundRetried,
     ];
 
     /// Its name on the command line: kebab case.
@@ -104,6 +122,10 @@ impl Bug {
             Bug::FailedContainerNamedForEver => "failed-container-named-for-ever",
             Bug::RemovedResourceRecreated => "removed-resource-recreated",
             Bug::BackingAdoptedByName => "backing-adopted-by-name",
+            Bug::WriteNotFoundKeptCached => "write-notfound-kept-cached",
+            Bug::RelistKeepsTheUnlisted => "relist-keeps-the-unlisted",
+            Bug::GcWaitsForUnseenOwners => "gc-waits-for-unseen-owners",
+            Bug::RemoveNotFoundRetried => "remove-notfound-retried",
         }
     }
 

@@ -10,7 +10,8 @@
 //!
 //! *Guarantees*: an object never goes back to an older resource version, and a deleted object
 //! never reappears from an older event (tombstones are kept until the watch stream of their kind
-//! has passed them).
+//! has passed them). An object the store answered a write of NotFound leaves at once, and no
+//! event of it brings it back ([`Cache::forget_gone`]): it is gone before the watch says so.
 
 use crate::api::{Namespace, Object, ObjectKey, Resource, SmolStr, TypedError, Uid};
 use crate::store::{EventType, WatchEvent};
@@ -33,6 +34,9 @@ pub struct Cache {
     /// owner uid -> dependents that reference it.
     dependents: crate::fixed::FixedMap<Uid, BTreeSet<ObjectKey>>,
     tombstones: BTreeMap<ObjectKey, u64>,
+    /// Objects a write's NotFound showed gone before the watch did: events of theirs still on
+    /// their way are old news, and are ignored until their deletion's comes (or a relist).
+    found_gone: BTreeSet<Uid>,
     /// Every watch event of every kind up to this version has been applied (the last resync's).
     synced_rv: u64,
     /// Per kind: every watch event of that kind up to this version has been applied.
@@ -268,6 +272,24 @@ impl Cache {
             && (self.watch_resource_version(&key.kind) >= rv || self.tombstones.get(key).is_some_and(|t| *t >= rv))
     }
 
+    /// The store answered a write to `uid` (at `key`) NotFound: the object is gone, whatever the
+    /// watch says yet. Forget it now, and ignore the events of it still to come, so that no
+    /// controller acts on it again only to be told the same (a write retried until the watch
+    /// catches up). Returns the object as it was cached, if it was.
+    ///
+    /// *Assumptions*: uids are never reused, and the store answers NotFound to a write of `uid`
+    /// only if no object with `uid` exists (a name taken by a new object is a conflict, or a
+    /// NotFound of the old uid: it is gone either way).
+    /// (Also when the cache does not hold it yet: a lagging watch may still bring its creation.)
+    pub fn forget_gone(&mut self, key: &ObjectKey, uid: &Uid) -> Option<Arc<Object>> {
+        self.found_gone.insert(uid.clone());
+        let cached = self.objects.get(key).filter(|o| o.metadata.uid == *uid)?.clone();
+        self.remove(key);
+        let tomb = self.tombstones.entry(key.clone()).or_insert(0);
+        *tomb = (*tomb).max(cached.metadata.resource_version);
+        Some(cached)
+    }
+
     /// Apply an object state seen on the watch stream. Returns `None` if it was older than what
     /// the cache holds (and so ignored).
     pub fn apply_watched(&mut self, event: &WatchEvent) -> Option<Change> {
@@ -333,7 +355,15 @@ impl Cache {
             }
         }
         let indexes = std::mem::take(&mut self.indexes);
+        let kept: Vec<Arc<Object>> = if crate::bugs::on(crate::bugs::Bug::RelistKeepsTheUnlisted) {
+            self.objects.iter().filter(|(key, _)| !fresh.contains_key(*key)).map(|(_, o)| o.clone()).collect()
+        } else {
+            Vec::new()
+        };
         *self = Cache { indexes, ..Cache::default() };
+        for object in kept {
+            self.insert(object);
+        }
         for object in fresh.into_values() {
             self.insert(object);
         }
@@ -342,6 +372,12 @@ impl Cache {
     }
 
     fn apply(&mut self, object: &Arc<Object>, removed: bool) -> Option<Change> {
+        if !self.found_gone.is_empty() && self.found_gone.contains(&object.metadata.uid) {
+            if removed {
+                self.found_gone.remove(&object.metadata.uid);
+            }
+            return None;
+        }
         let key = object.key();
         let rv = object.metadata.resource_version;
         let current = self.objects.get(&key);
@@ -508,6 +544,35 @@ mod tests {
         let gone = WatchEvent { event: EventType::Deleted, object: obj("a", 58, true) };
         assert!(!cache.apply_watched_some(&gone), "the watch catching up is old news");
         assert!(cache.gone_since(&key, 53));
+    }
+
+    /// A write answered NotFound tells the object is gone before the watch does: it leaves the
+    /// cache at once, the watch's late news of it (even its creation) does not bring it back,
+    /// and its deletion's event ends the watch for it; another object of that name is news.
+    #[test]
+    fn an_object_a_write_found_gone_leaves_and_its_late_events_do_not_bring_it_back() {
+        let mut cache = Cache::default();
+        let key = obj("a", 0, false).key();
+        assert!(cache.apply_watched_some(&ev(obj("a", 5, false))));
+        let gone = cache.forget_gone(&key, &Uid("uid-a".into()));
+        assert_eq!(gone.map(|o| o.metadata.resource_version), Some(5), "reported as it was cached");
+        assert!(cache.get(&key).is_none());
+        assert!(!cache.apply_watched_some(&ev(obj("a", 7, false))), "a change made before its deletion");
+        assert!(cache.get(&key).is_none(), "resurrected by a late change");
+        let deleted = WatchEvent { event: EventType::Deleted, object: obj("a", 9, true) };
+        assert!(!cache.apply_watched_some(&deleted), "its deletion is old news");
+        assert!(cache.found_gone.is_empty(), "its deletion's event ends the watch for it");
+        let mut other = (*obj("a", 11, false)).clone();
+        other.metadata.uid = Uid("uid-a2".into());
+        assert!(cache.apply_watched_some(&ev(Arc::new(other))), "another object of that name");
+        // Not cached yet (its creation still on the way): its creation does not bring it in.
+        let mut cache = Cache::default();
+        assert!(cache.forget_gone(&key, &Uid("uid-a".into())).is_none());
+        assert!(!cache.apply_watched_some(&ev(obj("a", 5, false))));
+        assert!(cache.get(&key).is_none());
+        // A relist is the truth: it forgets what it forgot.
+        cache.resync(vec![obj("b", 12, false)], 12);
+        assert!(cache.found_gone.is_empty());
     }
 
     impl Cache {

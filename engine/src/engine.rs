@@ -11,7 +11,7 @@
 //! calls `poll` again no later than `next_wakeup`. The engine reads no clock, performs no I/O and
 //! draws randomness only from a PRNG seeded by [`EngineConfig::seed`].
 
-use crate::api::ObjectKey;
+use crate::api::{ObjectKey, Uid};
 use crate::backoff::Backoff;
 use crate::cache::Cache;
 use crate::controller::{Controller, OpId, ReconcileResult, Watch};
@@ -169,6 +169,8 @@ struct PendingOp {
     /// A store request whose failure the controller handles itself
     /// ([`crate::controller::Context::store_handling_failure`]).
     failure_handled: bool,
+    /// A store write to an existing object: its key and uid (a NotFound shows it gone).
+    writes_to: Option<(ObjectKey, Uid)>,
 }
 
 /// A reconcile whose store requests have not all replied yet.

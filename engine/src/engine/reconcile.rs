@@ -59,6 +59,7 @@ impl Engine {
                         deadline: None,
                         what: None,
                         failure_handled: handled,
+                        writes_to: written_object(&request, &self.cache),
                     };
                     self.pending.insert(id, op);
                     if let StoreRequest::UpdateStatus { object } = &request
@@ -88,6 +89,7 @@ impl Engine {
                         deadline: Some(deadline),
                         what,
                         failure_handled: false,
+                        writes_to: None,
                     };
                     self.pending.insert(id, op);
                     self.outbox.push_back(Output::Runtime { id, request, origin: origin.clone() });
@@ -125,6 +127,15 @@ impl Engine {
                 self.dispatch_change(now.mono, Via::OwnWrite, change, &object);
                 self.dispatch_newly_ours(now.mono, others);
             }
+        }
+        if let Err(e) = &result
+            && e.is_not_found()
+            && let Some((written, uid)) = &op.writes_to
+            && !crate::bugs::on(crate::bugs::Bug::WriteNotFoundKeptCached)
+            && let Some(gone) = self.cache.forget_gone(written, uid)
+        {
+            self.seen_created.swap_remove(uid);
+            self.dispatch(now.mono, Via::FoundGone, &gone);
         }
         let (controller, key) = &op.work;
         self.controllers[*controller].on_store_result(now, key, id, &result);
@@ -183,6 +194,23 @@ impl Engine {
         } else if made_reads {
             self.triggers.add(&mut self.queue, work, now.mono, || Trigger::AfterReads);
         }
+    }
+}
+
+/// The existing object a store write addresses, by key and uid: what its NotFound shows gone.
+fn written_object(
+    request: &StoreRequest,
+    cache: &crate::cache::Cache,
+) -> Option<(crate::api::ObjectKey, crate::api::Uid)> {
+    match request {
+        StoreRequest::Update { object } | StoreRequest::UpdateStatus { object } => {
+            Some((object.key(), object.metadata.uid.clone()))
+        }
+        StoreRequest::Delete { key, options } => {
+            let uid = options.precondition_uid.clone().or_else(|| cache.get(key).map(|o| o.metadata.uid.clone()))?;
+            Some((key.clone(), uid))
+        }
+        _ => None,
     }
 }
 

@@ -54,6 +54,8 @@ pub enum Via {
     Replaced,
     /// Its namespace became this engine's.
     NamespaceNowOurs,
+    /// A write to it was answered NotFound: it is gone, before the watch says so.
+    FoundGone,
 }
 
 impl fmt::Display for Trigger {
@@ -66,6 +68,7 @@ impl fmt::Display for Trigger {
                 Via::OwnWrite => write!(f, "own write {object} rv={resource_version}"),
                 Via::Replaced => write!(f, "replaced {object} rv={resource_version}"),
                 Via::NamespaceNowOurs => write!(f, "namespace now ours: {object} rv={resource_version}"),
+                Via::FoundGone => write!(f, "found gone by a write {object} rv={resource_version}"),
             },
             Trigger::RuntimeEvent { container_id, action } => {
                 write!(f, "runtime event {action} {}", crate::runtime::short(container_id))

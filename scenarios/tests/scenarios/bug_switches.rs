@@ -135,6 +135,38 @@ const CATCHES: &[Catch] = &[
         seeds: 300,
         invariant: "adopts-only-its-own",
     },
+    // 151 of 1,000 seeds (found as session 890's `efficiency` failure after the heal).
+    Catch {
+        bug: Bug::WriteNotFoundKeptCached,
+        scenario: "namespace-teardown",
+        faults: "default",
+        seeds: 100,
+        invariant: "notfound-is-final",
+    },
+    // Planted (see `oracles`): 71 of 1,000 seeds.
+    Catch {
+        bug: Bug::RelistKeepsTheUnlisted,
+        scenario: "physical",
+        faults: "default",
+        seeds: 300,
+        invariant: "relist-forgets-the-unlisted",
+    },
+    // Planted (see `oracles`): 51 of 1,000 seeds.
+    Catch {
+        bug: Bug::GcWaitsForUnseenOwners,
+        scenario: "physical",
+        faults: "default",
+        seeds: 300,
+        invariant: "garbage-collected",
+    },
+    // Planted (see `oracles`): 228 of 1,000 seeds.
+    Catch {
+        bug: Bug::RemoveNotFoundRetried,
+        scenario: "basic",
+        faults: "default",
+        seeds: 100,
+        invariant: "notfound-is-final",
+    },
 ];
 
 #[test]

@@ -34,6 +34,28 @@ const PLANTS: &[Plant] = &[
     // A client's physical container holding a backing's name, adopted as the backing: taken over
     // as it happens (before, only a later delete of it could show, as deletes-only-garbage).
     Plant { bug: Bug::BackingAdoptedByName, scenario: "session", faults: "default", invariant: "adopts-only-its-own" },
+    // A relist merged into the cache: a ghost of an object deleted while the watch was broken,
+    // named at the relist (before, only a world that did not settle could show it).
+    Plant {
+        bug: Bug::RelistKeepsTheUnlisted,
+        scenario: "physical",
+        faults: "default",
+        invariant: "relist-forgets-the-unlisted",
+    },
+    // The garbage collector waiting for an event of an owner that is gone: the dependent named
+    // 60 s on (before, convergence after the heal).
+    Plant { bug: Bug::GcWaitsForUnseenOwners, scenario: "physical", faults: "default", invariant: "garbage-collected" },
+    // A remove's NotFound retried: named at the second remove (before, convergence or efficiency
+    // after the heal).
+    Plant { bug: Bug::RemoveNotFoundRetried, scenario: "basic", faults: "default", invariant: "notfound-is-final" },
+    // Its store half: a write's NotFound left the object cached until the watch caught up, and
+    // every controller of it wrote again (session 890, found as `efficiency` after the heal).
+    Plant {
+        bug: Bug::WriteNotFoundKeptCached,
+        scenario: "namespace-teardown",
+        faults: "default",
+        invariant: "notfound-is-final",
+    },
 ];
 
 #[test]

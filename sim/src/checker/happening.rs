@@ -44,6 +44,10 @@ pub enum Happening<'a> {
     /// Log reader `reader` (an index into `View::logs.readers`) read, and got `step`; the
     /// reader's state in the view includes what it got.
     LogRead { reader: usize, step: &'a drydock_engine::logs::Step },
+    /// `process` took a full list of the store (a relist after its watch broke, or its start
+    /// after a crash): `cache` is its cache right after the list, before it sent anything, and
+    /// the store in the view is the state it listed.
+    Relisted { process: usize, cache: &'a drydock_engine::cache::Cache },
 }
 
 /// The kinds of [`Happening`], for routing.
@@ -62,10 +66,11 @@ pub enum HappeningKind {
     Answered,
     Crashed,
     LogRead,
+    Relisted,
 }
 
 impl HappeningKind {
-    pub const ALL: [HappeningKind; 13] = [
+    pub const ALL: [HappeningKind; 14] = [
         HappeningKind::ClientWrote,
         HappeningKind::StoreApplying,
         HappeningKind::StoreApplied,
@@ -79,6 +84,7 @@ impl HappeningKind {
         HappeningKind::Answered,
         HappeningKind::Crashed,
         HappeningKind::LogRead,
+        HappeningKind::Relisted,
     ];
 }
 
@@ -98,6 +104,7 @@ impl Happening<'_> {
             Happening::Answered { .. } => HappeningKind::Answered,
             Happening::Crashed { .. } => HappeningKind::Crashed,
             Happening::LogRead { .. } => HappeningKind::LogRead,
+            Happening::Relisted { .. } => HappeningKind::Relisted,
         }
     }
 

@@ -311,7 +311,22 @@ impl<'w> World<'w> {
         let resource_version = self.store.resource_version();
         let objects = self.store.list(None, None);
         self.env.record(Record::Listed { objects: objects.len(), resource_version });
-        self.input(now, process, Input::Resync { objects, resource_version });
+        if self.hand(now, process, Input::Resync { objects, resource_version }) {
+            // Judged before the process sends anything: the store is still the state it listed.
+            let cache = self.processes.get(process).engine.cache();
+            let view = View {
+                store: &self.store,
+                runtime: &self.runtime,
+                facts: &self.facts,
+                logs: &self.logs,
+                now: self.wall(),
+            };
+            let happening = Happening::Relisted { process, cache };
+            self.checker.observe(&view, &happening);
+            self.probes.observe(&view, &happening);
+            self.dirty = true;
+            self.pump(now, process);
+        }
     }
 
     /// The runtime daemon restarts: running containers stop, event streams drop (with the events

@@ -18,13 +18,20 @@ use drydock_faults::FaultKind;
 impl World<'_> {
     /// Hand `input` to `process` (if it is up), then take what it wants done.
     pub(super) fn input(&mut self, now: MonoTime, process: usize, input: Input) {
+        if self.hand(now, process, input) {
+            self.pump(now, process);
+        }
+    }
+
+    /// Hand `input` to `process` without taking its outputs yet. False if the process is down.
+    pub(super) fn hand(&mut self, now: MonoTime, process: usize, input: Input) -> bool {
         if self.processes.is_down(process) {
-            return;
+            return false;
         }
         let at = self.processes.now(process, now);
         crate::stamp::set(now, Some(process));
         self.processes.get_mut(process).engine.handle(at, input);
-        self.pump(now, process);
+        true
     }
 
     /// Take every output the engine has now, send each on its way, and schedule the next wake.

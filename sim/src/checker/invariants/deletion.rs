@@ -238,3 +238,122 @@ impl Invariant for ForegroundAfterDependents {
         self.seen.check()
     }
 }
+
+/// How long a dependent whose owners are all gone may stay unmarked: a watch delivery held back
+/// (seconds), the collector's confirming read, and one retry after the longest key backoff (30 s
+/// and a quarter of jitter), with room to spare.
+pub(super) const GARBAGE_BOUND: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Garbage is collected: a dependent whose owners are all gone from the store (every uid its
+/// `ownerReferences` name no longer exists) is marked deleted within [`GARBAGE_BOUND`].
+///
+/// What it catches, as it happens: a garbage collector that misses an owner's deletion (it only
+/// listens for one kind of news of it, say the owner's delete event, and the news came another
+/// way: a relist, a coalesced event, a start after a crash) or takes the absence of an owner
+/// from its cache for a view not caught up yet and waits for an event that never comes. The
+/// garbage then stays for good, which only convergence would see, after the heal, as a world
+/// that does not settle; this names the dependent and its gone owners when the bound passes.
+///
+/// The clock starts when the last owner goes (or the dependent is written with gone owners) and
+/// starts again when something that the collector's design says may delay it happens: a process
+/// crashes or relists (its next life reads afresh), or a write to the dependent fails (a
+/// conflict: the collector backs off, and a run of such failures may outlast any fixed bound
+/// while faults last; convergence judges the end).
+#[derive(Default)]
+pub(super) struct GarbageCollected {
+    /// Owner uid -> the keys of objects written with a reference to it (a superset: links are
+    /// only added; each is checked against the store before it counts).
+    dependents: BTreeMap<Uid, BTreeSet<ObjectKey>>,
+    /// Dependents whose owners are all gone -> their uid and since when the clock runs.
+    garbage: BTreeMap<ObjectKey, (Uid, drydock_engine::WallTime)>,
+}
+
+/// Whether `object` is garbage in `view`: it has owners, none of which exists, and is not being
+/// deleted.
+fn is_garbage(view: &View<'_>, object: &Object) -> bool {
+    let refs = &object.metadata.owner_references;
+    !object.metadata.is_deleting() && !refs.is_empty() && refs.iter().all(|r| view.store.get_by_uid(&r.uid).is_none())
+}
+
+impl GarbageCollected {
+    /// Start or stop the clock of `key`, as the store shows it now.
+    fn judge(&mut self, view: &View<'_>, key: &ObjectKey) {
+        match view.store.get(key) {
+            Some(object) if is_garbage(view, object) => {
+                let uid = &object.metadata.uid;
+                let clock = self.garbage.entry(key.clone()).or_insert((uid.clone(), view.now));
+                if clock.0 != *uid {
+                    *clock = (uid.clone(), view.now);
+                }
+            }
+            _ => {
+                self.garbage.remove(key);
+            }
+        }
+    }
+
+    fn restart_clocks(&mut self, view: &View<'_>) {
+        for clock in self.garbage.values_mut() {
+            clock.1 = view.now;
+        }
+    }
+}
+
+impl Invariant for GarbageCollected {
+    named!(GarbageCollected);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::ClientWrote, HappeningKind::StoreApplied, HappeningKind::Crashed, HappeningKind::Relisted]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::Crashed { .. } | Happening::Relisted { .. } => self.restart_clocks(view),
+            Happening::StoreApplied { request, result: Err(_), .. } => {
+                let key = match request {
+                    StoreRequest::Delete { key, .. } => key.clone(),
+                    StoreRequest::Update { object } | StoreRequest::UpdateStatus { object } => object.key(),
+                    _ => return,
+                };
+                if let Some(clock) = self.garbage.get_mut(&key) {
+                    clock.1 = view.now;
+                }
+            }
+            _ => {
+                let Some(written) = happening.written_object() else { return };
+                let key = written.key();
+                for owner in &written.metadata.owner_references {
+                    self.dependents.entry(owner.uid.clone()).or_default().insert(key.clone());
+                }
+                self.judge(view, &key);
+                if view.store.get_by_uid(&written.metadata.uid).is_none()
+                    && let Some(dependents) = self.dependents.remove(&written.metadata.uid)
+                {
+                    for dependent in &dependents {
+                        self.judge(view, dependent);
+                    }
+                }
+            }
+        }
+    }
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        for (key, (uid, since)) in &self.garbage {
+            let waited = std::time::Duration::from_millis(view.now.0.saturating_sub(since.0));
+            if waited <= GARBAGE_BOUND {
+                continue;
+            }
+            let Some(object) = view.store.get(key).filter(|o| o.metadata.uid == *uid && is_garbage(view, o)) else {
+                continue;
+            };
+            let owners: Vec<String> =
+                object.metadata.owner_references.iter().map(|r| format!("{} {} ({})", r.kind, r.name, r.uid)).collect();
+            return Err(format!(
+                "{key} (uid {uid}) has not been deleted {} s after its owners were all gone ({}): garbage not collected",
+                waited.as_secs(),
+                owners.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}

@@ -5,9 +5,10 @@
 //! Adding one: write its type next to its kin (`containers`: runtime containers and whom they
 //! were created for; `cleanup`: what must be gone before an object leaves; `ownership`;
 //! `deletion`: what the engine deletes; `images`; `logical`; `resources`: networks, volumes,
-//! files; `logs`; `reconciles`) and add a line here. The table's order is the order they are checked in, so it decides which one a
+//! files; `logs`; `reconciles`; `caches`: what a process knows) and add a line here. The table's order is the order they are checked in, so it decides which one a
 //! state violating two of them is reported under.
 
+mod caches;
 mod cleanup;
 mod containers;
 mod content;
@@ -70,6 +71,7 @@ invariants! {
     NamespaceCleanupOrder = ("namespace-cleanup-order", "a terminating namespace deletes its children kind by kind in cleanup order: no network, volume or image while containers remain in it", cleanup::NamespaceCleanupOrder),
     DeletesOnlyGarbage = ("deletes-only-garbage", "the engine deletes an object only if its namespace is terminating or it has owners and none of them is live (never one found by a reused name)", deletion::DeletesOnlyGarbage),
     OrphansSurvive = ("orphans-survive", "a dependent of an owner a client deleted with orphan is never deleted for it, and no longer refers to it once it is gone", deletion::OrphansSurvive),
+    GarbageCollected = ("garbage-collected", "a dependent whose owners are all gone is marked deleted within 60 s (counted anew after a crash, a relist or a failed write to it)", deletion::GarbageCollected),
     ForegroundAfterDependents = ("foreground-after-dependents", "an owner a client deleted in the foreground is gone only after its blocking dependents are gone", deletion::ForegroundAfterDependents),
     NamespaceReleasedEmpty = ("namespace-released-empty", "a namespace's finalizer is released only once the store holds no object in it", cleanup::NamespaceReleasedEmpty),
     SinglePullPerRef = ("single-pull-per-ref", "never two pulls of one normalized image reference in flight, across processes", images::SinglePullPerRef),
@@ -97,6 +99,8 @@ invariants! {
     FilesBeforeStart = ("files-before-start", "a container drydock created for an object with copied files is started only while it holds every one of them, as the spec says", resources::FilesBeforeStart),
     ReconcilesNeverOverlap = ("reconciles-never-overlap", "in one process, no reconcile of a controller and key sends a request while an earlier reconcile of them still waits for store replies", reconciles::ReconcilesNeverOverlap),
     ListsPaced = ("lists-paced", "no controller sends more than 20 uncached store lists for one key in one process within 10 simulated seconds: a list repeated until the watch catches up is a hot loop", reconciles::ListsPaced),
+    NotFoundIsFinal = ("notfound-is-final", "a process told that something does not exist never acts on it again in that life: no start, stop or remove of a container its remove found gone, no write to an object its write (to that uid) found gone", reconciles::NotFoundIsFinal),
+    RelistForgetsTheUnlisted = ("relist-forgets-the-unlisted", "right after a process lists the whole store (a relist, a start), its cache holds no object the list did not hold, by name and uid", caches::RelistForgetsTheUnlisted),
 }
 
 #[cfg(test)]

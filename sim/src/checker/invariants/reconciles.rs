@@ -3,9 +3,10 @@
 use super::named;
 use crate::checker::{Happening, HappeningKind, Invariant, Seen, View};
 use drydock_engine::OpId;
-use drydock_engine::api::ObjectKey;
+use drydock_engine::api::{ObjectKey, Uid};
 use drydock_engine::fixed::FixedMap;
-use std::collections::BTreeSet;
+use drydock_engine::store::StoreRequest;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// A controller and key in one process (shared with the request's origin, not copied).
@@ -147,6 +148,156 @@ impl Invariant for ListsPaced {
             Happening::Crashed { process } => {
                 self.pending.retain(|(p, _), _| p != process);
                 self.lists.retain(|(p, _, _), _| p != process);
+            }
+            _ => {}
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
+/// NotFound is final: a process told that something does not exist never acts on it again in
+/// that life. Told, for a runtime container: its own remove of it was answered NotFound (and the
+/// answer handed back); it then sends no start, stop or remove for it. For a store object: its
+/// own write to the object's uid (an update, a status update, a delete) was answered NotFound;
+/// it then sends no write to that uid.
+///
+/// Container ids and uids are never reused, so the answer is the truth for good. A reconcile
+/// that takes it for a passing failure retries until something else tells it (a remove retried
+/// for ever, and the object whose cleanup waits for it never goes; a write retried from a cache
+/// the watch has not corrected yet, by every controller of the object), which only convergence
+/// or the work budgets after the heal would see. Only a remove's NotFound tells of a container:
+/// Docker answers a start NotFound also when a network the container is attached to is gone (the
+/// container stays, and the engine inspects it to learn which), and an inspection of a
+/// just-created container can miss it. A write sent before the answer came back is not judged
+/// (it crossed the answer). A crash ends what the life was told.
+#[derive(Default)]
+pub(super) struct NotFoundIsFinal {
+    /// Removes sent in their process's current life and not applied yet: (process, op) ->
+    /// container id. (A request of an earlier life may still apply: its answer tells nobody.)
+    removes: FixedMap<(usize, OpId), String>,
+    /// Removes the runtime answered NotFound, not yet handed back: (process, op) -> container id.
+    answered: FixedMap<(usize, OpId), String>,
+    /// The last of those settled: its reply is handed back next, if its process is up.
+    settled: Option<((usize, OpId), String)>,
+    /// Per process: the containers it was told do not exist.
+    told: BTreeSet<(usize, String)>,
+    /// Store requests handed out and not applied yet: when (in happenings observed).
+    sent: FixedMap<(usize, OpId), u64>,
+    /// The store write applying now, and the uid it addresses.
+    applying: Option<((usize, OpId), Uid)>,
+    /// Store writes answered NotFound, not yet handed back: (process, op) -> uid.
+    answered_writes: FixedMap<(usize, OpId), Uid>,
+    /// Per process and uid it was told is gone: when.
+    told_gone: BTreeMap<(usize, Uid), u64>,
+    /// Happenings observed so far: the order of sends and answers.
+    clock: u64,
+    seen: Seen,
+}
+
+/// The container a start, stop or remove acts on.
+fn acted_on(request: &drydock_engine::runtime::RuntimeRequest) -> Option<&str> {
+    use drydock_engine::runtime::RuntimeRequest as R;
+    match request {
+        R::StartContainer { id } | R::StopContainer { id, .. } | R::RemoveContainer { id, .. } => Some(id),
+        _ => None,
+    }
+}
+
+/// The uid of the existing object a store write addresses, if it names one.
+fn written_uid<'a>(view: &View<'a>, request: &'a StoreRequest) -> Option<&'a Uid> {
+    match request {
+        StoreRequest::Update { object } | StoreRequest::UpdateStatus { object } => Some(&object.metadata.uid),
+        StoreRequest::Delete { key, options } => {
+            options.precondition_uid.as_ref().or_else(|| view.store.get(key).map(|o| &o.metadata.uid))
+        }
+        _ => None,
+    }
+}
+
+impl Invariant for NotFoundIsFinal {
+    named!(NotFoundIsFinal);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[
+            HappeningKind::RuntimeSent,
+            HappeningKind::RuntimeApplied,
+            HappeningKind::RuntimeSettled,
+            HappeningKind::Requested,
+            HappeningKind::StoreApplying,
+            HappeningKind::StoreApplied,
+            HappeningKind::Answered,
+            HappeningKind::Crashed,
+        ]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        self.clock += 1;
+        match happening {
+            Happening::RuntimeSent { process, id, request, issuer } => {
+                let Some(container) = acted_on(request) else { return };
+                if let drydock_engine::runtime::RuntimeRequest::RemoveContainer { .. } = request {
+                    self.removes.insert((*process, *id), container.to_string());
+                }
+                if self.told.contains(&(*process, container.to_string())) {
+                    self.seen.flag(format!(
+                        "p{process} sent {} for {issuer} (request {id}) after the runtime told it that container {container} does not exist",
+                        request.describe()
+                    ));
+                }
+            }
+            Happening::RuntimeApplied { process, id, result, .. } => {
+                if let Some(container) = self.removes.swap_remove(&(*process, *id))
+                    && matches!(result, Err(drydock_engine::runtime::RuntimeError::NotFound(_)))
+                {
+                    self.answered.insert((*process, *id), container);
+                }
+            }
+            Happening::RuntimeSettled { process, id } => {
+                self.removes.swap_remove(&(*process, *id));
+                self.settled = self.answered.swap_remove(&(*process, *id)).map(|c| ((*process, *id), c));
+            }
+            Happening::Requested { process, id, store: true, .. } => {
+                self.sent.insert((*process, *id), self.clock);
+            }
+            Happening::StoreApplying { process, id, request } => {
+                self.applying = None;
+                let Some(sent) = self.sent.swap_remove(&(*process, *id)) else { return };
+                let Some(uid) = written_uid(view, request) else { return };
+                if let Some(told) = self.told_gone.get(&(*process, uid.clone()))
+                    && *told < sent
+                {
+                    self.seen.flag(format!(
+                        "p{process} sent {} (request {id}) after the store told it that the object with uid {uid} does not exist",
+                        request.describe()
+                    ));
+                }
+                self.applying = Some(((*process, *id), uid.clone()));
+            }
+            Happening::StoreApplied { result, .. } => {
+                let applying = self.applying.take();
+                if let (Err(e), Some((op, uid))) = (result, applying)
+                    && e.is_not_found()
+                {
+                    self.answered_writes.insert(op, uid);
+                }
+            }
+            Happening::Answered { process, id } => {
+                if let Some((op, container)) = self.settled.take_if(|(op, _)| *op == (*process, *id)) {
+                    self.told.insert((op.0, container));
+                } else if let Some(uid) = self.answered_writes.swap_remove(&(*process, *id)) {
+                    self.told_gone.insert((*process, uid), self.clock);
+                }
+            }
+            Happening::Crashed { process } => {
+                self.removes.retain(|(p, _), _| p != process);
+                self.answered.retain(|(p, _), _| p != process);
+                self.told.retain(|(p, _)| p != process);
+                self.sent.retain(|(p, _), _| p != process);
+                self.answered_writes.retain(|(p, _), _| p != process);
+                self.told_gone.retain(|(p, _), _| p != process);
             }
             _ => {}
         }

@@ -251,6 +251,10 @@ pub(in crate::controllers::physical) fn handle_result(tracked: &mut Tracked, now
             }
         }
         (Op::Stop | Op::Inspect, Err(E::NotFound(_))) => t.not_found(now, retry),
+        (Op::Remove, Err(e @ E::NotFound(_))) if crate::bugs::on(crate::bugs::Bug::RemoveNotFoundRetried) => {
+            t.retrying = Some(format!("removing the container failed, retrying: {e}"));
+            let _: Retry = retry.fail(Op::Remove, now.mono, &RETRY);
+        }
         (Op::Remove, Ok(_) | Err(E::NotFound(_))) => {
             t.removed = true;
             t.cleanup_verified = false;

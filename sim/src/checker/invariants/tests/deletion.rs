@@ -133,3 +133,54 @@ fn a_foreground_owner_gone_before_its_blocking_dependents_is_caught() {
         assert_eq!(w.violated().as_deref(), want, "dependents first: {dependents_first}");
     }
 }
+
+#[test]
+fn garbage_left_past_the_bound_is_caught_a_crash_restarts_the_clock_and_a_delete_ends_it() {
+    let at = |w: &mut Fixture, secs: u64| w.runtime.set_now(WallTime(1_000 * secs));
+    let garbage = |w: &mut Fixture| {
+        at(w, 10);
+        let owner = owned_pc(w, "owner", None, false);
+        let child = owned_pc(w, "child", Some(&owner), false);
+        w.observe(Happening::ClientWrote { object: &owner });
+        w.observe(Happening::ClientWrote { object: &child });
+        client_deletes(w, &owner, Default::default());
+        assert!(w.store.get_by_uid(&owner.metadata.uid).is_none(), "the owner is gone");
+        child
+    };
+    let mut w = Fixture::new();
+    garbage(&mut w);
+    at(&mut w, 69);
+    assert_eq!(w.violated(), None, "within the bound");
+    at(&mut w, 71);
+    assert_eq!(w.violated().as_deref(), Some("garbage-collected"));
+    assert!(w.message().contains("PhysicalContainer/ns/child"), "{}", w.message());
+    // A crash at 50 s: its next life has the bound from then.
+    let mut w = Fixture::new();
+    garbage(&mut w);
+    at(&mut w, 50);
+    w.observe(Happening::Crashed { process: 0 });
+    at(&mut w, 105);
+    assert_eq!(w.violated(), None, "counted anew from the crash");
+    at(&mut w, 111);
+    assert_eq!(w.violated().as_deref(), Some("garbage-collected"));
+    // Collected: marked deleted in time.
+    let mut w = Fixture::new();
+    let child = garbage(&mut w);
+    at(&mut w, 20);
+    engine_deletes(&mut w, &child);
+    at(&mut w, 200);
+    assert_eq!(w.violated(), None);
+}
+
+#[test]
+fn a_dependent_with_a_live_owner_left_is_not_garbage() {
+    let mut w = Fixture::new();
+    let (one, two) = (owned_pc(&mut w, "one", None, false), owned_pc(&mut w, "two", None, false));
+    let mut meta = ObjectMeta::named(Some("ns"), "child");
+    meta.owner_references = vec![one.owner_reference(false), two.owner_reference(false)];
+    let child = w.store.create(WallTime(1), Object::from_spec::<PhysicalContainer>(meta, &busybox())).unwrap();
+    w.observe(Happening::ClientWrote { object: &child });
+    client_deletes(&mut w, &one, Default::default());
+    w.runtime.set_now(WallTime(500_000));
+    assert_eq!(w.violated(), None);
+}

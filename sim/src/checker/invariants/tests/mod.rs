@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod caches;
 mod cleanup;
 mod containers;
 mod deletion;
