@@ -99,7 +99,7 @@ invariants! {
     FilesBeforeStart = ("files-before-start", "a container drydock created for an object with copied files is started only while it holds every one of them, as the spec says", resources::FilesBeforeStart),
     ReconcilesNeverOverlap = ("reconciles-never-overlap", "in one process, no reconcile of a controller and key sends a request while an earlier reconcile of them still waits for store replies", reconciles::ReconcilesNeverOverlap),
     ListsPaced = ("lists-paced", "no controller sends more than 20 uncached store lists for one key in one process within 10 simulated seconds: a list repeated until the watch catches up is a hot loop", reconciles::ListsPaced),
-    NotFoundIsFinal = ("notfound-is-final", "a process told that something does not exist never acts on it again in that life: no start, stop or remove of a container its remove found gone, no write to an object its write (to that uid) found gone", reconciles::NotFoundIsFinal),
+    NotFoundIsFinal = ("notfound-is-final", "a process told that something does not exist never acts on it again in that life: no start, stop or remove of a container by the object whose remove found it gone, no write to an object (a uid) a write found gone", reconciles::NotFoundIsFinal),
     RelistForgetsTheUnlisted = ("relist-forgets-the-unlisted", "right after a process lists the whole store (a relist, a start), its cache holds no object the list did not hold, by name and uid", caches::RelistForgetsTheUnlisted),
 }
 

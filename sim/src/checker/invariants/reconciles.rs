@@ -159,10 +159,12 @@ impl Invariant for ListsPaced {
 }
 
 /// NotFound is final: a process told that something does not exist never acts on it again in
-/// that life. Told, for a runtime container: its own remove of it was answered NotFound (and the
-/// answer handed back); it then sends no start, stop or remove for it. For a store object: its
-/// own write to the object's uid (an update, a status update, a delete) was answered NotFound;
-/// it then sends no write to that uid.
+/// that life. Told, for a runtime container: a reconcile of an object sent a remove of it that
+/// was answered NotFound (and the answer handed back); reconciles of that object then send no
+/// start, stop or remove for it. (Another object's reconcile may act on a snapshot taken before:
+/// the harvester removing what its list showed; one extra remove, no loop.) For a store object:
+/// a write of the process to the object's uid (an update, a status update, a delete) was answered
+/// NotFound; the process then sends no write to that uid (its cache forgets the object).
 ///
 /// Container ids and uids are never reused, so the answer is the truth for good. A reconcile
 /// that takes it for a passing failure retries until something else tells it (a remove retried
@@ -176,14 +178,15 @@ impl Invariant for ListsPaced {
 #[derive(Default)]
 pub(super) struct NotFoundIsFinal {
     /// Removes sent in their process's current life and not applied yet: (process, op) ->
-    /// container id. (A request of an earlier life may still apply: its answer tells nobody.)
-    removes: FixedMap<(usize, OpId), String>,
-    /// Removes the runtime answered NotFound, not yet handed back: (process, op) -> container id.
-    answered: FixedMap<(usize, OpId), String>,
+    /// (the object whose reconcile sent it, container id). (A request of an earlier life may
+    /// still apply: its answer tells nobody.)
+    removes: FixedMap<(usize, OpId), (ObjectKey, String)>,
+    /// Removes the runtime answered NotFound, not yet handed back.
+    answered: FixedMap<(usize, OpId), (ObjectKey, String)>,
     /// The last of those settled: its reply is handed back next, if its process is up.
-    settled: Option<((usize, OpId), String)>,
-    /// Per process: the containers it was told do not exist.
-    told: BTreeSet<(usize, String)>,
+    settled: Option<((usize, OpId), (ObjectKey, String))>,
+    /// Per process and object: the containers its reconciles were told do not exist.
+    told: BTreeSet<(usize, ObjectKey, String)>,
     /// Store requests handed out and not applied yet: when (in happenings observed).
     sent: FixedMap<(usize, OpId), u64>,
     /// The store write applying now, and the uid it addresses.
@@ -238,10 +241,11 @@ impl Invariant for NotFoundIsFinal {
         match happening {
             Happening::RuntimeSent { process, id, request, issuer } => {
                 let Some(container) = acted_on(request) else { return };
+                let told = (*process, (*issuer).clone(), container.to_string());
                 if let drydock_engine::runtime::RuntimeRequest::RemoveContainer { .. } = request {
-                    self.removes.insert((*process, *id), container.to_string());
+                    self.removes.insert((*process, *id), (told.1.clone(), told.2.clone()));
                 }
-                if self.told.contains(&(*process, container.to_string())) {
+                if self.told.contains(&told) {
                     self.seen.flag(format!(
                         "p{process} sent {} for {issuer} (request {id}) after the runtime told it that container {container} does not exist",
                         request.describe()
@@ -285,8 +289,8 @@ impl Invariant for NotFoundIsFinal {
                 }
             }
             Happening::Answered { process, id } => {
-                if let Some((op, container)) = self.settled.take_if(|(op, _)| *op == (*process, *id)) {
-                    self.told.insert((op.0, container));
+                if let Some((op, (issuer, container))) = self.settled.take_if(|(op, _)| *op == (*process, *id)) {
+                    self.told.insert((op.0, issuer, container));
                 } else if let Some(uid) = self.answered_writes.swap_remove(&(*process, *id)) {
                     self.told_gone.insert((*process, uid), self.clock);
                 }
@@ -294,7 +298,7 @@ impl Invariant for NotFoundIsFinal {
             Happening::Crashed { process } => {
                 self.removes.retain(|(p, _), _| p != process);
                 self.answered.retain(|(p, _), _| p != process);
-                self.told.retain(|(p, _)| p != process);
+                self.told.retain(|(p, _, _)| p != process);
                 self.sent.retain(|(p, _), _| p != process);
                 self.answered_writes.retain(|(p, _), _| p != process);
                 self.told_gone.retain(|(p, _), _| p != process);

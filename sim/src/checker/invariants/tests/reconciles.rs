@@ -65,7 +65,7 @@ fn sent(w: &mut Fixture, id: u64, request: &RuntimeRequest) {
 }
 
 #[test]
-fn acting_on_a_container_a_remove_found_gone_is_caught_a_start_not_found_or_a_crash_between_is_not() {
+fn acting_on_a_container_its_remove_found_gone_is_caught_another_objects_a_start_not_found_or_a_crash_between_is_not() {
     use drydock_engine::runtime::RuntimeError;
     let remove = RuntimeRequest::RemoveContainer { id: "c1".into(), force: true };
     let start = RuntimeRequest::StartContainer { id: "c1".into() };
@@ -77,6 +77,12 @@ fn acting_on_a_container_a_remove_found_gone_is_caught_a_start_not_found_or_a_cr
     sent(&mut w, 2, &remove);
     assert_eq!(w.violated().as_deref(), Some("notfound-is-final"));
     assert!(w.message().contains("container c1 does not exist"), "{}", w.message());
+    // Another object's reconcile (the harvester, acting on its list) is not the one told.
+    let mut w = Fixture::new();
+    runtime_answered(&mut w, 1, &remove, gone());
+    let harvest = ObjectKey::cluster("Harvest", "runtime");
+    w.observe(Happening::RuntimeSent { process: 0, id: OpId(2), request: &remove, issuer: &harvest });
+    assert_eq!(w.violated(), None, "another object's reconcile");
     // A start's NotFound may be a missing network: the container may be there.
     let mut w = Fixture::new();
     runtime_answered(&mut w, 1, &start, gone());
