@@ -63,6 +63,12 @@ impl SharedStore {
         result
     }
 
+    /// What `request` would answer, with nothing changed: Kubernetes' `dryRun=All`
+    /// ([`Store::dry_run`]). Watchers are not woken: there is nothing new.
+    pub fn dry_run(&self, request: StoreRequest) -> StoreResult {
+        self.inner.lock().dry_run(crate::clock::wall_now(), request)
+    }
+
     /// Read under the lock.
     pub fn read<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
         f(&self.inner.lock())

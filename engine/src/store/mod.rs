@@ -18,6 +18,9 @@
 //! - A mutation is acknowledged only after the backend committed it ([`Backend::apply`]); if it
 //!   could not, the request fails with [`StoreError::Unavailable`] and the store is as before.
 //! - Updates carry their resource version as a precondition: a stale one is a `Conflict`.
+//! - [`Store::dry_run`] answers a write exactly as [`Store::execute`] would (the same admission,
+//!   preconditions and errors, the object it would store) and changes nothing: no revision, no
+//!   event, no backend call, no uid used up (Kubernetes' `dryRun=All`).
 //! - An object with finalizers is only marked deleted (`deletionTimestamp`); it disappears when
 //!   its last finalizer is removed. No finalizer can be added once it is marked.
 //! - Spec changes bump `generation`; status is written only through [`Store::update_status`].
@@ -232,6 +235,9 @@ pub struct Store {
     uids: ChaCha8Rng,
     claims: claims::ClaimIndex,
     backend: Box<dyn Backend>,
+    /// Set only inside [`Store::dry_run`]: `commit` answers the object it would store and
+    /// changes nothing.
+    dry_run: bool,
 }
 
 impl Store {
@@ -268,7 +274,7 @@ impl Store {
         let uids = ChaCha8Rng::seed_from_u64(config.uid_seed);
         let objects = Objects::default();
         let claims = claims::ClaimIndex::build(&registry, &objects);
-        Store { objects, registry, config, revision: 0, log: VecDeque::new(), uids, claims, backend }
+        Store { objects, registry, config, revision: 0, log: VecDeque::new(), uids, claims, backend, dry_run: false }
     }
 
     #[inline]
@@ -344,6 +350,19 @@ impl Store {
         }
     }
 
+    /// [`Store::execute`] without its effect: the answer (the object a write would store, or the
+    /// error it would get) and nothing else. The stored objects, the revision, the log, the
+    /// claims, the backend and the uid sequence are as before. A dry-run create answers resource
+    /// version 0, an update the version it was checked against.
+    pub fn dry_run(&mut self, now: WallTime, request: StoreRequest) -> StoreResult {
+        let uid_position = self.uids.get_word_pos();
+        self.dry_run = true;
+        let result = self.execute(now, request);
+        self.dry_run = false;
+        self.uids.set_word_pos(uid_position);
+        result
+    }
+
     /// [`Store::execute`] of a borrowed request, for a caller that keeps it: copies only what
     /// the request stores (a status update, the most frequent write, copies only the status).
     pub fn execute_ref(&mut self, now: WallTime, request: &StoreRequest) -> StoreResult {
@@ -384,7 +403,9 @@ impl Store {
         object.status = serde_json::Value::Object(serde_json::Map::new());
         object.api_version = None;
         let stored = self.commit(EventType::Added, object).inspect_err(|_| self.uids.set_word_pos(uid_position))?;
-        self.claims.add(&self.registry, &stored);
+        if !self.dry_run {
+            self.claims.add(&self.registry, &stored);
+        }
         Ok(stored)
     }
 
@@ -444,7 +465,7 @@ impl Store {
             return self.commit(EventType::Deleted, next);
         }
         let updated = self.commit(EventType::Modified, next)?;
-        if spec_changed {
+        if spec_changed && !self.dry_run {
             self.claims.remove(&self.registry, &stored);
             self.claims.add(&self.registry, &updated);
         }
@@ -540,6 +561,9 @@ impl Store {
     /// here: store (or, for `Deleted`, remove) the object and append the event. Nothing changes
     /// if the backend refuses. The caller updates the claims of a put object.
     fn commit(&mut self, event: EventType, mut object: Object) -> Result<Arc<Object>, StoreError> {
+        if self.dry_run {
+            return Ok(Arc::new(object));
+        }
         let revision = self.revision + 1;
         object.metadata.resource_version = revision;
         let event = WatchEvent { event, object: Arc::new(object) };

@@ -437,5 +437,51 @@ macro_rules! __store_conformance_writes {
             }
             assert_ne!(uids_with_seed(0), a);
         }
+
+        // ---------------------------------------------------------------------------------------------
+        // dry run
+        // ---------------------------------------------------------------------------------------------
+
+        #[test]
+        fn a_dry_run_answers_as_the_write_would_and_changes_nothing() {
+            let mut store = store();
+            let a = store.create(NOW, container(NS, "a")).unwrap();
+            let rv = store.resource_version();
+
+            // A create: the object it would store (uid, generation, finalizers), nothing stored.
+            let b = store.dry_run(NOW, StoreRequest::Create { object: container(NS, "b") }).unwrap();
+            let StoreReply::Object(b) = b else { panic!("a create answers an object") };
+            assert_eq!((b.metadata.generation, b.metadata.name.as_str()), (1, "b"));
+            assert!(!b.metadata.uid.0.is_empty());
+            assert!(store.get(&pc_key(NS, "b")).is_none());
+            assert_unchanged(&store, rv);
+            // No uid was used up: the real create gets the uid the dry run showed.
+            let real = store.create(NOW, container(NS, "b")).unwrap();
+            assert_eq!(real.metadata.uid, b.metadata.uid);
+            let rv = store.resource_version();
+
+            // The same errors as the write: exists, invalid, stale.
+            assert!(matches!(
+                store.dry_run(NOW, StoreRequest::Create { object: container(NS, "a") }),
+                Err(StoreError::AlreadyExists { .. })
+            ));
+            assert_invalid_at(
+                store.dry_run(NOW, StoreRequest::Create { object: container_with(NS, "c", spec("a//b")) }),
+                "spec.image",
+            );
+            let mut stale = with_label(&a, "x", "y");
+            stale.metadata.resource_version = 1;
+            assert_conflict(store.dry_run(NOW, StoreRequest::Update { object: stale }));
+
+            // An update and a delete: answered as done, the stored object untouched.
+            let labelled = store.dry_run(NOW, StoreRequest::Update { object: with_label(&a, "x", "y") }).unwrap();
+            let StoreReply::Object(labelled) = labelled else { panic!("an update answers an object") };
+            assert_eq!(labelled.metadata.labels.get("x").map(String::as_str), Some("y"));
+            let key = pc_key(NS, "a");
+            let deleted = store.dry_run(NOW, StoreRequest::Delete { key: key.clone(), options: Default::default() });
+            assert!(deleted.is_ok(), "{deleted:?}");
+            assert_eq!(stored(&store, &key), a);
+            assert_unchanged(&store, rv);
+        }
     };
 }
