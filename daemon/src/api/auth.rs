@@ -3,7 +3,10 @@
 //! *Guarantees*: when a token is configured, a request whose `Authorization` is not exactly
 //! `Bearer <token>` gets a 401 `Status` before any handler runs; the comparison takes the same
 //! time wherever the strings differ (`subtle`), and the token is never logged (the span holds only
-//! the method and path).
+//! the method and path). The two probes, `GET /livez` and `GET /readyz`, need no token, as a
+//! Kubernetes API server serves them to anyone (a supervisor's health check has no credentials);
+//! they tell only that the daemon answers. Everything else, `/healthz` and `/version` included,
+//! needs it.
 
 use super::ApiOptions;
 use super::status::ApiError;
@@ -14,8 +17,14 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 use tracing::Instrument;
 
+/// The paths anyone may `GET`.
+const PUBLIC_PROBES: [&str; 2] = ["/livez", "/readyz"];
+
 pub async fn require_token(State(options): State<ApiOptions>, request: Request, next: Next) -> Response {
     let Some(expected) = options.token.as_deref() else { return next.run(request).await };
+    if request.method() == axum::http::Method::GET && PUBLIC_PROBES.contains(&request.uri().path()) {
+        return next.run(request).await;
+    }
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)

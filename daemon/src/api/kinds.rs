@@ -36,7 +36,7 @@ impl KindDesc {
 }
 
 /// The verbs every resource supports.
-pub const VERBS: [&str; 7] = ["create", "delete", "get", "list", "patch", "update", "watch"];
+pub const VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 /// All kinds of `registry`, sorted by kind.
 pub fn all(registry: &Registry) -> Vec<KindDesc> {

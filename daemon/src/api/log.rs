@@ -159,7 +159,7 @@ fn line_text(line: &LogLine, format: Format) -> String {
         text.push_str(&format!("{} ", line.number));
     }
     if format.timestamps {
-        text.push_str(&rfc3339(line.time));
+        text.push_str(&super::times::millis(line.time));
         text.push(' ');
     }
     text.push_str(&line.text);
@@ -167,33 +167,9 @@ fn line_text(line: &LogLine, format: Format) -> String {
     text
 }
 
-/// `1970-01-01T00:00:01.500Z` for `WallTime(1500)` (UTC, milliseconds).
-fn rfc3339(time: WallTime) -> String {
-    let ms = time.0;
-    let (days, rest) = ((ms / 86_400_000) as i64, ms % 86_400_000);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (hour, minute, second, milli) = (rest / 3_600_000, rest / 60_000 % 60, rest / 1_000 % 60, rest % 1_000);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{milli:03}Z")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_are_rfc_3339_in_utc() {
-        assert_eq!(rfc3339(WallTime(1_500)), "1970-01-01T00:00:01.500Z");
-        assert_eq!(rfc3339(WallTime(1_709_208_000_250)), "2024-02-29T12:00:00.250Z");
-    }
 
     #[test]
     fn a_limit_cuts_the_stream_and_a_late_reader_is_told_what_it_missed() {

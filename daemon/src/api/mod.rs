@@ -8,11 +8,13 @@
 //! - [`kinds`]: plural, singular and short names and scope of each registered kind;
 //! - [`status`]: [`ApiError`](status::ApiError), rendered as a metav1 `Status`;
 //! - [`wire`]: engine [`Object`](drydock_engine::api::Object) <-> Kubernetes JSON;
+//! - [`times`]: the store's milliseconds <-> RFC 3339 strings;
 //! - [`selectors`]: label and field selectors;
 //! - [`negotiate`]: Accept / Content-Type handling and the body size limit;
 //! - [`discovery`], [`openapi`]: what clients ask before they make a request;
 //! - [`table`]: the `Table` form `kubectl get` shows;
 //! - [`protobuf`]: the protobuf Namespace `kubectl create namespace` sends;
+//! - [`paging`]: lists in pages (`limit`, `continue`) from one snapshot;
 //! - [`patch`]: merge, JSON and (as merge) strategic-merge patches, and server-side apply;
 //! - [`watch`]: newline-delimited watch streams with bookmarks and `410 Gone`;
 //! - [`resource`]: the handlers of `/api/v1/...` and `/apis/{group}/{version}/...`;
@@ -22,9 +24,11 @@
 //! `tracing` span with its method and path, and every refusal is a `Status` with a reason and an
 //! HTTP code. A refused request never changes the store.
 //!
+//! Every write takes `dryRun=All`; lists page (`limit`, `continue`); collections can be deleted
+//! by selector; `/livez` and `/readyz` need no token.
+//!
 //! *Caveats*: no protobuf answers (clients that ask only for it get 406) and protobuf bodies only
-//! for `Namespace`, no `deletecollection`, no
-//! `dryRun` (refused with 400), field selectors only on `metadata.name` and `metadata.namespace`.
+//! for `Namespace`; field selectors only on `metadata.name` and `metadata.namespace`.
 
 pub mod auth;
 pub mod discovery;
@@ -32,6 +36,7 @@ pub mod kinds;
 pub mod log;
 pub mod negotiate;
 pub mod openapi;
+pub mod paging;
 pub mod patch;
 pub mod protobuf;
 pub mod resource;
@@ -40,6 +45,7 @@ pub mod route;
 pub mod selectors;
 pub mod status;
 pub mod table;
+pub mod times;
 pub mod watch;
 pub mod wire;
 
@@ -58,11 +64,19 @@ pub struct ApiOptions {
     pub max_body_bytes: usize,
     /// How long an idle watch that asked for bookmarks waits before it sends one (10 s).
     pub bookmark_interval: Duration,
+    /// How long a paged list's `continue` token stays good (5 minutes, as the API server's
+    /// compaction interval); see [`paging`].
+    pub continue_ttl: Duration,
 }
 
 impl Default for ApiOptions {
     fn default() -> Self {
-        ApiOptions { token: None, max_body_bytes: 3 * 1024 * 1024, bookmark_interval: Duration::from_secs(10) }
+        ApiOptions {
+            token: None,
+            max_body_bytes: 3 * 1024 * 1024,
+            bookmark_interval: Duration::from_secs(10),
+            continue_ttl: Duration::from_secs(300),
+        }
     }
 }
 
@@ -78,6 +92,8 @@ pub struct AppState {
     pub create_lock: Arc<parking_lot::Mutex<()>>,
     /// What the `log` subresource serves (the driver fills it).
     pub logs: SharedLogs,
+    /// The lists being read page by page.
+    pub snapshots: Arc<paging::Snapshots>,
 }
 
 /// The annotation that makes a create idempotent: a create whose object carries it, arriving when
@@ -106,6 +122,7 @@ pub fn router_with_logs(store: Arc<SharedStore>, logs: SharedLogs, options: ApiO
         bookmark_interval: options.bookmark_interval,
         create_lock: Arc::default(),
         logs,
+        snapshots: Arc::default(),
     };
     Router::new()
         .route("/version", get(discovery::version))

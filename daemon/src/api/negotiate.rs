@@ -3,8 +3,8 @@
 //! *Guarantees*: answers are JSON. `Accept` may ask for JSON (`application/json`, `*/*`, or
 //! none), for a server-side `Table` (`as=Table;g=meta.k8s.io`) or for `PartialObjectMetadata`;
 //! the first range we can serve wins, and a request we can serve none of (protobuf only) is a 406.
-//! Bodies are read up to the configured limit (413 beyond) and must be JSON or YAML (415 else);
-//! a body that does not parse is a 400.
+//! Bodies are read up to the configured limit (413 beyond) and must be JSON (also when no
+//! `Content-Type` is sent) or YAML (415 else); a body that does not parse is a 400.
 
 use super::status::{ApiError, ApiResult};
 use axum::body::Body;
@@ -66,10 +66,11 @@ pub fn content_type(headers: &HeaderMap) -> String {
         .unwrap_or_default()
 }
 
-/// Parse a create/update body: JSON or YAML.
+/// Parse a create/update body: JSON or YAML. A body without a `Content-Type` is JSON, as the
+/// API server reads it (the official Python client sends none).
 pub fn parse_object_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     match content_type(headers).as_str() {
-        "application/json" => parse_json(body),
+        "application/json" | "" => parse_json(body),
         "application/yaml" | "application/x-yaml" | "text/yaml" => parse_yaml(body),
         "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body),
         _ => Err(ApiError::UnsupportedMediaType { accepted: "application/json, application/yaml".into() }),

@@ -126,8 +126,9 @@ fn op(kind: &KindDesc, action: &str, params: &[&str], body_types: &[&str]) -> Va
 
 fn collection_ops(kind: &KindDesc) -> Value {
     json!({
-        "get": op(kind, "list", &["labelSelector", "fieldSelector", "resourceVersion", "watch", "allowWatchBookmarks", "timeoutSeconds"], &[]),
+        "get": op(kind, "list", &["labelSelector", "fieldSelector", "resourceVersion", "limit", "continue", "watch", "allowWatchBookmarks", "timeoutSeconds"], &[]),
         "post": op(kind, "post", &["fieldValidation", "fieldManager", "dryRun"], &["application/json", "application/yaml"]),
+        "delete": op(kind, "deletecollection", &["labelSelector", "fieldSelector", "propagationPolicy", "dryRun"], &["application/json"]),
     })
 }
 

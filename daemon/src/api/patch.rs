@@ -11,15 +11,14 @@
 //!
 //! *Caveats*: strategic merge patch replaces lists instead of merging them by key.
 
-use super::AppState;
 use super::negotiate;
-use super::resource::{self, Query, ResourcePath};
+use super::resource::{self, Call};
 use super::respond::json_with_warnings;
 use super::status::{ApiError, ApiResult};
 use super::table::IncludeObject;
 use super::wire::{self, FieldValidation, Target};
 use axum::body::Body;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use drydock_engine::api::Object;
 use drydock_engine::store::StoreRequest;
@@ -102,27 +101,18 @@ fn strip_directives(value: Value) -> Value {
 const RETRIES: usize = 5;
 
 /// Serve a `PATCH` of `name` (of its status if `status`).
-pub async fn serve(
-    state: &AppState,
-    path: &ResourcePath,
-    query: &Query,
-    headers: &HeaderMap,
-    name: &str,
-    body: Body,
-    status: bool,
-) -> ApiResult<Response> {
-    let validation = FieldValidation::parse(query.get("fieldValidation"))?;
-    let format = negotiate::accept(headers)?;
-    let bytes = negotiate::read_body(body, state.options.max_body_bytes).await?;
-    let doc = PatchDoc::parse(&negotiate::content_type(headers), &bytes)?;
-    let (stored, warnings, code) = patch_with_retries(state, path, name, &doc, validation, status)?;
-    let body = resource::render_object(state, &path.desc, &stored, format, IncludeObject::Metadata);
+pub(super) async fn serve(call: &Call, name: &str, body: Body, status: bool) -> ApiResult<Response> {
+    let validation = FieldValidation::parse(call.query.get("fieldValidation"))?;
+    let format = negotiate::accept(&call.headers)?;
+    let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
+    let doc = PatchDoc::parse(&negotiate::content_type(&call.headers), &bytes)?;
+    let (stored, warnings, code) = patch_with_retries(call, name, &doc, validation, status)?;
+    let body = resource::render_object(&call.state, &call.path.desc, &stored, format, IncludeObject::Metadata);
     Ok(json_with_warnings(code, &body, &warnings))
 }
 
 fn patch_with_retries(
-    state: &AppState,
-    path: &ResourcePath,
+    call: &Call,
     name: &str,
     doc: &PatchDoc,
     validation: FieldValidation,
@@ -131,7 +121,7 @@ fn patch_with_retries(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match patch_once(state, path, name, doc, validation, status) {
+        match patch_once(call, name, doc, validation, status) {
             Err(ApiError::Conflict { .. }) if attempt < RETRIES && !doc.sets_resource_version() => continue,
             result => return result,
         }
@@ -139,18 +129,18 @@ fn patch_with_retries(
 }
 
 fn patch_once(
-    state: &AppState,
-    path: &ResourcePath,
+    call: &Call,
     name: &str,
     doc: &PatchDoc,
     validation: FieldValidation,
     status: bool,
 ) -> ApiResult<(Arc<Object>, Vec<String>, StatusCode)> {
+    let (state, path) = (&call.state, &call.path);
     let target = Target { desc: &path.desc, namespace: path.namespace.as_deref(), name: Some(name) };
     let current = match (resource::fetch(state, path, name), doc) {
         (Err(ApiError::NotFound { .. }), PatchDoc::Apply(body)) if !status => {
             let (object, warnings) = wire::from_wire(body.clone(), &target, validation)?;
-            let created = resource::execute(state, &path.desc, name, StoreRequest::Create { object })?;
+            let created = resource::execute(state, &path.desc, name, StoreRequest::Create { object }, call.dry_run)?;
             return Ok((created, warnings, StatusCode::CREATED));
         }
         (current, _) => current?,
@@ -167,7 +157,7 @@ fn patch_once(
         other => other,
     })?;
     let (object, warnings) = wire::from_wire(patched, &target, validation)?;
-    let stored = resource::write(state, path, name, object, status)?;
+    let stored = resource::write(call, name, object, status)?;
     Ok((stored, warnings, StatusCode::OK))
 }
 

@@ -13,8 +13,13 @@
 //!   answered `200 OK` with the object the first copy made (see
 //!   [`REQUEST_ID_ANNOTATION`](super::REQUEST_ID_ANNOTATION)).
 //!
-//! *Caveats*: `limit`/`continue` are ignored (lists are whole); `dryRun` is refused (400);
-//! `deletecollection` is not served (405).
+//! - `?dryRun=All` on any write (or `dryRun: [All]` in a delete's options): the request is
+//!   checked and answered exactly as it would be, and nothing changes.
+//! - Lists page with `limit` and `continue` (see [`paging`](super::paging)).
+//! - `DELETE` on a collection deletes what its selectors match, each as its own `DELETE`.
+//!
+//! *Caveats*: a list's `resourceVersion` parameter is checked but not honoured: every first page
+//! is the current state.
 
 use super::kinds::KindDesc;
 use super::negotiate::{self, Format};
@@ -32,6 +37,7 @@ use drydock_engine::api::{Object, ObjectKey, Uid};
 use drydock_engine::store::{DeleteOptions, Propagation, StoreReply, StoreRequest};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Where a request goes.
 #[derive(Clone, Debug)]
@@ -77,6 +83,17 @@ pub(super) struct Call {
     pub(super) path: ResourcePath,
     pub(super) query: Query,
     pub(super) headers: HeaderMap,
+    /// `?dryRun=All`: writes are checked and answered, not made.
+    pub(super) dry_run: bool,
+}
+
+/// `?dryRun=`: `All` (Kubernetes' only value) or nothing.
+pub fn dry_run(query: &Query) -> ApiResult<bool> {
+    match query.get("dryRun") {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::BadRequest(format!("invalid dryRun value {other:?}: the only value is All"))),
+    }
 }
 
 /// Resolve `/api/v1/...` or `/apis/{g}/{v}/...`.
@@ -121,17 +138,77 @@ fn include_object(query: &Query) -> ApiResult<IncludeObject> {
 pub(super) fn list(call: &Call) -> ApiResult<Response> {
     let format = negotiate::accept(&call.headers)?;
     let include = include_object(&call.query)?;
-    let labels = LabelSelector::parse(call.query.get("labelSelector").unwrap_or(""))?;
-    let fields = FieldSelector::parse(call.query.get("fieldSelector").unwrap_or(""))?;
+    let limit = list_limit(&call.query)?;
     if let Some(rv) = call.query.get("resourceVersion") {
         wire::parse_resource_version(rv)?; // lists are always current: any valid version is served
     }
+    let identity = list_identity(call);
+    let (ttl, snapshots) = (call.state.options.continue_ttl, &call.state.snapshots);
+    let page = match call.query.get("continue").filter(|t| !t.is_empty()) {
+        Some(token) => snapshots.next(token, &identity, limit, Instant::now(), ttl)?,
+        None => {
+            let (revision, objects) = matching(call)?;
+            snapshots.first(identity, revision, objects, limit, Instant::now(), ttl)
+        }
+    };
+    let mut body = render_list(&call.state, &call.path.desc, &page.items, page.revision, format, include);
+    if let (Some(next), Some(meta)) = (page.next, body.get_mut("metadata").and_then(Value::as_object_mut)) {
+        meta.insert("continue".into(), Value::String(next));
+        meta.insert("remainingItemCount".into(), Value::from(page.remaining));
+    }
+    Ok(json_response(StatusCode::OK, &body))
+}
+
+/// `?limit=`: the most items a page may hold; absent or 0, all of them.
+fn list_limit(query: &Query) -> ApiResult<usize> {
+    match query.get("limit").filter(|l| !l.is_empty()) {
+        None => Ok(usize::MAX),
+        Some(limit) => match limit.parse::<u64>() {
+            Ok(0) => Ok(usize::MAX),
+            Ok(n) => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+            Err(_) => Err(ApiError::BadRequest(format!("invalid limit {limit:?}: a number of items"))),
+        },
+    }
+}
+
+/// Which list a request asks for: a continue token is good only for the list it was given for.
+fn list_identity(call: &Call) -> String {
+    let q = |name| call.query.get(name).unwrap_or("");
+    let namespace = call.path.namespace.as_deref().filter(|_| call.path.desc.namespaced).unwrap_or("");
+    format!("{}\n{namespace}\n{}\n{}", call.path.desc.kind, q("labelSelector"), q("fieldSelector"))
+}
+
+/// The store's revision and the objects of the request's kind, namespace and selectors.
+fn matching(call: &Call) -> ApiResult<(u64, Vec<Arc<Object>>)> {
+    let labels = LabelSelector::parse(call.query.get("labelSelector").unwrap_or(""))?;
+    let fields = FieldSelector::parse(call.query.get("fieldSelector").unwrap_or(""))?;
     let desc = &call.path.desc;
     let namespace = call.path.namespace.as_deref().filter(|_| desc.namespaced);
     let (revision, objects) = call.state.store.read(|s| (s.resource_version(), s.list(Some(&desc.kind), namespace)));
-    let objects: Vec<Arc<Object>> =
-        objects.into_iter().filter(|o| labels.matches(&o.metadata.labels) && fields.matches(o)).collect();
-    let body = render_list(&call.state, desc, &objects, revision, format, include);
+    let objects = objects.into_iter().filter(|o| labels.matches(&o.metadata.labels) && fields.matches(o)).collect();
+    Ok((revision, objects))
+}
+
+/// `DELETE` of a collection: each object of the kind, namespace and selectors deleted as a
+/// `DELETE` of it would be (the same options, dry run too), answered with the list of what was
+/// deleted or marked. An object that went away meanwhile is left out; any other refusal stops
+/// the request with its error (the objects deleted before it stay deleted, as in Kubernetes).
+pub(super) async fn delete_collection(call: &Call, body: Body) -> ApiResult<Response> {
+    let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
+    let (options, dry_run) = delete_options(call, &bytes)?;
+    let (_, objects) = matching(call)?;
+    let mut deleted = Vec::with_capacity(objects.len());
+    for object in objects {
+        let key = object.key();
+        let request = StoreRequest::Delete { key, options: options.clone() };
+        match execute(&call.state, &call.path.desc, &object.metadata.name, request, dry_run) {
+            Ok(gone) => deleted.push(gone),
+            Err(ApiError::NotFound { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let revision = call.state.store.read(|s| s.resource_version());
+    let body = render_list(&call.state, &call.path.desc, &deleted, revision, Format::Json, IncludeObject::Metadata);
     Ok(json_response(StatusCode::OK, &body))
 }
 
@@ -210,9 +287,16 @@ pub fn fetch(state: &AppState, path: &ResourcePath, name: &str) -> ApiResult<Arc
     state.store.get(&path.key(name)).ok_or_else(|| ApiError::not_found(path.desc.subject(name)))
 }
 
-/// Run a write and return the stored object.
-pub fn execute(state: &AppState, desc: &KindDesc, name: &str, request: StoreRequest) -> ApiResult<Arc<Object>> {
-    match state.store.execute(request) {
+/// Run a write and return the stored object; with `dry_run`, the object it would store.
+pub fn execute(
+    state: &AppState,
+    desc: &KindDesc,
+    name: &str,
+    request: StoreRequest,
+    dry_run: bool,
+) -> ApiResult<Arc<Object>> {
+    let reply = if dry_run { state.store.dry_run(request) } else { state.store.execute(request) };
+    match reply {
         Ok(StoreReply::Object(object)) => Ok(object),
         Ok(StoreReply::Objects(_)) => Err(ApiError::Internal("the store answered a write with a list".into())),
         Err(error) => Err(ApiError::from_store(error, desc.subject(name))),
@@ -231,7 +315,7 @@ pub(super) async fn create(call: &Call, body: Body) -> ApiResult<Response> {
     let target = Target { desc: &call.path.desc, namespace: call.path.namespace.as_deref(), name: None };
     let (object, warnings) = wire::from_wire(value, &target, validation)?;
     let name = object.metadata.name.clone();
-    let (code, created) = create_once(&call.state, &call.path.desc, &name, object)?;
+    let (code, created) = create_once(call, &name, object)?;
     let body = render_object(&call.state, &call.path.desc, &created, format, IncludeObject::Metadata);
     Ok(json_with_warnings(code, &body, &warnings))
 }
@@ -243,9 +327,11 @@ pub(super) async fn create(call: &Call, body: Body) -> ApiResult<Response> {
 /// *Guarantees*: the look-up and the create happen under the API's create lock, so two copies of
 /// one create (the original delayed, the retry on time) create one object. Writes that do not
 /// go through the API (the engine's) never carry a client's request id.
-fn create_once(state: &AppState, desc: &KindDesc, name: &str, object: Object) -> ApiResult<(StatusCode, Arc<Object>)> {
+fn create_once(call: &Call, name: &str, object: Object) -> ApiResult<(StatusCode, Arc<Object>)> {
+    let (state, desc) = (&call.state, &call.path.desc);
+    let create = |object| execute(state, desc, name, StoreRequest::Create { object }, call.dry_run);
     let Some(request_id) = object.metadata.annotations.get(REQUEST_ID_ANNOTATION).cloned() else {
-        return Ok((StatusCode::CREATED, execute(state, desc, name, StoreRequest::Create { object })?));
+        return Ok((StatusCode::CREATED, create(object)?));
     };
     let _held = state.create_lock.lock();
     let namespace = object.metadata.namespace.clone();
@@ -258,7 +344,7 @@ fn create_once(state: &AppState, desc: &KindDesc, name: &str, object: Object) ->
         tracing::debug!(request_id, name = %earlier.metadata.name, "a repeated create: answering the object it made");
         return Ok((StatusCode::OK, earlier));
     }
-    Ok((StatusCode::CREATED, execute(state, desc, name, StoreRequest::Create { object })?))
+    Ok((StatusCode::CREATED, create(object)?))
 }
 
 pub(super) async fn update(call: &Call, name: &str, body: Body, status: bool) -> ApiResult<Response> {
@@ -268,46 +354,54 @@ pub(super) async fn update(call: &Call, name: &str, body: Body, status: bool) ->
     let value = negotiate::parse_object_body(&call.headers, &bytes)?;
     let target = Target { desc: &call.path.desc, namespace: call.path.namespace.as_deref(), name: Some(name) };
     let (object, warnings) = wire::from_wire(value, &target, validation)?;
-    let stored = write(&call.state, &call.path, name, object, status)?;
+    let stored = write(call, name, object, status)?;
     let body = render_object(&call.state, &call.path.desc, &stored, format, IncludeObject::Metadata);
     Ok(json_with_warnings(StatusCode::OK, &body, &warnings))
 }
 
 /// Update spec/metadata or status. A resourceVersion of 0 (none sent) means "the current one".
-pub fn write(
-    state: &AppState,
-    path: &ResourcePath,
-    name: &str,
-    mut object: Object,
-    status: bool,
-) -> ApiResult<Arc<Object>> {
+pub(super) fn write(call: &Call, name: &str, mut object: Object, status: bool) -> ApiResult<Arc<Object>> {
     if object.metadata.resource_version == 0 {
-        object.metadata.resource_version = fetch(state, path, name)?.metadata.resource_version;
+        object.metadata.resource_version = fetch(&call.state, &call.path, name)?.metadata.resource_version;
     }
     let request = if status { StoreRequest::UpdateStatus { object } } else { StoreRequest::Update { object } };
-    execute(state, &path.desc, name, request)
+    execute(&call.state, &call.path.desc, name, request, call.dry_run)
 }
 
 pub(super) async fn delete(call: &Call, name: &str, body: Body) -> ApiResult<Response> {
     let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
-    let mut options = delete_options_from_query(&call.query)?;
-    if !bytes.iter().all(u8::is_ascii_whitespace) {
-        let value = match negotiate::content_type(&call.headers).as_str() {
-            "application/yaml" => negotiate::parse_yaml(&bytes)?,
-            "application/json" | "" => negotiate::parse_json(&bytes)?,
-            _ => return Err(ApiError::UnsupportedMediaType { accepted: "application/json, application/yaml".into() }),
-        };
-        options = delete_options_from_body(&value, options)?;
-    }
+    let (options, dry_run) = delete_options(call, &bytes)?;
     if call.path.desc.namespaced && call.path.namespace.is_none() {
         return Err(ApiError::not_found(call.path.desc.subject(name)));
     }
     let request = StoreRequest::Delete { key: call.path.key(name), options };
-    let deleted = execute(&call.state, &call.path.desc, name, request)?;
+    let deleted = execute(&call.state, &call.path.desc, name, request, dry_run)?;
     Ok(json_response(
         StatusCode::OK,
         &render_object(&call.state, &call.path.desc, &deleted, Format::Json, IncludeObject::Metadata),
     ))
+}
+
+/// The options of a delete, from its query and its body (a `DeleteOptions`), and whether it is a
+/// dry run (either may say so).
+fn delete_options(call: &Call, body: &[u8]) -> ApiResult<(DeleteOptions, bool)> {
+    let options = delete_options_from_query(&call.query)?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok((options, call.dry_run));
+    }
+    let value = match negotiate::content_type(&call.headers).as_str() {
+        "application/yaml" => negotiate::parse_yaml(body)?,
+        "application/json" | "" => negotiate::parse_json(body)?,
+        _ => return Err(ApiError::UnsupportedMediaType { accepted: "application/json, application/yaml".into() }),
+    };
+    let body_dry_run = match value.get("dryRun") {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(values)) if values.iter().all(|v| v == "All") => !values.is_empty(),
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!("invalid dryRun {other}: the only value is [\"All\"]")));
+        }
+    };
+    Ok((delete_options_from_body(&value, options)?, call.dry_run || body_dry_run))
 }
 
 fn propagation(value: &str) -> ApiResult<Propagation> {
@@ -351,9 +445,6 @@ fn delete_options_from_body(value: &Value, mut options: DeleteOptions) -> ApiRes
     }
     if map.get("orphanDependents") == Some(&Value::Bool(true)) {
         options.propagation = Propagation::Orphan;
-    }
-    if map.get("dryRun").and_then(Value::as_array).is_some_and(|d| !d.is_empty()) {
-        return Err(ApiError::BadRequest("dryRun is not supported by this server".into()));
     }
     match map.get("preconditions") {
         None | Some(Value::Null) => {}

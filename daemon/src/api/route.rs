@@ -19,14 +19,16 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         Ok(path) => path,
         Err(error) => return error.into_response(),
     };
-    let call = Call { state, path, query: Query::parse(parts.uri.query()), headers: parts.headers };
+    let query = Query::parse(parts.uri.query());
+    let dry_run = match resource::dry_run(&query) {
+        Ok(dry_run) => dry_run,
+        Err(error) => return error.into_response(),
+    };
+    let call = Call { state, path, query, headers: parts.headers, dry_run };
     route(call, parts.method, body).await.unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn route(call: Call, method: Method, body: Body) -> ApiResult<Response> {
-    if call.query.get("dryRun").is_some_and(|v| !v.is_empty()) {
-        return Err(ApiError::BadRequest("dryRun is not supported by this server".into()));
-    }
     let name = call.path.name.clone();
     match (call.path.subresource.as_deref(), name, method) {
         (None, None, Method::GET) if call.query.flag("watch")? => {
@@ -34,18 +36,15 @@ async fn route(call: Call, method: Method, body: Body) -> ApiResult<Response> {
         }
         (None, None, Method::GET) => resource::list(&call),
         (None, None, Method::POST) => resource::create(&call, body).await,
+        (None, None, Method::DELETE) => resource::delete_collection(&call, body).await,
         (None, Some(name), Method::GET) => resource::get(&call, &name),
         (None, Some(name), Method::PUT) => resource::update(&call, &name, body, false).await,
-        (None, Some(name), Method::PATCH) => {
-            patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, false).await
-        }
+        (None, Some(name), Method::PATCH) => patch::serve(&call, &name, body, false).await,
         (None, Some(name), Method::DELETE) => resource::delete(&call, &name, body).await,
         (Some("status"), Some(name), Method::GET) => resource::get(&call, &name),
         (Some("log"), Some(name), Method::GET) => log::serve(&call, &name),
         (Some("status"), Some(name), Method::PUT) => resource::update(&call, &name, body, true).await,
-        (Some("status"), Some(name), Method::PATCH) => {
-            patch::serve(&call.state, &call.path, &call.query, &call.headers, &name, body, true).await
-        }
+        (Some("status"), Some(name), Method::PATCH) => patch::serve(&call, &name, body, true).await,
         _ => Err(ApiError::MethodNotAllowed),
     }
 }

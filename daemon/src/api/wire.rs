@@ -2,7 +2,8 @@
 //!
 //! *Guarantees*
 //! - Out: `apiVersion` is always the kind's group/version; `metadata.resourceVersion` is a
-//!   string; timestamps are RFC 3339 (UTC, seconds); owner references carry their owner kind's
+//!   string; metadata timestamps are RFC 3339 (UTC, seconds), and so are the times in spec and
+//!   status (conditions, leases: see [`times`](super::times)); owner references carry their owner kind's
 //!   `apiVersion`.
 //! - In: a body that is not a JSON object, names another `kind`/`apiVersion` than the URL, or
 //!   whose `resourceVersion` is not a number is a 400. Fields the store sets
@@ -11,11 +12,11 @@
 //!   with 400 when the request asked for `fieldValidation=Strict`.
 //! - `metadata.generateName` gives a name when the body has none.
 //!
-//! *Caveats*: times are kept to the millisecond in the store but sent to the second.
+//! *Caveats*: metadata times are kept to the millisecond in the store but sent to the second.
 
 use super::kinds::KindDesc;
 use super::status::{ApiError, ApiResult};
-use drydock_engine::WallTime;
+use super::times;
 use drydock_engine::api::Object;
 use drydock_engine::store::{FieldError, Registry};
 use serde_json::{Map, Value};
@@ -68,7 +69,7 @@ pub fn to_wire(object: &Object, desc: &KindDesc, registry: &Registry) -> Value {
             ("deletionTimestamp", object.metadata.deletion_timestamp),
         ] {
             if let Some(time) = time {
-                meta.insert(field.into(), Value::String(rfc3339(time)));
+                meta.insert(field.into(), Value::String(times::seconds(time)));
             }
         }
         if object.metadata.deletion_timestamp.is_some() {
@@ -78,6 +79,7 @@ pub fn to_wire(object: &Object, desc: &KindDesc, registry: &Registry) -> Value {
             owners.iter_mut().for_each(|owner| add_owner_api_version(owner, registry));
         }
     }
+    times::to_wire(&object.kind, &mut value);
     value
 }
 
@@ -124,13 +126,15 @@ pub fn from_wire(body: Value, target: &Target, validation: FieldValidation) -> A
             map.remove(part);
         }
     }
+    let mut value = Value::Object(map);
+    times::from_wire(&target.desc.kind, &mut value)?;
     if validation == FieldValidation::Strict && !warnings.is_empty() {
         return Err(ApiError::BadRequest(format!("strict decoding error: {}", warnings.join(", "))));
     }
     if validation == FieldValidation::Ignore {
         warnings.clear();
     }
-    let object: Object = serde_json::from_value(Value::Object(map))
+    let object: Object = serde_json::from_value(value)
         .map_err(|e| ApiError::BadRequest(format!("the object could not be decoded: {e}")))?;
     validate_metadata(&object, target.desc)?;
     Ok((object, warnings))
@@ -282,28 +286,6 @@ fn parse_resource_version_value(value: &Value) -> ApiResult<u64> {
     }
 }
 
-/// `2026-12-01T04:33:45Z`.
-pub fn rfc3339(time: WallTime) -> String {
-    let secs = time.0 / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days as i64);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-/// Howard Hinnant's days-to-civil.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -313,13 +295,6 @@ mod tests {
 
     fn pc() -> KindDesc {
         kinds::by_plural(&Registry::builtin(), "drydock.dev/v1", "physicalcontainers").unwrap()
-    }
-
-    #[test]
-    fn times_are_rfc3339() {
-        assert_eq!(rfc3339(WallTime(0)), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(WallTime(1_796_099_625_000)), "2026-12-01T04:33:45Z");
-        assert_eq!(rfc3339(WallTime(951_782_400_000)), "2000-02-29T00:00:00Z");
     }
 
     #[test]

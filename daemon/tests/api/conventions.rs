@@ -49,13 +49,22 @@ async fn discovery_lists_groups_kinds_and_short_names() {
 #[tokio::test]
 async fn a_token_is_required_when_configured() {
     let app = app_with(store(100), ApiOptions { token: Some("s3cret".into()), ..ApiOptions::default() });
-    for call in
-        [Call::new("GET", "/api"), Call::new("GET", "/healthz").token("wrong"), Call::new("GET", PCS).token("s3cre")]
-    {
+    for call in [
+        Call::new("GET", "/api"),
+        Call::new("GET", "/healthz"),
+        Call::new("GET", "/version"),
+        Call::new("GET", "/healthz").token("wrong"),
+        Call::new("GET", PCS).token("s3cre"),
+        Call::new("POST", "/livez"),
+    ] {
         let (code, body) = app.send(call).await;
         assert_status(code, &body, 401, "Unauthorized");
     }
     assert_eq!(app.send(Call::new("GET", "/api").token("s3cret")).await.0, StatusCode::OK);
+    // The probes a supervisor sends without credentials, as the API server serves them.
+    for probe in ["/livez", "/readyz"] {
+        assert_eq!(app.send(Call::new("GET", probe)).await, (StatusCode::OK, json!("ok")), "{probe}");
+    }
 }
 
 #[tokio::test]

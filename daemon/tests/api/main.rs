@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod clients;
 mod common;
 mod conventions;
 mod kube_client;

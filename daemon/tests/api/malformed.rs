@@ -210,7 +210,13 @@ fn bad_content_type(g: &mut Gen) -> Req {
         "application/jsonx",
     ]);
     let mut req = Req::new("bad content type", method, uri).json("text/plain", &valid_pc("a"));
-    req.content_type = if ct.is_empty() { None } else { Some(ct) };
+    // No content type at all is JSON to the API server, for a create or an update; a patch must
+    // name its kind.
+    req.content_type = match (ct, method) {
+        ("", "PATCH") => None,
+        ("", _) => Some("text/plain"),
+        (ct, _) => Some(ct),
+    };
     if method == "PATCH" && g.below(2) == 0 {
         req.content_type = Some("application/json"); // Kubernetes refuses a plain JSON patch too
     }
@@ -290,14 +296,16 @@ fn bad_accept(g: &mut Gen) -> Req {
 
 fn bad_query(g: &mut Gen) -> Req {
     let word = g.word();
-    match g.below(7) {
+    match g.below(9) {
         0 => Req::new("bad query", "DELETE", format!("{ITEM}?propagationPolicy={word}")),
         1 => Req::new("bad query", "GET", format!("{PCS}?includeObject={word}")),
         2 => Req::new("bad query", "POST", format!("{PCS}?fieldValidation={word}"))
             .json("application/json", &valid_pc("zz")),
         3 => Req::new("bad query", "GET", format!("{PCS}?watch={word}")),
         4 => Req::new("bad query", "GET", format!("{PCS}?watch=1&timeoutSeconds=-{}", g.below(9))),
-        5 => Req::new("bad query", "POST", format!("{PCS}?dryRun=All")).json("application/json", &valid_pc("zz")),
+        5 => Req::new("bad query", "POST", format!("{PCS}?dryRun={word}")).json("application/json", &valid_pc("zz")),
+        6 => Req::new("bad query", "GET", format!("{PCS}?limit=-{}", g.below(9))),
+        7 => Req::new("bad query", "GET", format!("{PCS}?limit=1&continue={word}")),
         _ => Req::new("bad query", "DELETE", format!("{ITEM}?gracePeriodSeconds={word}")),
     }
 }
