@@ -1,5 +1,5 @@
-//! `drydock daemon` driven by the real `kubectl` against real Docker: discovery, apply, watch,
-//! patch, wait, describe, a cascading namespace delete that leaves nothing in Docker, and a
+//! `drydock daemon` driven by the real `kubectl` against real Docker: discovery, apply, diff,
+//! watch, patch, wait, describe, a cascading namespace delete that leaves nothing in Docker, and a
 //! request without the token refused with 401.
 //!
 //! Skips with a printed reason where kubectl or Docker is absent and `CI` is unset; with `CI` set
@@ -80,6 +80,25 @@ async fn kubectl_drives_the_daemon_on_docker() {
     // A second apply of the same manifest changes nothing.
     let again = daemon.ok(&["apply", "-f", file.to_str().unwrap()]);
     assert!(again.contains("physicalcontainer.drydock.dev/web unchanged"), "{again}");
+
+    // kubectl diff: nothing for the applied manifest; for a changed one the diff (through a
+    // server-side dry run), and the object is not changed.
+    let same = daemon.kubectl(&["diff", "-f", file.to_str().unwrap()]);
+    assert_eq!(
+        same.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&same.stdout),
+        String::from_utf8_lossy(&same.stderr)
+    );
+    let changed = state_dir.join("changed.yaml");
+    std::fs::write(&changed, manifest(&ns).replace("labels: {app: web}", "labels: {app: web, tier: front}")).unwrap();
+    let diff = daemon.kubectl(&["diff", "-f", changed.to_str().unwrap()]);
+    let diff_out = String::from_utf8_lossy(&diff.stdout);
+    assert_eq!(diff.status.code(), Some(1), "differences found: {diff_out}{}", String::from_utf8_lossy(&diff.stderr));
+    assert!(diff_out.lines().any(|l| l.starts_with('+') && l.contains("tier: front")), "{diff_out}");
+    let labels = daemon.ok(&["get", "pc", "web", "-n", &ns, "-o", "jsonpath={.metadata.labels}"]);
+    assert!(!labels.contains("tier"), "kubectl diff changed the object: {labels}");
 
     // get shows the table's columns; label selectors select.
     let table = daemon.ok(&["get", "pc", "-n", &ns, "-l", "app=web"]);
