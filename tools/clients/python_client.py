@@ -148,6 +148,12 @@ def main():
     # Bad input: the error a client switches on.
     bad = dict(paged["bodies"][0], metadata={"name": "Not_A_Name"})
     attempt("create invalid", co("create_namespaced_custom_object", plural, bad))
+    typo = dict(paged["dry_run_body"], metadata={"name": "typo"}, spec={"volumeNme": "x"})
+    attempt("create unknown field strict", co("create_namespaced_custom_object", plural, typo, field_validation="Strict"))
+    attempt("create unknown field ignored", co("create_namespaced_custom_object", plural, typo, field_validation="Ignore"))
+    pruned = attempt("get unknown field ignored", co("get_namespaced_custom_object", plural, "typo"))
+    report("pruned", 200, spec=(pruned or {}).get("spec"))
+    attempt("delete unknown field ignored", co("delete_namespaced_custom_object", plural, "typo"))
     attempt("get missing", co("get_namespaced_custom_object", plural, "missing"))
     attempt("list bad selector", co("list_namespaced_custom_object", plural, label_selector="a===b"))
 

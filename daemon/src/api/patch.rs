@@ -136,7 +136,9 @@ fn patch_once(
     status: bool,
 ) -> ApiResult<(Arc<Object>, Vec<String>, StatusCode)> {
     let (state, path) = (&call.state, &call.path);
-    let target = Target { desc: &path.desc, namespace: path.namespace.as_deref(), name: Some(name) };
+    let info = state.store.read(|s| s.registry().get(&path.desc.kind).cloned());
+    let target =
+        Target { desc: &path.desc, namespace: path.namespace.as_deref(), name: Some(name), info: info.as_ref() };
     let current = match (resource::fetch(state, path, name), doc) {
         (Err(ApiError::NotFound { .. }), PatchDoc::Apply(body)) if !status => {
             let (object, warnings) = wire::from_wire(body.clone(), &target, validation)?;

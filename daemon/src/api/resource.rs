@@ -303,6 +303,11 @@ pub fn execute(
     }
 }
 
+/// The request's kind as the store admits it.
+fn kind_info(call: &Call) -> Option<drydock_engine::store::KindInfo> {
+    call.state.store.read(|s| s.registry().get(&call.path.desc.kind).cloned())
+}
+
 fn validation(query: &Query) -> ApiResult<FieldValidation> {
     FieldValidation::parse(query.get("fieldValidation"))
 }
@@ -312,7 +317,9 @@ pub(super) async fn create(call: &Call, body: Body) -> ApiResult<Response> {
     let format = negotiate::accept(&call.headers)?;
     let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
     let value = negotiate::parse_object_body(&call.headers, &bytes)?;
-    let target = Target { desc: &call.path.desc, namespace: call.path.namespace.as_deref(), name: None };
+    let info = kind_info(call);
+    let target =
+        Target { desc: &call.path.desc, namespace: call.path.namespace.as_deref(), name: None, info: info.as_ref() };
     let (object, warnings) = wire::from_wire(value, &target, validation)?;
     let name = object.metadata.name.clone();
     let (code, created) = create_once(call, &name, object)?;
@@ -352,7 +359,13 @@ pub(super) async fn update(call: &Call, name: &str, body: Body, status: bool) ->
     let format = negotiate::accept(&call.headers)?;
     let bytes = negotiate::read_body(body, call.state.options.max_body_bytes).await?;
     let value = negotiate::parse_object_body(&call.headers, &bytes)?;
-    let target = Target { desc: &call.path.desc, namespace: call.path.namespace.as_deref(), name: Some(name) };
+    let info = kind_info(call);
+    let target = Target {
+        desc: &call.path.desc,
+        namespace: call.path.namespace.as_deref(),
+        name: Some(name),
+        info: info.as_ref(),
+    };
     let (object, warnings) = wire::from_wire(value, &target, validation)?;
     let stored = write(call, name, object, status)?;
     let body = render_object(&call.state, &call.path.desc, &stored, format, IncludeObject::Metadata);

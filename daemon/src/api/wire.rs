@@ -8,8 +8,9 @@
 //! - In: a body that is not a JSON object, names another `kind`/`apiVersion` than the URL, or
 //!   whose `resourceVersion` is not a number is a 400. Fields the store sets
 //!   (`uid`, timestamps, `generation`, `managedFields`, ...) are accepted and dropped; unknown
-//!   top-level and `metadata` fields are reported as warnings (Kubernetes' `Warn`), or refused
-//!   with 400 when the request asked for `fieldValidation=Strict`.
+//!   top-level, `metadata` and spec fields are dropped and reported as warnings (Kubernetes'
+//!   `Warn`, the default), dropped silently (`Ignore`), or refused with 400 (`Strict`). A spec
+//!   field is unknown when the kind's typed spec does not decode it.
 //! - `metadata.generateName` gives a name when the body has none.
 //!
 //! *Caveats*: metadata times are kept to the millisecond in the store but sent to the second.
@@ -18,7 +19,7 @@ use super::kinds::KindDesc;
 use super::status::{ApiError, ApiResult};
 use super::times;
 use drydock_engine::api::Object;
-use drydock_engine::store::{FieldError, Registry};
+use drydock_engine::store::{FieldError, KindInfo, Registry};
 use serde_json::{Map, Value};
 
 /// How to treat unknown fields, from `?fieldValidation=`.
@@ -96,6 +97,53 @@ pub struct Target<'a> {
     pub desc: &'a KindDesc,
     pub namespace: Option<&'a str>,
     pub name: Option<&'a str>,
+    /// The kind as the store admits it: what its spec may hold. `None`: unknown fields of the
+    /// spec are left to admission (a 422).
+    pub info: Option<&'a KindInfo>,
+}
+
+/// At most this many unknown spec fields are pruned from one body; beyond, admission refuses it.
+const MAX_PRUNED: usize = 64;
+
+/// The fields of `object`'s spec that its kind does not know: removed, each with a warning
+/// naming its path (`Warn`; for `Ignore` the caller drops the warnings), as the API server prunes
+/// what a kind's schema does not know. They are found by the kind's own decoding of the spec,
+/// the one admission runs, so the spec's type is the only schema.
+fn prune_unknown_spec_fields(object: &mut Object, info: &KindInfo, warnings: &mut Vec<String>) {
+    for _ in 0..MAX_PRUNED {
+        let unknown = info.validate(object).into_iter().find(|e| e.message.starts_with("unknown field"));
+        let Some(relative) = unknown.as_ref().and_then(|e| e.path.strip_prefix("spec.")) else { return };
+        if !remove_path(object.spec_mut(), relative) {
+            return; // a path we cannot follow: admission names it
+        }
+        warnings.push(format!("unknown field \"spec.{relative}\""));
+    }
+}
+
+/// Remove the field at `path` (`a.b[2].c`, as serde_path_to_error writes it); whether it was there.
+fn remove_path(value: &mut Value, path: &str) -> bool {
+    let mut steps = Vec::new();
+    for segment in path.split('.') {
+        let mut parts = segment.split('[');
+        steps.push(parts.next().unwrap_or_default().to_string());
+        steps.extend(parts.map(|index| index.trim_end_matches(']').to_string()));
+    }
+    let Some(last) = steps.pop() else { return false };
+    let mut here = value;
+    for step in steps.iter().filter(|s| !s.is_empty()) {
+        here = match here {
+            Value::Object(map) => match map.get_mut(step) {
+                Some(next) => next,
+                None => return false,
+            },
+            Value::Array(items) => match step.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                Some(next) => next,
+                None => return false,
+            },
+            _ => return false,
+        };
+    }
+    here.as_object_mut().and_then(|map| map.remove(&last)).is_some()
 }
 
 /// The object a request body describes, and the warnings about fields it ignored.
@@ -134,8 +182,18 @@ pub fn from_wire(body: Value, target: &Target, validation: FieldValidation) -> A
     if validation == FieldValidation::Ignore {
         warnings.clear();
     }
-    let object: Object = serde_json::from_value(value)
+    let mut object: Object = serde_json::from_value(value)
         .map_err(|e| ApiError::BadRequest(format!("the object could not be decoded: {e}")))?;
+    if let Some(info) = target.info {
+        let mut unknown = Vec::new();
+        prune_unknown_spec_fields(&mut object, info, &mut unknown);
+        if validation == FieldValidation::Strict && !unknown.is_empty() {
+            return Err(ApiError::BadRequest(format!("strict decoding error: {}", unknown.join(", "))));
+        }
+        if validation == FieldValidation::Warn {
+            warnings.extend(unknown);
+        }
+    }
     validate_metadata(&object, target.desc)?;
     Ok((object, warnings))
 }
@@ -300,7 +358,7 @@ mod tests {
     #[test]
     fn round_trip_keeps_what_the_store_keeps() {
         let desc = pc();
-        let target = Target { desc: &desc, namespace: Some("ns"), name: None };
+        let target = Target { desc: &desc, namespace: Some("ns"), name: None, info: None };
         let body = json!({"apiVersion": "drydock.dev/v1", "kind": "PhysicalContainer",
             "metadata": {"name": "a", "resourceVersion": "7", "labels": {"x": "y"}, "creationTimestamp": "2020-01-01T00:00:00Z",
                 "managedFields": [], "bogus": 1},
@@ -318,7 +376,7 @@ mod tests {
     #[test]
     fn mismatches_are_bad_requests() {
         let desc = pc();
-        let target = Target { desc: &desc, namespace: Some("ns"), name: Some("a") };
+        let target = Target { desc: &desc, namespace: Some("ns"), name: Some("a"), info: None };
         for body in [
             json!({"kind": "ContainerImage", "metadata": {"name": "a"}}),
             json!({"apiVersion": "v1", "metadata": {"name": "a"}}),
@@ -330,5 +388,38 @@ mod tests {
             let error = from_wire(body.clone(), &target, FieldValidation::Warn).unwrap_err();
             assert_eq!(error.reason(), "BadRequest", "{body}");
         }
+    }
+
+    #[test]
+    fn unknown_spec_fields_are_pruned_warned_or_refused_as_asked() {
+        let registry = Registry::builtin();
+        let desc = kinds::by_plural(&registry, "drydock.dev/v1", "logicalcontainers").unwrap();
+        let target = Target { desc: &desc, namespace: Some("ns"), name: None, info: registry.get("LogicalContainer") };
+        let body = json!({"metadata": {"name": "a"}, "spec": {"mode": "session", "image": "busybox",
+            "imagee": "typo", "env": [{"name": "A", "value": "1", "vaule": "2"}]}});
+        let (object, warnings) = from_wire(body.clone(), &target, FieldValidation::Warn).unwrap();
+        assert_eq!(*object.spec, json!({"mode": "session", "image": "busybox", "env": [{"name": "A", "value": "1"}]}));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings.iter().any(|w| w.contains("spec.imagee")), "{warnings:?}");
+        assert!(warnings.iter().any(|w| w.contains("spec.env[0].vaule")), "{warnings:?}");
+        let (object, warnings) = from_wire(body.clone(), &target, FieldValidation::Ignore).unwrap();
+        assert_eq!((object.spec["image"].clone(), warnings.len()), (json!("busybox"), 0));
+        let error = from_wire(body, &target, FieldValidation::Strict).unwrap_err();
+        assert_eq!(error.reason(), "BadRequest");
+        assert!(error.to_string().contains("spec.imagee"), "{error}");
+        // A wrong type is not an unknown field: admission still refuses it.
+        let wrong = json!({"metadata": {"name": "a"}, "spec": {"mode": "session", "image": 5}});
+        let (object, _) = from_wire(wrong, &target, FieldValidation::Warn).unwrap();
+        assert_eq!(object.spec["image"], 5);
+    }
+
+    #[test]
+    fn paths_as_serde_writes_them_are_followed() {
+        let mut value = json!({"a": {"b": [{"c": 1, "d": 2}]}, "e": 3});
+        assert!(remove_path(&mut value, "a.b[0].c"));
+        assert!(remove_path(&mut value, "e"));
+        assert!(!remove_path(&mut value, "a.b[3].d"));
+        assert!(!remove_path(&mut value, "x.y"));
+        assert_eq!(value, json!({"a": {"b": [{"d": 2}]}}));
     }
 }

@@ -4,6 +4,7 @@ use crate::common::*;
 use axum::http::StatusCode;
 use drydock_daemon::api::ApiOptions;
 use serde_json::json;
+use tower::ServiceExt;
 
 #[tokio::test]
 async fn discovery_lists_groups_kinds_and_short_names() {
@@ -259,14 +260,23 @@ async fn the_status_subresource_writes_only_status() {
 async fn invalid_objects_carry_field_causes() {
     let app = app();
     app.namespace().await;
-    let (code, body) = app
-        .post(
-            PCS,
-            json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": "busybox", "bogus": 1}}),
-        )
-        .await;
+    let (code, body) =
+        app.post(PCS, json!({"kind": "PhysicalContainer", "metadata": {"name": "a"}, "spec": {"image": 5}})).await;
     assert_status(code, &body, 422, "Invalid");
-    assert!(body["details"]["causes"][0]["field"].as_str().unwrap().starts_with("spec"), "{body}");
+    assert_eq!(body["details"]["causes"][0]["field"], "spec.image", "{body}");
+    // An unknown spec field is pruned (with a warning) unless the client asked for Strict, as
+    // the API server prunes what a kind's schema does not know.
+    let typo =
+        json!({"kind": "PhysicalContainer", "metadata": {"name": "pruned"}, "spec": {"image": "busybox", "bogus": 1}});
+    let (code, body) = app.post(&format!("{PCS}?fieldValidation=Strict"), typo.clone()).await;
+    assert_status(code, &body, 400, "BadRequest");
+    assert!(body["message"].as_str().unwrap().contains("spec.bogus"), "{body}");
+    let response = app.router.clone().oneshot(Call::new("POST", PCS).json(&typo).request()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let warning = response.headers().get("warning").map(|w| w.to_str().unwrap().to_string()).unwrap_or_default();
+    assert!(warning.contains("unknown field") && warning.contains("spec.bogus"), "{warning}");
+    let (_, stored) = app.get(&format!("{PCS}/pruned")).await;
+    assert_eq!(stored["spec"], json!({"image": "busybox"}));
     let (code, body) = app
         .post(
             PCS,

@@ -111,10 +111,10 @@ fn huge(g: &mut Gen) -> Req {
 fn unknown_fields(g: &mut Gen) -> Req {
     let mut body = valid_pc(&format!("n{}", g.word()));
     let field = g.word();
-    let strict = match g.below(3) {
+    let strict: bool = match g.below(3) {
         0 => {
             body["spec"][format!("{field}Z")] = json!(1);
-            false
+            true // without Strict, an unknown spec field is pruned with a warning
         }
         1 => {
             body[format!("{field}Z")] = json!(true);
@@ -175,7 +175,7 @@ fn bad_patch(g: &mut Gen) -> Req {
         json!([{"op": "replace", "path": "/metadata/name", "value": "b"}]),
         json!([{"op": "replace", "path": "/metadata/resourceVersion", "value": "abc"}]),
         json!([{"op": "replace", "path": "/metadata/resourceVersion", "value": "1"}, {"op": "add", "path": "/metadata/labels/q", "value": "1"}]),
-        json!([{"op": "add", "path": "/spec/bogus", "value": 1}]),
+        json!([{"op": "add", "path": "/spec/command", "value": "not-a-list"}]),
         json!([{"op": "move", "from": "/nowhere", "path": "/x"}]),
         json!("not a patch"),
     ];
