@@ -11,6 +11,12 @@ use tokio::sync::watch;
 
 /// A [`Store`] behind a lock. Every mutation publishes the store's new resource version, which
 /// is how the driver learns that there are watch events to deliver.
+///
+/// *Guarantees*: a write (which over SQLite waits for its commit's fsync) does not stall the
+/// other tasks of the tokio worker it is called on: on a multi-threaded runtime tokio hands them
+/// to another worker first ([`tokio::task::block_in_place`]). Callers stay synchronous.
+///
+/// *Caveats*: reads wait for the lock a write holds through its commit.
 pub struct SharedStore {
     inner: Mutex<Store>,
     revision: watch::Sender<u64>,
@@ -57,10 +63,15 @@ impl SharedStore {
     }
 
     pub fn execute_at(&self, now: WallTime, request: StoreRequest) -> StoreResult {
-        let mut store = self.inner.lock();
-        let result = store.execute(now, request);
-        self.revision.send_replace(store.resource_version());
-        result
+        if request.is_read() {
+            return self.inner.lock().execute(now, request);
+        }
+        off_the_worker(|| {
+            let mut store = self.inner.lock();
+            let result = store.execute(now, request);
+            self.revision.send_replace(store.resource_version());
+            result
+        })
     }
 
     /// What `request` would answer, with nothing changed: Kubernetes' `dryRun=All`
@@ -81,6 +92,17 @@ impl SharedStore {
     /// Notified with the new resource version after every mutation.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.revision.subscribe()
+    }
+}
+
+/// Run `blocking` so that the other tasks of this tokio worker go on meanwhile: on a
+/// multi-threaded runtime, [`tokio::task::block_in_place`]; elsewhere (a current-thread runtime,
+/// no runtime) there is no other worker to hand them to, and it just runs.
+fn off_the_worker<T>(blocking: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(blocking),
+        _ => blocking(),
     }
 }
 
@@ -108,6 +130,47 @@ mod tests {
             SharedStore::open_sqlite_with(&path, StoreConfig { log_capacity: 1, ..StoreConfig::default() }).unwrap();
         assert_eq!(store.read(Store::resource_version), revision);
         assert!(store.get(&ObjectKey::cluster(Namespace::KIND, "web")).is_some());
+    }
+
+    /// A backend whose commit waits until it is told to go on, like a commit waiting for fsync.
+    struct WaitingBackend(std::sync::mpsc::Receiver<()>);
+
+    impl drydock_engine::store::Backend for WaitingBackend {
+        fn load(&mut self) -> Result<drydock_engine::store::Snapshot, drydock_engine::store::BackendError> {
+            Ok(drydock_engine::store::Snapshot::default())
+        }
+
+        fn apply(&mut self, _: &drydock_engine::store::Change<'_>) -> Result<(), drydock_engine::store::BackendError> {
+            self.0
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .map_err(|_| drydock_engine::store::BackendError::Load { reason: "the other task never ran".into() })
+        }
+    }
+
+    /// With one worker, a commit that blocks until another task runs would deadlock if it held
+    /// the worker: the write must hand the worker's other tasks on.
+    #[test]
+    fn a_blocked_commit_leaves_the_workers_other_tasks_running() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let (go_on, wait) = std::sync::mpsc::channel();
+        let store =
+            SharedStore::new(Store::open(WaitingBackend(wait), Registry::builtin(), StoreConfig::default()).unwrap());
+        let result = runtime.block_on(async move {
+            let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
+            let other = tokio::spawn(async move {
+                let _ = ready_rx.await;
+                go_on.send(()).unwrap();
+            });
+            let write = tokio::spawn(async move {
+                let _ = ready_tx.send(());
+                let ns = Object::from_spec::<Namespace>(ObjectMeta::named(None, "web"), &NamespaceSpec {});
+                store.execute(StoreRequest::Create { object: ns })
+            });
+            let result = write.await.unwrap();
+            other.await.unwrap();
+            result
+        });
+        assert!(result.is_ok(), "{result:?}");
     }
 
     #[test]
