@@ -5,7 +5,7 @@
 //! line per step; [`judge`] holds each against what the Kubernetes API conventions say.
 //!
 //! Drivers: the official Python client (`tools/clients/python_client.py`, run in the virtual
-//! environment `.ci/run` makes at `target/python-clients`; `DRYDOCK_PYTHON_CLIENTS` names
+//! environment `.ci/run` makes at `~/.cache/drydock/python-clients`; `DRYDOCK_PYTHON_CLIENTS` names
 //! another) and kube-rs (`kube_rs.rs`). A client added later is one more driver printing the same
 //! steps: `{"step": NAME, "code": HTTP_CODE, ...}`, where a client that shows a success without
 //! its code reports 200.
@@ -28,17 +28,20 @@ use support::{Daemon, eventually, unique};
 
 /// The virtual environment holding the `kubernetes` package.
 fn python_clients() -> Option<PathBuf> {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache"));
     let venv = std::env::var_os("DRYDOCK_PYTHON_CLIENTS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/python-clients"));
+        .unwrap_or_else(|| cache.join("drydock/python-clients"));
     let python = venv.join("bin/python");
     let works = Command::new(&python).args(["-c", "import kubernetes"]).output().is_ok_and(|o| o.status.success());
     match works {
         true => Some(python),
         false if std::env::var_os("CI").is_some() => panic!(
             "CI is set and the Python client is required, but {} cannot import kubernetes: \
-             .ci/run installs it (python3 -m venv target/python-clients && \
-             target/python-clients/bin/pip install kubernetes==37.0.2)",
+             .ci/run installs it (python3 -m venv ~/.cache/drydock/python-clients && \
+             ~/.cache/drydock/python-clients/bin/pip install kubernetes==37.0.2)",
             python.display()
         ),
         false => {
