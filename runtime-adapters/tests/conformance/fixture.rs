@@ -319,9 +319,11 @@ impl<R: Runtime> Fixture<R> {
         }
     }
 
-    /// Retry `check` until it passes (Docker does some things asynchronously); at most ~5 s.
+    /// Retry `check` until it passes (Docker does some things asynchronously); at most ~20 s.
+    /// On a loaded 2-core host (the CI run, its Docker tests in parallel) Docker's event stream
+    /// was seen to lag more than 5 s behind the container it reports.
     pub async fn eventually<T>(&self, what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-        for _ in 0..100 {
+        for _ in 0..400 {
             if let Some(value) = check().await {
                 return value;
             }
