@@ -193,3 +193,50 @@ async fn a_huge_timeout_is_no_timeout_not_a_panic() {
     let line: Value = serde_json::from_slice(frame.data_ref().unwrap()).unwrap();
     assert_eq!(line["type"], "ADDED");
 }
+
+async fn relabel(app: &App, name: &str, value: &str) -> Value {
+    let patch = json!({"metadata": {"labels": {"app": value}}});
+    let (code, body) = app.patch(&format!("{PCS}/{name}"), "application/merge-patch+json", patch).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    body
+}
+
+#[tokio::test]
+async fn a_watch_from_a_version_knows_which_objects_matched_at_that_version() {
+    let app = app();
+    app.namespace().await;
+    app.container("a", json!({"app": "web"})).await;
+    let b = app.container("b", json!({"app": "db"})).await;
+    let since = b["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    relabel(&app, "a", "db").await;
+    let b = relabel(&app, "b", "web").await;
+    let query = format!("resourceVersion={since}&labelSelector=app%3Dweb&timeoutSeconds=1");
+    let events = watch_lines(&app, &query, None).await;
+    let want = [("DELETED", "a"), ("ADDED", "b")].map(|(t, n)| (t.to_string(), n.to_string()));
+    assert_eq!(summary(&events), want);
+    assert_eq!(events[1]["object"]["metadata"]["resourceVersion"], b["metadata"]["resourceVersion"]);
+}
+
+#[tokio::test]
+async fn a_selector_watch_whose_history_is_compacted_is_one_410_expired_event() {
+    let app = app_with(store(4), ApiOptions::default());
+    app.namespace().await; // rv 1
+    app.container("a", json!({"app": "web"})).await; // rv 2
+    for i in 0..4 {
+        app.container(&format!("c{i}"), json!({})).await; // rv 3..=6
+    }
+    relabel(&app, "a", "db").await; // rv 7: the log keeps 4..=7, not a's state at 6
+    let started = Instant::now();
+    let events = watch_lines(&app, "resourceVersion=6&labelSelector=app%3Dweb&timeoutSeconds=30", None).await;
+    assert!(started.elapsed() < Duration::from_secs(5), "the stream ended by itself");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "ERROR");
+    let status = &events[0]["object"];
+    assert_eq!(
+        (status["kind"].clone(), status["code"].clone(), status["reason"].clone()),
+        (json!("Status"), json!(410), json!("Expired"))
+    );
+    // Without a label selector, what matched at 6 does not depend on a's labels then.
+    let events = watch_lines(&app, "resourceVersion=6&timeoutSeconds=1", None).await;
+    assert_eq!(summary(&events), [("MODIFIED".to_string(), "a".to_string())]);
+}

@@ -316,7 +316,10 @@ impl Store {
 
     /// Events after `resource_version`, in order. `Gone` if the log no longer reaches back there.
     #[inline]
-    pub fn events_since(&self, resource_version: u64) -> Result<impl Iterator<Item = &WatchEvent>, StoreError> {
+    pub fn events_since(
+        &self,
+        resource_version: u64,
+    ) -> Result<impl DoubleEndedIterator<Item = &WatchEvent>, StoreError> {
         let oldest = self.log.front().map_or(self.revision + 1, WatchEvent::resource_version);
         if resource_version < oldest.saturating_sub(1) && resource_version < self.revision {
             return Err(StoreError::Gone { requested: resource_version, oldest });
