@@ -1,6 +1,6 @@
 //! `drydock daemon` driven by the real `kubectl` against real Docker: discovery, apply, diff,
 //! watch, patch, wait, describe, a cascading namespace delete that leaves nothing in Docker, and a
-//! request without the token refused with 401.
+//! request without the token refused with 401; server-side apply with its conflicts.
 //!
 //! Skips with a printed reason where kubectl or Docker is absent and `CI` is unset; with `CI` set
 //! their absence is a failure.
@@ -179,6 +179,63 @@ async fn kubectl_drives_the_daemon_on_docker() {
         .unwrap();
     assert!(!out.status.success(), "a request with a wrong token was served");
 
+    assert_eq!(daemon.stop(), Some(0), "the daemon must exit 0 on SIGTERM");
+}
+
+/// `kubectl apply --server-side` as on a Kubernetes cluster: a label the manifest drops is
+/// removed, a label another manager set with `kubectl label` is a conflict kubectl reports (and
+/// the object is unchanged), and `--force-conflicts` takes it.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_server_side_apply_removes_dropped_fields_and_reports_conflicts() {
+    if !kubectl_or_skip("kubectl_server_side_apply") || docker_or_skip("kubectl_server_side_apply").await.is_none() {
+        return;
+    }
+    let ns = unique("ssa");
+    let state_dir = std::env::temp_dir().join(unique("drydock-daemon-ssa"));
+    let daemon = Daemon::start(&state_dir);
+    let file = state_dir.join("ns.yaml");
+    let apply = |labels: &str, extra: &[&str]| -> Output {
+        std::fs::write(
+            &file,
+            format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n  labels: {{{labels}}}\n"),
+        )
+        .unwrap();
+        let mut args = vec!["apply", "--server-side", "-f", file.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        daemon.kubectl(&args)
+    };
+    let labels = || daemon.ok(&["get", "ns", &ns, "-o", "jsonpath={.metadata.labels}"]);
+    let text =
+        |out: &Output| format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+
+    let out = apply("team: a, tier: front", &[]);
+    assert!(out.status.success() && text(&out).contains("serverside-applied"), "{}", text(&out));
+    let out = apply("team: a", &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!labels().contains("tier"), "the dropped label stayed: {}", labels());
+
+    daemon.ok(&["label", "ns", &ns, "team=b", "--overwrite"]);
+    let out = apply("team: a", &[]);
+    assert!(!out.status.success(), "a conflicting apply succeeded: {}", text(&out));
+    assert!(text(&out).contains("conflict with \"kubectl-label\""), "{}", text(&out));
+    assert!(text(&out).contains(".metadata.labels.team"), "{}", text(&out));
+    assert!(labels().contains("\"team\":\"b\""), "a refused apply changed the object: {}", labels());
+
+    let out = apply("team: a", &["--force-conflicts"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(labels().contains("\"team\":\"a\""), "{}", labels());
+    let managed = daemon.ok(&["get", "ns", &ns, "--show-managed-fields", "-o", "json"]);
+    let managed: serde_json::Value = serde_json::from_str(&managed).unwrap();
+    let owners: Vec<&str> = managed["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["fieldsV1"]["f:metadata"]["f:labels"].get("f:team").is_some())
+        .map(|e| e["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(owners, ["kubectl"], "after --force-conflicts only kubectl's apply owns the label: {managed}");
+
+    daemon.ok(&["delete", "ns", &ns]);
     assert_eq!(daemon.stop(), Some(0), "the daemon must exit 0 on SIGTERM");
 }
 

@@ -15,7 +15,10 @@
 //! - [`table`]: the `Table` form `kubectl get` shows;
 //! - [`protobuf`]: the protobuf Namespace `kubectl create namespace` sends;
 //! - [`paging`]: lists in pages (`limit`, `continue`) from one snapshot;
-//! - [`patch`]: merge, JSON and (as merge) strategic-merge patches, and server-side apply;
+//! - [`list_types`]: how each list of the served types merges (keys, sets, atomic);
+//! - [`strategic`]: strategic merge patch, merging lists by those keys;
+//! - [`managed`]: managed fields: who set which field, server-side apply's conflicts;
+//! - [`patch`]: merge, JSON and strategic-merge patches, and server-side apply;
 //! - [`watch`]: newline-delimited watch streams with bookmarks and `410 Gone`;
 //! - [`resource`]: the handlers of `/api/v1/...` and `/apis/{group}/{version}/...`;
 //! - [`auth`]: the bearer-token check.
@@ -33,7 +36,9 @@
 pub mod auth;
 pub mod discovery;
 pub mod kinds;
+pub mod list_types;
 pub mod log;
+pub mod managed;
 pub mod negotiate;
 pub mod openapi;
 pub mod paging;
@@ -44,6 +49,7 @@ pub mod respond;
 pub mod route;
 pub mod selectors;
 pub mod status;
+pub mod strategic;
 pub mod table;
 pub mod times;
 pub mod watch;

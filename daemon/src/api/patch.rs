@@ -1,6 +1,6 @@
-//! `PATCH`: JSON merge patch, JSON patch, strategic merge patch (applied as a merge patch, after
-//! dropping its `$`-directives) and server-side apply (`application/apply-patch+yaml`: create if
-//! absent, else a merge patch).
+//! `PATCH`: JSON merge patch, JSON patch, strategic merge patch (lists merged by their merge keys,
+//! with its `$`-directives: [`strategic`](super::strategic)) and server-side apply
+//! (`application/apply-patch+yaml`: create if absent, else a merge patch).
 //!
 //! *Guarantees*: the patch is applied to the object as clients see it (its wire JSON), and the
 //! result goes through the same decoding and admission as a `PUT`. A patch that sets
@@ -9,19 +9,25 @@
 //! document that does not parse, or a JSON patch whose operations fail (a `test` that does not
 //! hold, a path that does not exist), is a 400 / 422 and changes nothing.
 //!
-//! *Caveats*: strategic merge patch replaces lists instead of merging them by key.
+//! *Caveats*: strategic merge patch knows the lists of the built-in kinds only
+//! ([`list_types`](super::list_types)): a user's kind takes it too (the apiserver refuses it for
+//! custom resources with 415), its lists replaced whole. A strategic merge patch that cannot be
+//! applied (an item without its merge key, a bad directive) is a 400 whatever went wrong.
 
+use super::managed::{self, ApplyError};
 use super::negotiate;
 use super::resource::{self, Call};
 use super::respond::json_with_warnings;
 use super::status::{ApiError, ApiResult};
+use super::strategic;
 use super::table::IncludeObject;
 use super::wire::{self, FieldValidation, Target};
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
+use drydock_adapters::clock::wall_now;
 use drydock_engine::api::Object;
-use drydock_engine::store::StoreRequest;
+use drydock_engine::store::{FieldError, StoreRequest};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -30,6 +36,7 @@ use std::sync::Arc;
 pub enum PatchDoc {
     Merge(Value),
     Json(json_patch::Patch),
+    Strategic(Value),
     Apply(Value),
 }
 
@@ -40,9 +47,7 @@ impl PatchDoc {
     pub fn parse(content_type: &str, body: &[u8]) -> ApiResult<Self> {
         match content_type {
             "application/merge-patch+json" => Ok(PatchDoc::Merge(negotiate::parse_json(body)?)),
-            "application/strategic-merge-patch+json" => {
-                Ok(PatchDoc::Merge(strip_directives(negotiate::parse_json(body)?)))
-            }
+            "application/strategic-merge-patch+json" => Ok(PatchDoc::Strategic(negotiate::parse_json(body)?)),
             "application/json-patch+json" => serde_json::from_slice(body)
                 .map(PatchDoc::Json)
                 .map_err(|e| ApiError::BadRequest(format!("the body is not a valid JSON patch: {e}"))),
@@ -54,17 +59,21 @@ impl PatchDoc {
     /// Whether the patch names a resourceVersion, which then is a precondition.
     fn sets_resource_version(&self) -> bool {
         match self {
-            PatchDoc::Merge(v) | PatchDoc::Apply(v) => {
+            PatchDoc::Merge(v) | PatchDoc::Strategic(v) | PatchDoc::Apply(v) => {
                 v.pointer("/metadata/resourceVersion").is_some_and(|v| !v.is_null())
             }
             PatchDoc::Json(p) => p.0.iter().any(|op| op_path(op).starts_with("/metadata/resourceVersion")),
         }
     }
 
-    /// `doc` patched.
-    pub fn apply(&self, mut doc: Value) -> ApiResult<Value> {
+    /// `doc`, an object of `kind` as clients see it, patched.
+    pub fn apply(&self, kind: &str, mut doc: Value) -> ApiResult<Value> {
         match self {
             PatchDoc::Merge(patch) | PatchDoc::Apply(patch) => json_patch::merge(&mut doc, patch),
+            PatchDoc::Strategic(patch) => {
+                doc = strategic::patched(kind, doc, patch)
+                    .map_err(|e| ApiError::BadRequest(format!("the strategic merge patch could not be applied: {e}")))?
+            }
             PatchDoc::Json(patch) => json_patch::patch(&mut doc, patch).map_err(|e| ApiError::Invalid {
                 message: format!("the JSON patch could not be applied: {e}"),
                 subject: Default::default(),
@@ -84,17 +93,6 @@ fn op_path(op: &json_patch::PatchOperation) -> String {
         Op::Move(o) => o.path.to_string(),
         Op::Copy(o) => o.path.to_string(),
         Op::Test(o) => o.path.to_string(),
-    }
-}
-
-/// Drop strategic-merge-patch directives (`$patch`, `$setElementOrder/...`, `$retainKeys`, ...).
-fn strip_directives(value: Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            map.into_iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k, strip_directives(v))).collect()
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(strip_directives).collect()),
-        other => other,
     }
 }
 
@@ -139,28 +137,65 @@ fn patch_once(
     let info = state.store.read(|s| s.registry().get(&path.desc.kind).cloned());
     let target =
         Target { desc: &path.desc, namespace: path.namespace.as_deref(), name: Some(name), info: info.as_ref() };
+    let force = call.query.flag("force")?;
+    if force && !matches!(doc, PatchDoc::Apply(_)) {
+        return Err(ApiError::BadRequest("force may be given only with an apply patch".into()));
+    }
     let current = match (resource::fetch(state, path, name), doc) {
         (Err(ApiError::NotFound { .. }), PatchDoc::Apply(body)) if !status => {
-            let (object, warnings) = wire::from_wire(body.clone(), &target, validation)?;
+            let (applied, warnings) = wire::from_wire(body.clone(), &target, validation)?;
+            let object = server_side_apply(call, name, None, &applied, force)?;
             let created = resource::execute(state, &path.desc, name, StoreRequest::Create { object }, call.dry_run)?;
             return Ok((created, warnings, StatusCode::CREATED));
         }
         (current, _) => current?,
     };
+    if let (PatchDoc::Apply(body), false) = (doc, status) {
+        let (applied, warnings) = wire::from_wire(body.clone(), &target, validation)?;
+        let object = server_side_apply(call, name, Some(&current), &applied, force)?;
+        return Ok((resource::write(call, name, object, status)?, warnings, StatusCode::OK));
+    }
     let registry = state.store.read(|s| s.registry().clone());
     let mut wire_doc = wire::to_wire(&current, &path.desc, &registry);
     if let Some(meta) = wire_doc.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
-    let patched = doc.apply(wire_doc).map_err(|e| match e {
+    let patched = doc.apply(&path.desc.kind, wire_doc).map_err(|e| match e {
         ApiError::Invalid { message, causes, .. } => {
             ApiError::Invalid { message, subject: path.desc.subject(name), causes }
         }
         other => other,
     })?;
-    let (object, warnings) = wire::from_wire(patched, &target, validation)?;
+    let (mut object, warnings) = wire::from_wire(patched, &target, validation)?;
+    if !status {
+        call.record_update(Some(&current), &mut object)?;
+    }
     let stored = resource::write(call, name, object, status)?;
     Ok((stored, warnings, StatusCode::OK))
+}
+
+/// `applied` applied over `live` (`None`: to be created) by the request's field manager.
+fn server_side_apply(
+    call: &Call,
+    name: &str,
+    live: Option<&Object>,
+    applied: &Object,
+    force: bool,
+) -> ApiResult<Object> {
+    let manager_name = call.field_manager(true)?;
+    let api_version = call.path.desc.group_version();
+    let manager = managed::Manager { name: &manager_name, api_version: &api_version, now: wall_now() };
+    managed::apply(&call.path.desc.kind, live, applied, &manager, force).map_err(|error| match error {
+        ApplyError::Conflicts(conflicts) => ApiError::ApplyConflict {
+            message: ApplyError::Conflicts(conflicts.clone()).to_string(),
+            subject: call.path.desc.subject(name),
+            fields: conflicts
+                .iter()
+                .map(|c| FieldError::new(&c.field, format!("conflict with \"{}\" using {}", c.manager, c.api_version)))
+                .collect(),
+        },
+        ApplyError::Decode(message) => ApiError::BadRequest(message),
+    })
 }
 
 #[cfg(test)]
@@ -169,21 +204,54 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn strategic(body: &[u8]) -> PatchDoc {
+        PatchDoc::parse("application/strategic-merge-patch+json", body).unwrap()
+    }
+
     #[test]
-    fn strategic_merge_is_merge_without_directives() {
-        let doc = PatchDoc::parse(
-            "application/strategic-merge-patch+json",
-            br#"{"metadata":{"labels":{"a":"b"},"$setElementOrder/finalizers":[]},"$patch":"merge"}"#,
-        )
-        .unwrap();
-        let out = doc.apply(json!({"metadata": {"name": "x"}})).unwrap();
-        assert_eq!(out, json!({"metadata": {"name": "x", "labels": {"a": "b"}}}));
+    fn strategic_merge_patch_merges_lists_by_key_and_drops_directives() {
+        let doc = strategic(
+            br#"{"metadata":{"labels":{"a":"b"},"$setElementOrder/finalizers":[]},"$patch":"merge",
+                "spec":{"env":[{"name":"B","value":"3"},{"name":"A","$patch":"delete"}]}}"#,
+        );
+        let live = json!({"metadata": {"name": "x"},
+            "spec": {"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}], "command": ["a"]}});
+        let out = doc.apply("LogicalContainer", live.clone()).unwrap();
+        assert_eq!(
+            out,
+            json!({"metadata": {"name": "x", "labels": {"a": "b"}},
+                "spec": {"env": [{"name": "B", "value": "3"}], "command": ["a"]}})
+        );
+        // A user's kind has no keyed lists: the patch's list replaces the live one.
+        let out = doc.apply("MyKind", live).unwrap();
+        assert_eq!(out["spec"]["env"], json!([{"name": "B", "value": "3"}]));
+        assert!(!doc.sets_resource_version());
+        assert!(strategic(br#"{"metadata":{"resourceVersion":"3"}}"#).sets_resource_version());
+    }
+
+    #[test]
+    fn strategic_merge_patch_failures_are_bad_requests() {
+        let live = json!({"metadata": {"name": "x", "finalizers": ["a"]}, "spec": {"finalizers": ["kubernetes"]}});
+        for body in [
+            &br#"{"spec":{"env":[{"value":"no name"}]}}"#[..],
+            br#"{"metadata":{"$patch":"unknown"}}"#,
+            br#"{"$patch":"delete"}"#,
+            br#"[1]"#,
+        ] {
+            let error = strategic(body).apply("LogicalContainer", live.clone()).unwrap_err();
+            assert_eq!(error.code(), StatusCode::BAD_REQUEST, "{error}");
+        }
+        assert!(PatchDoc::parse("application/strategic-merge-patch+json", b"{").is_err());
+        // A Namespace: `metadata.finalizers` is a set, `spec.finalizers` atomic.
+        let doc = strategic(br#"{"metadata":{"finalizers":["b"]},"spec":{"finalizers":["x"]}}"#);
+        let out = doc.apply("Namespace", live).unwrap();
+        assert_eq!((&out["metadata"]["finalizers"], &out["spec"]["finalizers"]), (&json!(["b", "a"]), &json!(["x"])));
     }
 
     #[test]
     fn json_patch_failures_are_errors() {
         let doc = PatchDoc::parse("application/json-patch+json", br#"[{"op":"test","path":"/a","value":1}]"#).unwrap();
-        assert!(doc.apply(json!({"a": 2})).is_err());
+        assert!(doc.apply("PhysicalContainer", json!({"a": 2})).is_err());
         assert!(PatchDoc::parse("application/json-patch+json", br#"{"op":"add"}"#).is_err());
         assert!(PatchDoc::parse("text/plain", b"{}").is_err());
         let rv = PatchDoc::parse(

@@ -22,6 +22,7 @@
 //! is the current state.
 
 use super::kinds::KindDesc;
+use super::managed;
 use super::negotiate::{self, Format};
 use super::respond::{json_response, json_with_warnings};
 use super::selectors::{FieldSelector, LabelSelector};
@@ -33,6 +34,7 @@ use axum::body::Body;
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use drydock_adapters::clock::wall_now;
 use drydock_engine::api::{Object, ObjectKey, Uid};
 use drydock_engine::store::{DeleteOptions, Propagation, StoreReply, StoreRequest};
 use serde_json::{Value, json};
@@ -85,6 +87,24 @@ pub(super) struct Call {
     pub(super) headers: HeaderMap,
     /// `?dryRun=All`: writes are checked and answered, not made.
     pub(super) dry_run: bool,
+}
+
+impl Call {
+    /// The field manager of this write (see [`managed::field_manager`]): a 400 if it is invalid,
+    /// or missing from an apply.
+    pub(super) fn field_manager(&self, applying: bool) -> ApiResult<String> {
+        let agent = self.headers.get(axum::http::header::USER_AGENT).and_then(|v| v.to_str().ok());
+        managed::field_manager(self.query.get("fieldManager"), agent, applying).map_err(ApiError::BadRequest)
+    }
+
+    /// Record this write's changes from `old` (`None`: a create) in `new`'s managed fields.
+    pub(super) fn record_update(&self, old: Option<&Object>, new: &mut Object) -> ApiResult<()> {
+        let name = self.field_manager(false)?;
+        let api_version = self.path.desc.group_version();
+        let manager = managed::Manager { name: &name, api_version: &api_version, now: wall_now() };
+        managed::record_update(&self.path.desc.kind, old, new, &manager);
+        Ok(())
+    }
 }
 
 /// `?dryRun=`: `All` (Kubernetes' only value) or nothing.
@@ -320,7 +340,8 @@ pub(super) async fn create(call: &Call, body: Body) -> ApiResult<Response> {
     let info = kind_info(call);
     let target =
         Target { desc: &call.path.desc, namespace: call.path.namespace.as_deref(), name: None, info: info.as_ref() };
-    let (object, warnings) = wire::from_wire(value, &target, validation)?;
+    let (mut object, warnings) = wire::from_wire(value, &target, validation)?;
+    call.record_update(None, &mut object)?;
     let name = object.metadata.name.clone();
     let (code, created) = create_once(call, &name, object)?;
     let body = render_object(&call.state, &call.path.desc, &created, format, IncludeObject::Metadata);
@@ -366,7 +387,10 @@ pub(super) async fn update(call: &Call, name: &str, body: Body, status: bool) ->
         name: Some(name),
         info: info.as_ref(),
     };
-    let (object, warnings) = wire::from_wire(value, &target, validation)?;
+    let (mut object, warnings) = wire::from_wire(value, &target, validation)?;
+    if !status {
+        call.record_update(Some(&*fetch(&call.state, &call.path, name)?), &mut object)?;
+    }
     let stored = write(call, name, object, status)?;
     let body = render_object(&call.state, &call.path.desc, &stored, format, IncludeObject::Metadata);
     Ok(json_with_warnings(StatusCode::OK, &body, &warnings))

@@ -35,6 +35,9 @@ pub enum ApiError {
     AlreadyExists { message: String, subject: Subject },
     #[error("{message}")]
     Conflict { message: String, subject: Subject },
+    /// A server-side apply that sets fields other managers own: one cause per field.
+    #[error("{message}")]
+    ApplyConflict { message: String, subject: Subject, fields: Vec<FieldError> },
     #[error("{message}")]
     Invalid { message: String, subject: Subject, causes: Vec<FieldError> },
     #[error("the server does not allow this method on the requested resource")]
@@ -60,7 +63,9 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
-            ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => {
+                StatusCode::CONFLICT
+            }
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -79,7 +84,7 @@ impl ApiError {
             ApiError::Forbidden { .. } => "Forbidden",
             ApiError::NotFound { .. } => "NotFound",
             ApiError::AlreadyExists { .. } => "AlreadyExists",
-            ApiError::Conflict { .. } => "Conflict",
+            ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
             ApiError::MethodNotAllowed => "MethodNotAllowed",
             ApiError::TooLarge { .. } => "RequestEntityTooLarge",
@@ -153,20 +158,19 @@ impl ApiError {
     }
 
     fn details(&self) -> Option<Value> {
-        let (subject, causes) = match self {
+        let (subject, causes, reason) = match self {
             ApiError::Forbidden { subject, .. }
             | ApiError::NotFound { subject, .. }
             | ApiError::AlreadyExists { subject, .. }
-            | ApiError::Conflict { subject, .. } => (subject, &[][..]),
-            ApiError::Invalid { subject, causes, .. } => (subject, &causes[..]),
+            | ApiError::Conflict { subject, .. } => (subject, &[][..], ""),
+            ApiError::Invalid { subject, causes, .. } => (subject, &causes[..], "FieldValueInvalid"),
+            ApiError::ApplyConflict { subject, fields, .. } => (subject, &fields[..], "FieldManagerConflict"),
             _ => return None,
         };
         let mut details = json!({"name": subject.name, "group": subject.group, "kind": subject.kind});
         if !causes.is_empty() {
-            details["causes"] = causes
-                .iter()
-                .map(|c| json!({"reason": "FieldValueInvalid", "message": c.message, "field": c.path}))
-                .collect();
+            details["causes"] =
+                causes.iter().map(|c| json!({"reason": reason, "message": c.message, "field": c.path})).collect();
         }
         Some(details)
     }

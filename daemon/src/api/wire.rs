@@ -73,6 +73,13 @@ pub fn to_wire(object: &Object, desc: &KindDesc, registry: &Registry) -> Value {
                 meta.insert(field.into(), Value::String(times::seconds(time)));
             }
         }
+        if let Some(Value::Array(entries)) = meta.get_mut("managedFields") {
+            for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
+                if let Some(time) = entry.get("time").and_then(Value::as_u64) {
+                    entry.insert("time".into(), Value::String(times::seconds(drydock_engine::WallTime(time))));
+                }
+            }
+        }
         if object.metadata.deletion_timestamp.is_some() {
             meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
         }

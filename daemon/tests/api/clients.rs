@@ -182,3 +182,57 @@ async fn condition_times_are_rfc_3339_both_ways() {
     let (code, body) = app.put(&format!("{PCS}/a/status"), bad).await;
     assert_status(code, &body, 400, "BadRequest");
 }
+
+#[tokio::test]
+async fn a_strategic_merge_patch_merges_lists_by_key() {
+    const SMP: &str = "application/strategic-merge-patch+json";
+    let uri = "/apis/drydock.dev/v1/namespaces/demo/logicalcontainers/web";
+    let app = app();
+    app.namespace().await;
+    let env = json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]);
+    let lc = json!({"apiVersion": "drydock.dev/v1", "kind": "LogicalContainer", "metadata": {"name": "web"},
+        "spec": {"image": "busybox:1.36", "env": env}});
+    let (code, body) = app.post("/apis/drydock.dev/v1/namespaces/demo/logicalcontainers", lc).await;
+    assert_eq!(code, StatusCode::CREATED, "{body}");
+    let key = ObjectKey::new("LogicalContainer", Some("demo"), "web");
+
+    // The spec is immutable: an env item merged by name into the same list changes nothing (a
+    // merge patch of the same body would replace the list and be refused), and a deletion is
+    // refused as a change.
+    let same = json!({"spec": {"env": [{"name": "B", "value": "2"}]}});
+    let (code, body) = app.patch(uri, SMP, same.clone()).await;
+    assert_eq!((code, &body["spec"]["env"]), (StatusCode::OK, &env), "{body}");
+    let (code, body) = app.patch(uri, "application/merge-patch+json", same).await;
+    assert_status(code, &body, 422, "Invalid");
+    let (code, body) = app.patch(uri, SMP, json!({"spec": {"env": [{"name": "B", "$patch": "delete"}]}})).await;
+    assert_status(code, &body, 422, "Invalid");
+    assert_eq!(app.store.get(&key).unwrap().spec["env"], env);
+
+    // Conditions (by `type`) through the status: one changed, one added, one deleted.
+    let condition = |type_: &str, status: &str, reason: &str| json!({"type": type_, "status": status, "reason": reason, "message": ""});
+    let status = format!("{uri}/status");
+    let first = json!({"status": {"phase": "Starting",
+        "conditions": [condition("Ready", "False", "Starting"), condition("Pulled", "False", "Pulling")]}});
+    let (code, body) = app.patch(&status, SMP, first).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let patch = json!({"status": {"conditions": [condition("Ready", "True", "Running"),
+        condition("Started", "True", "Running"), {"type": "Pulled", "$patch": "delete"}]}});
+    let (code, body) = app.patch(&status, SMP, patch).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    let stored = app.store.get(&key).unwrap().status.clone();
+    let summary: Vec<(String, String, String)> = stored["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["type"].to_string(), c["status"].to_string(), c["reason"].to_string()))
+        .collect();
+    let want = [("Ready", "True", "Running"), ("Started", "True", "Running")]
+        .map(|(t, s, r)| (format!("{t:?}"), format!("{s:?}"), format!("{r:?}")));
+    assert_eq!(summary, want, "{stored}");
+    assert_eq!(stored["phase"], "Starting", "{stored}");
+
+    // An item without its merge key is refused and changes nothing.
+    let (code, body) = app.patch(&status, SMP, json!({"status": {"conditions": [{"status": "True"}]}})).await;
+    assert_status(code, &body, 400, "BadRequest");
+    assert_eq!(app.store.get(&key).unwrap().status, stored);
+}

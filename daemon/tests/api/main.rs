@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod apply;
 mod clients;
 mod common;
 mod conventions;

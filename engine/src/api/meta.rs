@@ -45,6 +45,30 @@ pub struct ObjectMeta {
     pub creation_timestamp: Option<WallTime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<WallTime>,
+    /// Which manager set which fields, as Kubernetes' `metadata.managedFields`. The store keeps
+    /// what a write carries and never reads it: server-side apply, in the daemon, maintains it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managed_fields: Vec<ManagedFieldsEntry>,
+}
+
+/// One manager's fields of an object: Kubernetes' `ManagedFieldsEntry`, with `fieldsV1` kept as
+/// the JSON it is on the wire.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedFieldsEntry {
+    pub manager: String,
+    /// `Apply` or `Update`.
+    pub operation: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<WallTime>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub fields_type: String,
+    #[serde(default, rename = "fieldsV1", skip_serializing_if = "serde_json::Value::is_null")]
+    pub fields_v1: serde_json::Value,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub subresource: String,
 }
 
 impl ObjectMeta {

@@ -44,7 +44,7 @@ pub mod volume;
 
 pub use image::{ContainerImage, ContainerImageSpec, ContainerImageStatus, ImageBuildSpec, ImagePhase, PullPolicy};
 pub use lease::{Lease, LeaseSpec};
-pub use meta::{Condition, ConditionStatus, ObjectMeta, OwnerReference, Uid};
+pub use meta::{Condition, ConditionStatus, ManagedFieldsEntry, ObjectMeta, OwnerReference, Uid};
 pub use namespace::{Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus};
 pub use network::{ContainerNetwork, ContainerNetworkSpec};
 pub use object::{Object, ObjectKey, Resource, SmolStr, TypedError};

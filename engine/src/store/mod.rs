@@ -454,6 +454,7 @@ impl Store {
                 finalizers: object.metadata.finalizers,
                 creation_timestamp: meta.creation_timestamp,
                 deletion_timestamp: meta.deletion_timestamp,
+                managed_fields: object.metadata.managed_fields,
             },
             spec: object.spec,
             status: stored.status.clone(),
