@@ -47,15 +47,33 @@ pub struct Driver<R: Runtime> {
     captures: Captures,
     /// Containers already there were given a capture (once, at the first run).
     captured_at_boot: bool,
+    /// The ids of this identity's containers that were there at the first run, listed in the
+    /// background: a runtime slow to answer must not hold the engine back.
+    boot_listing: Option<tokio::sync::oneshot::Receiver<Vec<String>>>,
     /// Per image object: the progress lines of its pull in flight streamed so far.
     streamed: Arc<parking_lot::Mutex<BTreeMap<Uid, Vec<String>>>>,
     /// Start requests in flight: op id -> container id.
     starts: BTreeMap<OpId, String>,
+    /// Permits for requests inside the runtime: a struggling runtime is not flooded.
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
+
+/// At most this many of a driver's requests are inside the runtime at once; the rest wait their
+/// turn. A Docker that slows down under load (or deadlocks in its network code) otherwise gets
+/// every request the engine has, each holding a connection until its timeout.
+pub const IN_FLIGHT: usize = 32;
 
 async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<RuntimeNotice>>) -> Option<RuntimeNotice> {
     match events {
         Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The boot listing's ids once it answers; never while there is none.
+async fn boot_listed(listing: &mut Option<tokio::sync::oneshot::Receiver<Vec<String>>>) -> Vec<String> {
+    match listing {
+        Some(rx) => rx.await.unwrap_or_default(),
         None => std::future::pending().await,
     }
 }
@@ -77,8 +95,10 @@ impl<R: Runtime> Driver<R> {
             captures: Captures::new(logs.clone()),
             logs,
             captured_at_boot: false,
+            boot_listing: None,
             streamed: Arc::default(),
             starts: BTreeMap::new(),
+            in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
         }
     }
 
@@ -139,13 +159,7 @@ impl<R: Runtime> Driver<R> {
         }
         if !self.captured_at_boot {
             self.captured_at_boot = true;
-            // `stop` first: a signal handler it installs on its first poll must be in place
-            // before anything that takes time.
-            tokio::select! {
-                biased;
-                () = &mut stop => return false,
-                () = self.capture_existing() => {}
-            }
+            self.boot_listing = Some(self.list_existing());
         }
         loop {
             self.feed_watch();
@@ -187,6 +201,12 @@ impl<R: Runtime> Driver<R> {
                     self.engine.handle(self.clock.now(), input);
                 }
                 Ok(()) = revisions.changed() => {}
+                listed = boot_listed(&mut self.boot_listing) => {
+                    self.boot_listing = None;
+                    for id in listed {
+                        self.captures.start(&self.runtime, &id);
+                    }
+                }
                 () = sleep => {}
             }
         }
@@ -251,16 +271,30 @@ impl<R: Runtime> Driver<R> {
         }
     }
 
-    /// Capture every container drydock made that is already there (an earlier life's): the
-    /// runtime kept their output.
-    async fn capture_existing(&mut self) {
-        let listed = self.runtime.execute(RuntimeRequest::ListContainers { labels: BTreeMap::new() }).await;
-        let Ok(RuntimeReply::Containers(containers)) = listed else { return };
-        for container in containers {
-            if container.labels.contains_key(names::LABEL_OWNER_UID) {
-                self.captures.start(&self.runtime, &container.id);
-            }
-        }
+    /// List, in the background, the containers this identity made that are already there (an
+    /// earlier life's: the runtime kept their output), to capture them. Only this identity's,
+    /// by its creator label: other tools' and other daemons' containers are none of its
+    /// business, and on a busy host listing (and inspecting) them all took minutes.
+    fn list_existing(&self) -> tokio::sync::oneshot::Receiver<Vec<String>> {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let runtime = self.runtime.clone();
+        let labels = BTreeMap::from([(names::LABEL_CREATOR.to_string(), self.engine.identity().to_string())]);
+        tokio::spawn(async move {
+            let ids = match runtime.execute(RuntimeRequest::ListContainers { labels }).await {
+                Ok(RuntimeReply::Containers(containers)) => containers
+                    .into_iter()
+                    .filter(|c| c.labels.contains_key(names::LABEL_OWNER_UID))
+                    .map(|c| c.id)
+                    .collect(),
+                Ok(_) => Vec::new(),
+                Err(error) => {
+                    tracing::warn!(%error, "could not list the containers of an earlier life: their output is not captured");
+                    Vec::new()
+                }
+            };
+            let _ = sender.send(ids);
+        });
+        receiver
     }
 
     /// Hand the engine what changed in the store. The first time (and after the log was compacted)
@@ -308,7 +342,10 @@ impl<R: Runtime> Driver<R> {
                     if let RuntimeRequest::StartContainer { id: container } = &request {
                         self.starts.insert(id, container.clone());
                     }
+                    let permits = self.in_flight.clone();
                     let task = tokio::spawn(async move {
+                        // Held while the request is in the runtime: at most IN_FLIGHT at once.
+                        let _permit = permits.acquire_owned().await;
                         let result = match progress {
                             Some(progress) => runtime.execute_reporting(request, progress).await,
                             None => runtime.execute(request).await,
