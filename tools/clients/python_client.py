@@ -114,6 +114,19 @@ def main():
     )
     report("patched strategic", 200, label=((strategic.metadata.labels or {}).get("strategic") if strategic else None))
 
+    # Server-side apply: a label the manager drops goes, another manager's different value is a
+    # conflict, and force takes it.
+    def apply(step, manager, labels, **kwargs):
+        body = dict(paged["bodies"][0], metadata={"name": name, "labels": labels})
+        return attempt(step, co("patch_namespaced_custom_object", plural, name, body, field_manager=manager,
+                                _content_type="application/apply-patch+yaml", **kwargs))
+    apply("apply owner", "compat-a", {"applied": "a", "dropped": "x"})
+    applied = apply("apply dropped", "compat-a", {"applied": "a"})
+    report("applied labels", 200, labels=(applied or {}).get("metadata", {}).get("labels"))
+    apply("apply conflict", "compat-b", {"applied": "b"})
+    forced = apply("apply forced", "compat-b", {"applied": "b"}, force=True)
+    report("forced", 200, label=(forced or {}).get("metadata", {}).get("labels", {}).get("applied"))
+
     # A watch from a version sees the change made after it.
     current = attempt("get for watch", co("get_namespaced_custom_object", plural, name))
     version_before = current["metadata"]["resourceVersion"] if current else "0"

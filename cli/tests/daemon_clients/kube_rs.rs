@@ -142,6 +142,23 @@ pub async fn drive(input: &Value) -> Vec<Value> {
     let strategic_label = patched.and_then(|n| n.metadata.labels.and_then(|l| l.get("strategic").cloned()));
     steps.report("patched strategic", 200, json!({"label": strategic_label}));
 
+    // Server-side apply: a label the manager drops goes, another manager's different value is a
+    // conflict, and force takes it.
+    let applying = |labels: Value| {
+        let mut body = first_body.clone();
+        body["metadata"] = json!({"name": name, "labels": labels});
+        Patch::Apply(body)
+    };
+    let owner = applying(json!({"applied": "a", "dropped": "x"}));
+    steps.attempt("apply owner", api.patch(&name, &PatchParams::apply("compat-a"), &owner).await);
+    let dropped = applying(json!({"applied": "a"}));
+    let applied = steps.attempt("apply dropped", api.patch(&name, &PatchParams::apply("compat-a"), &dropped).await);
+    steps.report("applied labels", 200, json!({"labels": applied.and_then(|o| o.metadata.labels)}));
+    let other = applying(json!({"applied": "b"}));
+    steps.attempt("apply conflict", api.patch(&name, &PatchParams::apply("compat-b"), &other).await);
+    let forced = steps.attempt("apply forced", api.patch(&name, &PatchParams::apply("compat-b").force(), &other).await);
+    steps.report("forced", 200, json!({"label": label(forced, "applied")}));
+
     let current = steps.attempt("get for watch", api.get(&name).await);
     let before = current.as_ref().and_then(|c| c.metadata.resource_version.clone()).unwrap_or_default();
     let watched = Patch::Merge(json!({"metadata": {"labels": {"watched": "yes"}}}));

@@ -1,6 +1,7 @@
 //! Client compatibility: one scripted scenario (create a namespace and an object of each kind, get,
-//! a list read a page at a time, patches each way, a watch from a version, a stale update, a dry
-//! run, bad input, typed times, deletes with each propagation and by collection) driven by real
+//! a list read a page at a time, patches each way, server-side apply with a conflict, a watch from
+//! a version, a stale update, a dry run, bad input, typed times, deletes with each propagation and
+//! by collection) driven by real
 //! clients nobody here wrote, against one `drydock daemon` on Docker. Each driver prints one JSON
 //! line per step; [`judge`] holds each against what the Kubernetes API conventions say.
 //!
@@ -177,6 +178,19 @@ fn judge(client: &str, steps: &[Value], input: &Value) -> Vec<String> {
     ] {
         expect(ok(step) && field(label, "label") == "yes", format!("{step}: {} {}", one(step), one(label)));
     }
+    expect(ok("apply owner"), format!("a server-side apply: {}", one("apply owner")));
+    expect(
+        ok("apply dropped") && field("applied labels", "labels").get("dropped").is_none(),
+        format!("an apply removes the label its manager dropped: {} {}", one("apply dropped"), one("applied labels")),
+    );
+    expect(
+        code("apply conflict") == 409 && field("apply conflict", "reason") == "Conflict",
+        format!("another manager's apply of a different value is a 409 Conflict: {}", one("apply conflict")),
+    );
+    expect(
+        ok("apply forced") && field("forced", "label") == "b",
+        format!("a forced apply takes the field: {} {}", one("apply forced"), one("forced")),
+    );
     expect(
         field("watch from version", "seen") == "MODIFIED",
         format!("watch from a version: {}", one("watch from version")),
