@@ -6,6 +6,7 @@
 //! runtime result arrives, the store changes, or the engine's next wakeup is due.
 
 use crate::clock::SystemClock;
+use crate::health::RuntimeHealth;
 use crate::logs::{Captures, SharedLogs};
 use crate::runtime::ProgressSink;
 use crate::runtime::{Runtime, RuntimeNotice};
@@ -56,6 +57,7 @@ pub struct Driver<R: Runtime> {
     starts: BTreeMap<OpId, String>,
     /// Permits for requests inside the runtime: a struggling runtime is not flooded.
     in_flight: Arc<tokio::sync::Semaphore>,
+    health: RuntimeHealth,
 }
 
 /// At most this many of a driver's requests are inside the runtime at once; the rest wait their
@@ -99,6 +101,7 @@ impl<R: Runtime> Driver<R> {
             streamed: Arc::default(),
             starts: BTreeMap::new(),
             in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
+            health: RuntimeHealth::default(),
         }
     }
 
@@ -106,6 +109,11 @@ impl<R: Runtime> Driver<R> {
     /// every container drydock made.
     pub fn logs(&self) -> SharedLogs {
         self.logs.clone()
+    }
+
+    /// What this driver sees of its runtime, for a readiness probe.
+    pub fn health(&self) -> RuntimeHealth {
+        self.health.clone()
     }
 
     /// A driver running the built-in controllers as `identity`, assuming an earlier life under
@@ -343,9 +351,14 @@ impl<R: Runtime> Driver<R> {
                         self.starts.insert(id, container.clone());
                     }
                     let permits = self.in_flight.clone();
+                    let health = self.health.clone();
+                    let long = matches!(request, RuntimeRequest::PullImage { .. } | RuntimeRequest::BuildImage(_));
                     let task = tokio::spawn(async move {
                         // Held while the request is in the runtime: at most IN_FLIGHT at once.
+                        let waiting = health.waiting();
                         let _permit = permits.acquire_owned().await;
+                        drop(waiting);
+                        let _inside = (!long).then(|| health.inside());
                         let result = match progress {
                             Some(progress) => runtime.execute_reporting(request, progress).await,
                             None => runtime.execute(request).await,

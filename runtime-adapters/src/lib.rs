@@ -7,7 +7,9 @@
 //! - [`logs::SharedLogs`]: the log hub behind a lock, which the driver fills (the engine's
 //!   diagnostics and pull output, every container's captured output) and readers follow.
 //! - [`driver::Driver`]: a tokio loop that feeds the engine watch events and replies and performs
-//!   its requests against the store, the runtime and the system clock.
+//!   its requests against the store, the runtime and the system clock, at most
+//!   [`driver::IN_FLIGHT`] inside the runtime at once;
+//! - [`health::RuntimeHealth`]: what the driver sees of the runtime, for a readiness probe.
 //!
 //! The `testing` feature adds `testing`: helpers for tests against a real Docker daemon (an
 //! offline test image, a local registry). Only tests enable it (as a dev-dependency), so
@@ -16,6 +18,7 @@
 pub mod clock;
 pub mod docker;
 pub mod driver;
+pub mod health;
 pub mod logs;
 pub mod runtime;
 pub mod store;
@@ -24,6 +27,7 @@ pub mod testing;
 
 pub use docker::{DockerError, DockerRuntime};
 pub use driver::{Driver, Predecessor};
+pub use health::RuntimeHealth;
 /// The kinds and controllers an engine runs: the engine's own builder, shared with scenarios.
 pub use drydock_engine::Components;
 pub use logs::SharedLogs;

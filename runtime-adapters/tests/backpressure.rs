@@ -1,6 +1,6 @@
 //! The driver toward a struggling runtime: at most `IN_FLIGHT` requests inside it at once, and a
 //! start that lists only this identity's containers, in the background, so a runtime that never
-//! answers the list holds nothing else back.
+//! answers the list holds nothing else back, and which readiness then reports.
 #![allow(clippy::unwrap_used)]
 
 use drydock_adapters::driver::IN_FLIGHT;
@@ -67,6 +67,7 @@ async fn a_struggling_runtime_gets_a_bounded_number_of_requests_and_a_hung_list_
     }
     let runtime = Arc::new(Slow::default());
     let mut driver = Driver::builtin("me", store.clone(), runtime.clone());
+    let health = driver.health();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let driving = tokio::spawn(async move {
         driver
@@ -92,6 +93,9 @@ async fn a_struggling_runtime_gets_a_bounded_number_of_requests_and_a_hung_list_
             "a list beyond our own: {labels:?}"
         );
     }
+    // The lists never answer: readiness names a runtime that holds requests.
+    let reason = health.degraded(Duration::from_millis(100));
+    assert!(reason.as_deref().is_some_and(|r| r.contains("has not answered")), "{reason:?}");
     let _ = stop.send(());
     driving.await.unwrap();
 }
