@@ -62,6 +62,8 @@ pub fn run(args: &UpArgs, components: &Components, program: &str) -> Result<Exit
     // Validate before touching Docker or the state: a bad manifest creates nothing.
     let objects = crate::manifest::load(&args.file, components.registry())?;
     let state_dir = args.state_dir.clone().unwrap_or_else(|| crate::state::beside(&args.file));
+    // The store holds specs and env values: its files are the user's alone, as the daemon's are.
+    drydock_daemon::state_dir::restrict_umask();
     block_on(up(args, state_dir, objects, components, program))
 }
 

@@ -252,3 +252,49 @@ fn strip_token(kubeconfig: &Path, dir: &Path) -> PathBuf {
     std::fs::write(&path, serde_yaml_ng::to_string(&config).unwrap()).unwrap();
     path
 }
+
+/// Issue 47: `kubectl patch` cannot strip drydock's namespace finalizer (merge or JSON patch),
+/// `kubectl delete` still removes the namespace once the engine has cleaned it up, and a state dir
+/// that existed beforehand with mode 0755 is made 0700, with every file in it 0600 (the store's
+/// `-wal` and `-shm` included).
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_cannot_strip_drydocks_finalizer_and_the_state_dir_is_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if !kubectl_or_skip("kubectl_finalizers") || docker_or_skip("kubectl_finalizers").await.is_none() {
+        return;
+    }
+    let ns = unique("fin");
+    let state_dir = std::env::temp_dir().join(unique("drydock-daemon-fin"));
+    std::fs::create_dir_all(&state_dir).unwrap();
+    std::fs::set_permissions(&state_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let daemon = Daemon::start(&state_dir);
+    let text =
+        |out: &Output| format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    daemon.ok(&["create", "namespace", &ns]);
+    for (kind, patch) in [
+        ("merge", r#"{"metadata":{"finalizers":null}}"#),
+        ("json", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#),
+    ] {
+        let out = daemon.kubectl(&["patch", "ns", &ns, "--type", kind, "-p", patch]);
+        assert!(!out.status.success(), "a {kind} patch stripped the finalizer: {}", text(&out));
+        assert!(
+            text(&out).contains("drydock.dev/namespace-cleanup") && text(&out).contains("drydock's"),
+            "{}",
+            text(&out)
+        );
+    }
+    let finalizers = daemon.ok(&["get", "ns", &ns, "-o", "jsonpath={.metadata.finalizers}"]);
+    assert!(finalizers.contains("drydock.dev/namespace-cleanup"), "{finalizers}");
+
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&state_dir), 0o700);
+    for entry in std::fs::read_dir(&state_dir).unwrap() {
+        let path = entry.unwrap().path();
+        assert_eq!(mode(&path), 0o600, "{}", path.display());
+    }
+
+    daemon.ok(&["delete", "ns", &ns, "--timeout=60s"]);
+    let out = daemon.kubectl(&["get", "ns", &ns]);
+    assert!(!out.status.success() && text(&out).contains("NotFound"), "{}", text(&out));
+    assert_eq!(daemon.stop(), Some(0), "the daemon must exit 0 on SIGTERM");
+}

@@ -1,18 +1,18 @@
 //! The daemon's state directory: its lock, bearer token, identity, certificates and the paths of
 //! its store and default kubeconfig.
 //!
-//! Layout (all in one directory, created with mode 0700):
+//! Layout (all in one directory, mode 0700; every file mode 0600):
 //!
-//! | file | what | mode |
-//! | --- | --- | --- |
-//! | `lock` | held (`flock`) for the daemon's life; holds its pid | 0600 |
-//! | `token` | the bearer token: 32 random bytes from the OS, hex | 0600 |
-//! | `id` | the daemon's identity id (`drydock-daemon-<id>`) | 0600 |
-//! | `ca.crt`, `ca.key` | the daemon's own CA | key 0600 |
-//! | `server.crt`, `server.key` | the serving certificate, signed by the CA | key 0600 |
-//! | `store.db` | the durable store | |
-//! | `kubeconfig` | the client config, unless `--kubeconfig` says elsewhere | 0600 |
-//! | `clean-stop` | present only between a stop with no runtime request in flight and the next start | 0600 |
+//! | file | what |
+//! | --- | --- |
+//! | `lock` | held (`flock`) for the daemon's life; holds its pid |
+//! | `token` | the bearer token: 32 random bytes from the OS, hex |
+//! | `id` | the daemon's identity id (`drydock-daemon-<id>`) |
+//! | `ca.crt`, `ca.key` | the daemon's own CA (10 years) |
+//! | `server.crt`, `server.key` | the serving certificate (one year), signed by the CA |
+//! | `store.db` (and SQLite's `-wal`, `-shm`, `-journal`) | the durable store (specs, env values) |
+//! | `kubeconfig` | the client config, unless `--kubeconfig` says elsewhere |
+//! | `clean-stop` | present only between a stop with no runtime request in flight and the next start |
 //!
 //! *Guarantees*: a [`StateDir`] is held by one process at a time (an exclusive `flock` on
 //! `lock`, released when the process ends, even by a crash); a second [`StateDir::open`] on the
@@ -21,17 +21,26 @@
 //! the CA are generated once and reused on every later start. A file that exists but cannot be
 //! read or parsed is never silently replaced: the error names it, and the user decides.
 //!
+//! Modes are repaired at every open, whatever an earlier version, the user's umask or a
+//! directory made beforehand left: the directory becomes 0700 and each file above that exists
+//! 0600 (each change logged). A directory or file owned by another user is refused
+//! ([`StateDirError::NotOurs`]): its owner could read or change it whatever its mode. The daemon
+//! also sets its umask to 0077 ([`restrict_umask`]), so the files SQLite creates (`-wal`, `-shm`,
+//! a new `store.db`) are 0600 from the start.
+//!
 //! *Caveats*: a secret file (`token`, `ca.key`, `server.key`) readable by group or others is
 //! refused, not repaired: someone else may have read it, so the user should look, then
 //! `chmod 600` it or delete it (a deleted token or CA is generated anew; clients need the new
-//! kubeconfig). The lock is advisory: it keeps out other daemons, not other programs.
+//! kubeconfig). The store is repaired (logged as a warning), not refused: its readers could have
+//! seen specs and env values, but refusing would only stop the daemon. The lock is advisory: it
+//! keeps out other daemons, not other programs.
 
 use crate::tls::{self, CertError};
 use std::ffi::OsString;
 use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{Read as _, Write as _};
 use std::net::IpAddr;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 pub const LOCK_FILE: &str = "lock";
@@ -44,6 +53,29 @@ pub const SERVER_KEY_FILE: &str = "server.key";
 pub const STORE_FILE: &str = "store.db";
 pub const KUBECONFIG_FILE: &str = "kubeconfig";
 pub const CLEAN_STOP_FILE: &str = "clean-stop";
+
+/// The files drydock writes in the state dir: each one that exists is made 0600 at open.
+pub const FILES: [&str; 13] = [
+    LOCK_FILE,
+    TOKEN_FILE,
+    ID_FILE,
+    CA_CERT_FILE,
+    CA_KEY_FILE,
+    SERVER_CERT_FILE,
+    SERVER_KEY_FILE,
+    STORE_FILE,
+    "store.db-wal",
+    "store.db-shm",
+    "store.db-journal",
+    KUBECONFIG_FILE,
+    CLEAN_STOP_FILE,
+];
+
+/// The secrets: one readable by group or others is refused (by whoever reads it), not repaired.
+const SECRETS: [&str; 3] = [TOKEN_FILE, CA_KEY_FILE, SERVER_KEY_FILE];
+
+/// The umask the daemon runs with: nothing for group or others.
+pub const UMASK: u32 = 0o077;
 
 /// Why the state directory could not be opened or one of its files read or made.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +100,13 @@ pub enum StateDirError {
         path.display()
     )]
     Permissions { path: PathBuf, mode: u32 },
+    #[error(
+        "{} is owned by uid {owner}, not by this user (uid {uid}): its owner can read or change it \
+         whatever its mode, so drydock will not use it; `chown` it to this user, or use another \
+         --state-dir",
+        path.display()
+    )]
+    NotOurs { path: PathBuf, owner: u32, uid: u32 },
     #[error("{} is not usable: {reason}", path.display())]
     Invalid { path: PathBuf, reason: String },
     #[error("cannot read random bytes from the OS: {0}")]
@@ -104,6 +143,20 @@ pub fn default_path_from(xdg_state_home: Option<OsString>, home: Option<OsString
     non_empty(home).map(|home| home.join(".local/state/drydock")).ok_or(StateDirError::NoDefault)
 }
 
+/// Set the process umask to [`UMASK`] (0077), so every file the process creates from now on
+/// (SQLite's `-wal` and `-shm` among them) is readable by its owner only. Returns the umask it
+/// replaced.
+///
+/// *Caveats*: the umask is the whole process's: call it at start, before other threads create
+/// files they mean to share.
+pub fn restrict_umask() -> u32 {
+    let previous = rustix::process::umask(rustix::fs::Mode::from_raw_mode(UMASK)).as_raw_mode();
+    if previous & UMASK != UMASK {
+        tracing::debug!(previous = format_args!("{previous:04o}"), "umask set to 0077");
+    }
+    previous
+}
+
 /// The certificate material the server needs, as PEM.
 #[derive(Clone)]
 pub struct Certificates {
@@ -133,14 +186,19 @@ pub struct StateDir {
 }
 
 impl StateDir {
-    /// Create the directory (mode 0700) if needed and take its lock.
+    /// Create the directory (mode 0700) if needed, take its lock and repair its modes: the
+    /// directory 0700, each of drydock's [`FILES`] that exists 0600.
     ///
-    /// *Guarantees*: on success the lock file holds this process's pid. On
-    /// [`StateDirError::Locked`] nothing in the directory was changed.
+    /// *Guarantees*: on success the lock file holds this process's pid, and the directory and
+    /// its files are this user's with those modes (a secret readable by others is left for its
+    /// reader to refuse). On [`StateDirError::Locked`] nothing in the directory was changed. A
+    /// directory or file owned by another user is [`StateDirError::NotOurs`].
     pub fn open(path: &Path) -> Result<StateDir> {
         DirBuilder::new().recursive(true).mode(0o700).create(path).map_err(io("create the state dir", path))?;
         let path = path.canonicalize().map_err(io("resolve the state dir", path))?;
+        check_owner(&path, &std::fs::metadata(&path).map_err(io("inspect", &path))?)?;
         let lock = take_lock(&path)?;
+        repair_modes(&path)?;
         Ok(StateDir { path, _lock: lock })
     }
 
@@ -202,14 +260,22 @@ impl StateDir {
     /// The CA and a server certificate valid for `127.0.0.1`, `::1`, `localhost` and
     /// `extra_ips`.
     ///
-    /// *Guarantees*: the CA is generated once and kept. The server certificate is kept while it
-    /// covers the names needed and is signed by the CA; otherwise it is regenerated (logged).
-    /// Keys are written 0600.
+    /// *Guarantees*: the CA is generated once (valid 10 years) and kept. The server certificate
+    /// (valid one year) is kept while it covers the names needed, is signed by the CA and has 30
+    /// days or more left; otherwise it is renewed, from the same CA, saying why (logged; see
+    /// [`tls::server_cert_renewal`]). Every file is written 0600.
     ///
     /// *Caveats*: `ca.crt` without `ca.key` (or the reverse) is an error: delete both to make a
-    /// new CA, after which clients need the new kubeconfig.
+    /// new CA, after which clients need the new kubeconfig. So is an expired CA, for the same
+    /// reason: it is never replaced silently. One with less than a year left is logged as a
+    /// warning at every start.
     pub fn certificates(&self, extra_ips: &[IpAddr]) -> Result<Certificates> {
-        let (ca_pem, ca_key_pem, ca_new) = self.ca()?;
+        self.certificates_at(extra_ips, time::OffsetDateTime::now_utc())
+    }
+
+    /// [`Self::certificates`] as at `now`.
+    fn certificates_at(&self, extra_ips: &[IpAddr], now: time::OffsetDateTime) -> Result<Certificates> {
+        let (ca_pem, ca_key_pem, ca_new) = self.ca(now)?;
         let names = tls::server_names(extra_ips);
         let cert_path = self.path.join(SERVER_CERT_FILE);
         let key_path = self.path.join(SERVER_KEY_FILE);
@@ -217,29 +283,35 @@ impl StateDir {
             let cert_pem = read_string(&cert_path)?;
             let key_pem = read_secret(&key_path)?;
             let cert_err = |source| StateDirError::Cert { path: cert_path.clone(), source };
-            if tls::server_cert_fits(&cert_pem, &ca_pem, &names).map_err(cert_err)? {
-                return Ok(Certificates { ca_pem, server_cert_pem: cert_pem, server_key_pem: key_pem });
+            match tls::server_cert_renewal(&cert_pem, &ca_pem, &names, now).map_err(cert_err)? {
+                None => return Ok(Certificates { ca_pem, server_cert_pem: cert_pem, server_key_pem: key_pem }),
+                Some(why) => {
+                    tracing::info!(path = %cert_path.display(), ?names, "renewing the server certificate: {why}");
+                }
             }
-            tracing::info!(path = %cert_path.display(), ?names, "server certificate does not cover the names needed: regenerating it");
         }
-        let issued = tls::issue_server_cert(&ca_pem, &ca_key_pem, &names)
+        let issued = tls::issue_server_cert(&ca_pem, &ca_key_pem, &names, now)
             .map_err(|source| StateDirError::Cert { path: self.path.join(CA_CERT_FILE), source })?;
         replace_file(&key_path, issued.key_pem.as_bytes(), 0o600)?;
-        replace_file(&cert_path, issued.cert_pem.as_bytes(), 0o644)?;
+        replace_file(&cert_path, issued.cert_pem.as_bytes(), 0o600)?;
         Ok(Certificates { ca_pem, server_cert_pem: issued.cert_pem, server_key_pem: issued.key_pem })
     }
 
     /// The CA's certificate and key PEM, and whether they were generated just now.
-    fn ca(&self) -> Result<(String, String, bool)> {
+    fn ca(&self, now: time::OffsetDateTime) -> Result<(String, String, bool)> {
         let cert_path = self.path.join(CA_CERT_FILE);
         let key_path = self.path.join(CA_KEY_FILE);
         match (cert_path.exists(), key_path.exists()) {
-            (true, true) => Ok((read_string(&cert_path)?, read_secret(&key_path)?, false)),
+            (true, true) => {
+                let (cert_pem, key_pem) = (read_string(&cert_path)?, read_secret(&key_path)?);
+                check_ca_expiry(&cert_path, &cert_pem, now)?;
+                Ok((cert_pem, key_pem, false))
+            }
             (false, false) => {
-                let ca =
-                    tls::generate_ca().map_err(|source| StateDirError::Cert { path: cert_path.clone(), source })?;
+                let ca = tls::generate_ca_at(now)
+                    .map_err(|source| StateDirError::Cert { path: cert_path.clone(), source })?;
                 create_new(&key_path, ca.key_pem.as_bytes(), 0o600)?;
-                create_new(&cert_path, ca.cert_pem.as_bytes(), 0o644)?;
+                create_new(&cert_path, ca.cert_pem.as_bytes(), 0o600)?;
                 tracing::info!(path = %cert_path.display(), "generated the daemon's CA");
                 Ok((ca.cert_pem, ca.key_pem, true))
             }
@@ -284,6 +356,71 @@ impl StateDir {
         tracing::info!(path = %path.display(), "generated {name}");
         Ok(value)
     }
+}
+
+/// An expired CA is an error (never replaced silently: clients trust it); one with less than a
+/// year left is a warning.
+fn check_ca_expiry(path: &Path, cert_pem: &str, now: time::OffsetDateTime) -> Result<()> {
+    let not_after =
+        tls::not_after(cert_pem).map_err(|source| StateDirError::Cert { path: path.to_path_buf(), source })?;
+    let renew =
+        "delete ca.crt and ca.key to have a new CA made at the next start (clients then need the new kubeconfig)";
+    if not_after <= now {
+        return Err(StateDirError::Invalid {
+            path: path.to_path_buf(),
+            reason: format!("the CA expired on {not_after}; {renew}"),
+        });
+    }
+    if not_after - now < time::Duration::days(365) {
+        tracing::warn!(path = %path.display(), %not_after, "the daemon's CA expires in less than a year; {renew}");
+    }
+    Ok(())
+}
+
+/// Refuse `path` (whose metadata is `meta`) unless this process's user owns it.
+fn check_owner(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
+    let uid = rustix::process::geteuid().as_raw();
+    if meta.uid() != uid {
+        return Err(StateDirError::NotOurs { path: path.to_path_buf(), owner: meta.uid(), uid });
+    }
+    Ok(())
+}
+
+/// Make `dir` 0700 and each of [`FILES`] in it that exists 0600, except a secret readable by
+/// group or others (its reader refuses it). Each change is logged.
+fn repair_modes(dir: &Path) -> Result<()> {
+    repair_mode(dir, 0o700)?;
+    for name in FILES {
+        let path = dir.join(name);
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io("inspect", &path)(e)),
+        };
+        let exposed_secret = SECRETS.contains(&name) && meta.permissions().mode() & 0o077 != 0;
+        if !exposed_secret {
+            repair_mode(&path, 0o600)?;
+        }
+    }
+    Ok(())
+}
+
+/// Give `path` (ours, or refused) exactly `mode`, if it has another.
+fn repair_mode(path: &Path, mode: u32) -> Result<()> {
+    let meta = std::fs::metadata(path).map_err(io("inspect", path))?;
+    check_owner(path, &meta)?;
+    let had = meta.permissions().mode() & 0o7777;
+    if had == mode {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io("change the mode of", path))?;
+    let (had, mode) = (format!("{had:04o}"), format!("{mode:04o}"));
+    if had.ends_with("00") {
+        tracing::info!(path = %path.display(), had, mode, "repaired the mode");
+    } else {
+        tracing::warn!(path = %path.display(), had, mode, "group or others could use it: made it private");
+    }
+    Ok(())
 }
 
 /// Open (creating if needed) and `flock` the lock file; record our pid in it.
@@ -375,7 +512,7 @@ mod tests {
         assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
         state.certificates(&[]).unwrap();
         assert!(state.identity().unwrap().starts_with("drydock-daemon-"));
-        for file in [TOKEN_FILE, ID_FILE, CA_KEY_FILE, SERVER_KEY_FILE, LOCK_FILE] {
+        for file in [TOKEN_FILE, ID_FILE, CA_KEY_FILE, SERVER_KEY_FILE, LOCK_FILE, CA_CERT_FILE, SERVER_CERT_FILE] {
             assert_eq!(mode(&dir.join(file)), 0o600, "{file}");
         }
     }
@@ -412,7 +549,102 @@ mod tests {
         let wider = state.certificates(&["192.0.2.7".parse().unwrap()]).unwrap();
         assert_eq!(wider.ca_pem, certs.ca_pem);
         assert_ne!(wider.server_cert_pem, certs.server_cert_pem);
-        assert!(tls::server_cert_fits(&wider.server_cert_pem, &wider.ca_pem, &tls::server_names(&[])).unwrap());
+        let now = time::OffsetDateTime::now_utc();
+        assert!(tls::server_cert_fits(&wider.server_cert_pem, &wider.ca_pem, &tls::server_names(&[]), now).unwrap());
+    }
+
+    #[test]
+    fn modes_are_repaired_at_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let loose = [STORE_FILE, "store.db-wal", "store.db-shm", ID_FILE, CA_CERT_FILE, KUBECONFIG_FILE, LOCK_FILE];
+        for name in loose {
+            create_new(&dir.join(name), b"", 0o644).unwrap();
+            std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        create_new(&dir.join(TOKEN_FILE), b"abc\n", 0o400).unwrap();
+        std::fs::write(dir.join("mine.txt"), b"").unwrap();
+        std::fs::set_permissions(dir.join("mine.txt"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        let state = StateDir::open(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        for name in loose.iter().chain(&[TOKEN_FILE]) {
+            assert_eq!(mode(&dir.join(name)), 0o600, "{name}");
+        }
+        assert_eq!(mode(&dir.join("mine.txt")), 0o644, "a file drydock does not write is left alone");
+        assert_eq!(state.token().unwrap(), "abc");
+    }
+
+    #[test]
+    fn an_exposed_secret_is_refused_not_repaired() {
+        let tmp = tempfile::tempdir().unwrap();
+        create_new(&tmp.path().join(CA_KEY_FILE), b"not a key", 0o600).unwrap();
+        create_new(&tmp.path().join(CA_CERT_FILE), b"not a cert", 0o600).unwrap();
+        std::fs::set_permissions(tmp.path().join(CA_KEY_FILE), std::fs::Permissions::from_mode(0o640)).unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        assert_eq!(mode(&tmp.path().join(CA_KEY_FILE)), 0o640, "left for the user to look at");
+        let err = state.certificates(&[]).unwrap_err();
+        assert!(matches!(err, StateDirError::Permissions { .. }), "{err}");
+        assert!(err.to_string().contains("chmod 600"), "{err}");
+    }
+
+    #[test]
+    fn a_file_of_another_user_is_refused() {
+        if rustix::process::geteuid().as_raw() != 0 {
+            return; // only root can give a file away
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join(STORE_FILE);
+        create_new(&store, b"", 0o600).unwrap();
+        std::os::unix::fs::chown(&store, Some(65534), Some(65534)).unwrap();
+        let err = StateDir::open(tmp.path()).unwrap_err();
+        assert!(matches!(err, StateDirError::NotOurs { owner: 65534, .. }), "{err:?}");
+        let message = err.to_string();
+        assert!(message.contains(STORE_FILE) && message.contains("chown"), "{message}");
+        std::os::unix::fs::chown(tmp.path(), Some(65534), Some(65534)).unwrap();
+        let err = StateDir::open(tmp.path()).unwrap_err();
+        assert!(matches!(err, StateDirError::NotOurs { .. }), "the directory too: {err:?}");
+    }
+
+    #[test]
+    fn the_umask_keeps_new_files_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let previous = restrict_umask();
+        std::fs::write(tmp.path().join("new"), b"").unwrap();
+        rustix::process::umask(rustix::fs::Mode::from_raw_mode(previous));
+        assert_eq!(mode(&tmp.path().join("new")), 0o600);
+    }
+
+    #[test]
+    fn a_server_cert_with_10_days_left_is_renewed_from_the_same_ca() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let now = time::OffsetDateTime::now_utc();
+        let old = state.certificates_at(&[], now - time::Duration::days(355)).unwrap();
+        let left = tls::not_after(&old.server_cert_pem).unwrap() - now;
+        assert!(left < time::Duration::days(11) && left > time::Duration::days(9), "{left}");
+        drop(state);
+        let state = StateDir::open(tmp.path()).unwrap();
+        let new = state.certificates(&[]).unwrap();
+        assert_eq!(new.ca_pem, old.ca_pem, "the same CA");
+        assert_ne!(new.server_cert_pem, old.server_cert_pem, "renewed");
+        assert!(tls::server_cert_fits(&new.server_cert_pem, &old.ca_pem, &tls::server_names(&[]), now).unwrap());
+        assert!(tls::not_after(&new.server_cert_pem).unwrap() - now > time::Duration::days(364));
+        assert_eq!(std::fs::read_to_string(tmp.path().join(SERVER_CERT_FILE)).unwrap(), new.server_cert_pem);
+        let again = state.certificates(&[]).unwrap();
+        assert_eq!(again.server_cert_pem, new.server_cert_pem, "kept once renewed");
+    }
+
+    #[test]
+    fn an_expired_ca_is_an_error_not_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = StateDir::open(tmp.path()).unwrap();
+        let long_ago = time::OffsetDateTime::now_utc() - tls::CA_VALIDITY - time::Duration::days(1);
+        let old = state.certificates_at(&[], long_ago).unwrap();
+        let err = state.certificates(&[]).unwrap_err().to_string();
+        assert!(err.contains("expired") && err.contains("delete ca.crt and ca.key"), "{err}");
+        assert_eq!(std::fs::read_to_string(tmp.path().join(CA_CERT_FILE)).unwrap(), old.ca_pem);
     }
 
     #[test]

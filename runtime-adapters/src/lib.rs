@@ -27,9 +27,9 @@ pub mod testing;
 
 pub use docker::{DockerError, DockerRuntime};
 pub use driver::{Driver, Predecessor};
-pub use health::RuntimeHealth;
 /// The kinds and controllers an engine runs: the engine's own builder, shared with scenarios.
 pub use drydock_engine::Components;
+pub use health::RuntimeHealth;
 pub use logs::SharedLogs;
 pub use runtime::{Runtime, RuntimeNotice};
 pub use store::SharedStore;

@@ -12,7 +12,7 @@ use super::respond::json_response;
 use super::status::{ApiError, ApiResult, Subject};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 /// The Kubernetes version we speak, for kubectl's skew check.
@@ -31,6 +31,20 @@ pub async fn version() -> Response {
 
 pub async fn healthy() -> &'static str {
     "ok"
+}
+
+/// `/readyz`: `ok`, or 503 naming why while the engine's runtime holds a request longer than
+/// the options' `runtime_patience` (the API still answers, but what it is asked to do does not
+/// happen). Reads no store: it answers while the store is busy.
+pub async fn ready(State(state): State<AppState>) -> Response {
+    let degraded = state.options.runtime_health.as_ref().and_then(|h| h.degraded(state.options.runtime_patience));
+    match degraded {
+        None => (StatusCode::OK, "ok").into_response(),
+        Some(reason) => {
+            (StatusCode::SERVICE_UNAVAILABLE, format!("[-]runtime failed: {reason}\nreadyz check failed\n"))
+                .into_response()
+        }
+    }
 }
 
 /// drydock records no Kubernetes `Event`s; `kubectl describe` asks for them, and gets an empty

@@ -11,6 +11,7 @@
 //! - [`times`]: the store's milliseconds <-> RFC 3339 strings;
 //! - [`selectors`]: label and field selectors;
 //! - [`negotiate`]: Accept / Content-Type handling and the body size limit;
+//! - [`limits`]: what a request may cost: object size, body depth and decoded size, JSON patches;
 //! - [`discovery`], [`openapi`]: what clients ask before they make a request;
 //! - [`table`]: the `Table` form `kubectl get` shows;
 //! - [`protobuf`]: the protobuf Namespace `kubectl create namespace` sends;
@@ -21,6 +22,7 @@
 //! - [`patch`]: merge, JSON and strategic-merge patches, and server-side apply;
 //! - [`watch`]: newline-delimited watch streams with bookmarks and `410 Gone`;
 //! - [`resource`]: the handlers of `/api/v1/...` and `/apis/{group}/{version}/...`;
+//! - [`system_finalizers`]: drydock's own finalizers, which no API write may add or remove;
 //! - [`auth`]: the bearer-token check.
 //!
 //! *Guarantees*: every request passes the token check first (when a token is configured), gets a
@@ -36,6 +38,7 @@
 pub mod auth;
 pub mod discovery;
 pub mod kinds;
+pub mod limits;
 pub mod list_types;
 pub mod log;
 pub mod managed;
@@ -50,6 +53,7 @@ pub mod route;
 pub mod selectors;
 pub mod status;
 pub mod strategic;
+pub mod system_finalizers;
 pub mod table;
 pub mod times;
 pub mod watch;
@@ -57,7 +61,7 @@ pub mod wire;
 
 use axum::Router;
 use axum::routing::get;
-use drydock_adapters::{SharedLogs, SharedStore};
+use drydock_adapters::{RuntimeHealth, SharedLogs, SharedStore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,6 +77,13 @@ pub struct ApiOptions {
     /// How long a paged list's `continue` token stays good (5 minutes, as the API server's
     /// compaction interval); see [`paging`].
     pub continue_ttl: Duration,
+    /// The engine's view of its runtime: `/readyz` answers 503 while the runtime holds a request
+    /// longer than `runtime_patience`. `None` (tests, no engine): the API alone decides.
+    pub runtime_health: Option<RuntimeHealth>,
+    /// How long the runtime may hold a request before readiness calls it degraded (60 s: half
+    /// Docker's request timeout, so a supervisor hears of a hung runtime before the engine's
+    /// requests time out).
+    pub runtime_patience: Duration,
 }
 
 impl Default for ApiOptions {
@@ -82,6 +93,8 @@ impl Default for ApiOptions {
             max_body_bytes: 3 * 1024 * 1024,
             bookmark_interval: Duration::from_secs(10),
             continue_ttl: Duration::from_secs(300),
+            runtime_health: None,
+            runtime_patience: Duration::from_secs(60),
         }
     }
 }
@@ -133,7 +146,7 @@ pub fn router_with_logs(store: Arc<SharedStore>, logs: SharedLogs, options: ApiO
     Router::new()
         .route("/version", get(discovery::version))
         .route("/healthz", get(discovery::healthy))
-        .route("/readyz", get(discovery::healthy))
+        .route("/readyz", get(discovery::ready))
         .route("/livez", get(discovery::healthy))
         .route("/api", get(discovery::core_versions))
         .route("/api/", get(discovery::core_versions))

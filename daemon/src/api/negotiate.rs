@@ -4,8 +4,12 @@
 //! none), for a server-side `Table` (`as=Table;g=meta.k8s.io`) or for `PartialObjectMetadata`;
 //! the first range we can serve wins, and a request we can serve none of (protobuf only) is a 406.
 //! Bodies are read up to the configured limit (413 beyond) and must be JSON (also when no
-//! `Content-Type` is sent) or YAML (415 else); a body that does not parse is a 400.
+//! `Content-Type` is sent) or YAML (415 else); a body that does not parse is a 400. Decoding
+//! takes time linear in the body and stops at [`limits`]' bounds: nested more than 100 levels,
+//! or too many YAML directives, is a 400; decoding (YAML aliases) to more than twice the object
+//! limit is a 413.
 
+use super::limits::{self, DecodeError};
 use super::status::{ApiError, ApiResult};
 use axum::body::Body;
 use axum::http::{HeaderMap, header};
@@ -77,12 +81,24 @@ pub fn parse_object_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     }
 }
 
+/// A JSON body, decoded within [`limits`]' bounds.
 pub fn parse_json(body: &[u8]) -> ApiResult<Value> {
-    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("the body is not valid JSON: {e}")))
+    limits::decode_json(body).map_err(|e| decode_error(e, "the body is not valid JSON"))
 }
 
+/// A YAML body (one document), decoded within [`limits`]' bounds.
 pub fn parse_yaml(body: &[u8]) -> ApiResult<Value> {
-    serde_yaml_ng::from_slice(body).map_err(|e| ApiError::BadRequest(format!("the body is not valid YAML: {e}")))
+    limits::decode_yaml(body).map_err(|e| decode_error(e, "the body is not valid YAML"))
+}
+
+/// A refused decode as a `Status`: 413 for a body that decodes too large, 400 else (a syntax
+/// error prefixed with `invalid`).
+pub fn decode_error(error: DecodeError, invalid: &str) -> ApiError {
+    match error {
+        DecodeError::TooLarge => ApiError::EntityTooLarge(error.to_string()),
+        DecodeError::TooDeep | DecodeError::TooManyDirectives => ApiError::BadRequest(error.to_string()),
+        DecodeError::Syntax(e) => ApiError::BadRequest(format!("{invalid}: {e}")),
+    }
 }
 
 #[cfg(test)]

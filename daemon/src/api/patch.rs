@@ -7,13 +7,18 @@
 //! `metadata.resourceVersion` makes it a precondition (409 when stale); otherwise a conflict with a
 //! concurrent writer is retried on a fresh read (a few times), like the apiserver does. A patch
 //! document that does not parse, or a JSON patch whose operations fail (a `test` that does not
-//! hold, a path that does not exist), is a 400 / 422 and changes nothing.
+//! hold, a path that does not exist), is a 400 / 422 and changes nothing. A JSON patch is applied
+//! operation by operation within [`limits`]' bounds: more than 10,000 operations, or an operation
+//! that would nest the object more than 100 levels deep, is a 422; an operation that would take
+//! the object past 1.5 MiB of JSON, or copies and moves of more than 3 MiB in all, a 413 before
+//! it is made. Every patch's result is a 413 past 1.5 MiB too.
 //!
 //! *Caveats*: strategic merge patch knows the lists of the built-in kinds only
 //! ([`list_types`](super::list_types)): a user's kind takes it too (the apiserver refuses it for
 //! custom resources with 415), its lists replaced whole. A strategic merge patch that cannot be
 //! applied (an item without its merge key, a bad directive) is a 400 whatever went wrong.
 
+use super::limits::{self, PatchError};
 use super::managed::{self, ApplyError};
 use super::negotiate;
 use super::resource::{self, Call};
@@ -48,9 +53,13 @@ impl PatchDoc {
         match content_type {
             "application/merge-patch+json" => Ok(PatchDoc::Merge(negotiate::parse_json(body)?)),
             "application/strategic-merge-patch+json" => Ok(PatchDoc::Strategic(negotiate::parse_json(body)?)),
-            "application/json-patch+json" => serde_json::from_slice(body)
-                .map(PatchDoc::Json)
-                .map_err(|e| ApiError::BadRequest(format!("the body is not a valid JSON patch: {e}"))),
+            "application/json-patch+json" => {
+                let invalid = "the body is not a valid JSON patch";
+                let value = limits::decode_json(body).map_err(|e| negotiate::decode_error(e, invalid))?;
+                serde_json::from_value(value)
+                    .map(PatchDoc::Json)
+                    .map_err(|e| ApiError::BadRequest(format!("{invalid}: {e}")))
+            }
             "application/apply-patch+yaml" => Ok(PatchDoc::Apply(negotiate::parse_yaml(body)?)),
             _ => Err(ApiError::UnsupportedMediaType { accepted: ACCEPTED.into() }),
         }
@@ -66,7 +75,9 @@ impl PatchDoc {
         }
     }
 
-    /// `doc`, an object of `kind` as clients see it, patched.
+    /// `doc`, an object of `kind` as clients see it, patched: a 413 if the result is more than
+    /// [`limits::MAX_OBJECT_BYTES`] of JSON (a JSON patch stops at the first operation that
+    /// would make it so).
     pub fn apply(&self, kind: &str, mut doc: Value) -> ApiResult<Value> {
         match self {
             PatchDoc::Merge(patch) | PatchDoc::Apply(patch) => json_patch::merge(&mut doc, patch),
@@ -74,14 +85,23 @@ impl PatchDoc {
                 doc = strategic::patched(kind, doc, patch)
                     .map_err(|e| ApiError::BadRequest(format!("the strategic merge patch could not be applied: {e}")))?
             }
-            PatchDoc::Json(patch) => json_patch::patch(&mut doc, patch).map_err(|e| ApiError::Invalid {
-                message: format!("the JSON patch could not be applied: {e}"),
-                subject: Default::default(),
-                causes: Vec::new(),
-            })?,
+            PatchDoc::Json(patch) => doc = limits::apply_json_patch(doc, &patch.0).map_err(json_patch_error)?,
         }
+        limits::check_object_size(&doc).map_err(|e| ApiError::EntityTooLarge(e.to_string()))?;
         Ok(doc)
     }
+}
+
+/// A JSON patch refused or failed: 413 for what grows too large, 422 else.
+fn json_patch_error(error: PatchError) -> ApiError {
+    let message = match &error {
+        PatchError::TooLarge { .. } | PatchError::CopiesTooMuch { .. } => {
+            return ApiError::EntityTooLarge(error.to_string());
+        }
+        PatchError::Failed { .. } => format!("the JSON patch could not be applied: {error}"),
+        PatchError::TooManyOperations { .. } | PatchError::TooDeep { .. } => error.to_string(),
+    };
+    ApiError::Invalid { message, subject: Default::default(), causes: Vec::new() }
 }
 
 fn op_path(op: &json_patch::PatchOperation) -> String {
@@ -145,6 +165,7 @@ fn patch_once(
         (Err(ApiError::NotFound { .. }), PatchDoc::Apply(body)) if !status => {
             let (applied, warnings) = wire::from_wire(body.clone(), &target, validation)?;
             let object = server_side_apply(call, name, None, &applied, force)?;
+            super::system_finalizers::guard(call, name, None, &object)?;
             let created = resource::execute(state, &path.desc, name, StoreRequest::Create { object }, call.dry_run)?;
             return Ok((created, warnings, StatusCode::CREATED));
         }

@@ -22,6 +22,7 @@
 //! is the current state.
 
 use super::kinds::KindDesc;
+use super::limits;
 use super::managed;
 use super::negotiate::{self, Format};
 use super::respond::{json_response, json_with_warnings};
@@ -315,11 +316,33 @@ pub fn execute(
     request: StoreRequest,
     dry_run: bool,
 ) -> ApiResult<Arc<Object>> {
+    check_stored_size(state, &request)?;
     let reply = if dry_run { state.store.dry_run(request) } else { state.store.execute(request) };
     match reply {
         Ok(StoreReply::Object(object)) => Ok(object),
         Ok(StoreReply::Objects(_)) => Err(ApiError::Internal("the store answered a write with a list".into())),
         Err(error) => Err(ApiError::from_store(error, desc.subject(name))),
+    }
+}
+
+/// Refuse a create or an update whose stored object would be more than
+/// [`limits::MAX_OBJECT_BYTES`] of JSON (what the store keeps): a 413, before the store sees it.
+/// A status update is measured as the current object with the new status (what the store keeps).
+fn check_stored_size(state: &AppState, request: &StoreRequest) -> ApiResult<()> {
+    let size = match request {
+        StoreRequest::Create { object } | StoreRequest::Update { object } => limits::json_len(object),
+        StoreRequest::UpdateStatus { object } => match state.store.get(&object.key()) {
+            Some(current) => (limits::json_len(&*current).saturating_sub(limits::json_len(&current.status)))
+                .saturating_add(limits::json_len(&object.status)),
+            None => return Ok(()), // the store answers NotFound
+        },
+        StoreRequest::Get { .. } | StoreRequest::List { .. } | StoreRequest::Delete { .. } => return Ok(()),
+    };
+    match size {
+        size if size > limits::MAX_OBJECT_BYTES => {
+            Err(ApiError::EntityTooLarge(limits::ObjectTooLarge { size }.to_string()))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -343,6 +366,7 @@ pub(super) async fn create(call: &Call, body: Body) -> ApiResult<Response> {
     let (mut object, warnings) = wire::from_wire(value, &target, validation)?;
     call.record_update(None, &mut object)?;
     let name = object.metadata.name.clone();
+    super::system_finalizers::guard(call, &name, None, &object)?;
     let (code, created) = create_once(call, &name, object)?;
     let body = render_object(&call.state, &call.path.desc, &created, format, IncludeObject::Metadata);
     Ok(json_with_warnings(code, &body, &warnings))
@@ -401,6 +425,7 @@ pub(super) fn write(call: &Call, name: &str, mut object: Object, status: bool) -
     if object.metadata.resource_version == 0 {
         object.metadata.resource_version = fetch(&call.state, &call.path, name)?.metadata.resource_version;
     }
+    super::system_finalizers::guard_write(call, name, &object, status)?;
     let request = if status { StoreRequest::UpdateStatus { object } } else { StoreRequest::Update { object } };
     execute(&call.state, &call.path.desc, name, request, call.dry_run)
 }

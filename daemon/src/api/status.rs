@@ -44,6 +44,10 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("the server has received a request body larger than the limit of {limit} bytes")]
     TooLarge { limit: usize },
+    /// Another 413: an object, a patched object or a decoded body over its limit (see
+    /// [`limits`](super::limits)), with what to do about it.
+    #[error("{0}")]
+    EntityTooLarge(String),
     #[error("the body of the request was in an unknown format - accepted media types include: {accepted}")]
     UnsupportedMediaType { accepted: String },
     #[error("only the following media types are accepted: {accepted}")]
@@ -68,7 +72,7 @@ impl ApiError {
             }
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::TooLarge { .. } | ApiError::EntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::NotAcceptable { .. } => StatusCode::NOT_ACCEPTABLE,
             ApiError::Expired(_) => StatusCode::GONE,
@@ -87,7 +91,7 @@ impl ApiError {
             ApiError::Conflict { .. } | ApiError::ApplyConflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
             ApiError::MethodNotAllowed => "MethodNotAllowed",
-            ApiError::TooLarge { .. } => "RequestEntityTooLarge",
+            ApiError::TooLarge { .. } | ApiError::EntityTooLarge(_) => "RequestEntityTooLarge",
             ApiError::UnsupportedMediaType { .. } => "UnsupportedMediaType",
             ApiError::NotAcceptable { .. } => "NotAcceptable",
             ApiError::Expired(_) => "Expired",
