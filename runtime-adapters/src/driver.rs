@@ -4,6 +4,10 @@
 //! performs every request the engine has (store requests inline: the store is in-process; runtime
 //! requests as concurrent tasks whose results come back over a channel), and then sleeps until a
 //! runtime result arrives, the store changes, or the engine's next wakeup is due.
+//!
+//! *Guarantees* toward the runtime: at most [`IN_FLIGHT`] requests are inside it at once; the
+//! changes of one runtime object go in one at a time, and a change the engine cancelled (its
+//! timeout) runs on to its end, its reply dropped, so the engine's retry never runs beside it.
 
 use crate::clock::SystemClock;
 use crate::health::RuntimeHealth;
@@ -17,7 +21,7 @@ use drydock_engine::logs::{Channel, Subject};
 use drydock_engine::runtime::{RuntimeReply, RuntimeRequest, RuntimeResult};
 use drydock_engine::store::{EventType, Store, WatchEvent};
 use drydock_engine::{Engine, EngineConfig, Input, OpId, Output};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,7 +47,12 @@ pub struct Driver<R: Runtime> {
     results: mpsc::UnboundedReceiver<(OpId, RuntimeResult)>,
     runtime_events: Option<mpsc::UnboundedReceiver<RuntimeNotice>>,
     /// Runtime requests in flight, so they can be cancelled.
-    tasks: BTreeMap<OpId, tokio::task::AbortHandle>,
+    tasks: BTreeMap<OpId, Task>,
+    /// Requests the engine cancelled that still run inside the runtime (see [`Task::detach`]):
+    /// their replies go nowhere.
+    detached: BTreeSet<OpId>,
+    /// Per runtime object, the turn of the requests that change it: one at a time.
+    turns: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
     logs: SharedLogs,
     captures: Captures,
     /// Containers already there were given a capture (once, at the first run).
@@ -58,6 +67,15 @@ pub struct Driver<R: Runtime> {
     /// Permits for requests inside the runtime: a struggling runtime is not flooded.
     in_flight: Arc<tokio::sync::Semaphore>,
     health: RuntimeHealth,
+}
+
+/// A runtime request in flight.
+struct Task {
+    abort: tokio::task::AbortHandle,
+    /// When the engine cancels it (it timed out), let it run to its end rather than drop the
+    /// connection: Docker goes on with a request whose connection closed, and the object's
+    /// next change must wait for this one to be done inside Docker, not only here.
+    detach: bool,
 }
 
 /// At most this many of a driver's requests are inside the runtime at once; the rest wait their
@@ -94,6 +112,8 @@ impl<R: Runtime> Driver<R> {
             results,
             runtime_events: None,
             tasks: BTreeMap::new(),
+            detached: BTreeSet::new(),
+            turns: BTreeMap::new(),
             captures: Captures::new(logs.clone()),
             logs,
             captured_at_boot: false,
@@ -187,6 +207,10 @@ impl<R: Runtime> Driver<R> {
                 () = &mut stop => return false,
                 Some((id, result)) = self.results.recv() => {
                     self.tasks.remove(&id);
+                    if self.detached.remove(&id) {
+                        tracing::debug!(%id, ok = result.is_ok(), "a cancelled request has left the runtime");
+                        continue;
+                    }
                     // The container's stream is open again before the engine hears of the start
                     // (and can say Running, or Exited): a follower never takes the create's
                     // empty, ended capture for the run's.
@@ -335,6 +359,18 @@ impl<R: Runtime> Driver<R> {
         }
     }
 
+    /// The turn a request must wait for: a change (start, stop, remove, copy, connect...) of one
+    /// runtime object waits until the earlier change of that object has left the runtime. A
+    /// request the engine gave up on (its timeout) may still be running inside Docker: sending
+    /// the retry beside it is how a struggling Docker got thousands of removes of the same
+    /// containers. Pulls and builds, long by nature, and reads take no turn.
+    fn turn_of(&mut self, request: &RuntimeRequest, long: bool) -> Option<Arc<tokio::sync::Mutex<()>>> {
+        let target = request.target().filter(|_| request.changes_world() && !long)?;
+        // Forget the turns nobody holds or waits for.
+        self.turns.retain(|_, turn| Arc::strong_count(turn) > 1);
+        Some(self.turns.entry(target.to_string()).or_default().clone())
+    }
+
     fn pump(&mut self) {
         while let Some(output) = self.engine.poll(self.clock.now()) {
             match output {
@@ -353,7 +389,14 @@ impl<R: Runtime> Driver<R> {
                     let permits = self.in_flight.clone();
                     let health = self.health.clone();
                     let long = matches!(request, RuntimeRequest::PullImage { .. } | RuntimeRequest::BuildImage(_));
+                    let turn = self.turn_of(&request, long);
+                    let detach = turn.is_some();
                     let task = tokio::spawn(async move {
+                        // A change waits for the earlier change of its object to leave the runtime.
+                        let _turn = match turn {
+                            Some(turn) => Some(turn.lock_owned().await),
+                            None => None,
+                        };
                         // Held while the request is in the runtime: at most IN_FLIGHT at once.
                         let waiting = health.waiting();
                         let _permit = permits.acquire_owned().await;
@@ -365,13 +408,21 @@ impl<R: Runtime> Driver<R> {
                         };
                         let _ = results.send((id, result));
                     });
-                    self.tasks.insert(id, task.abort_handle());
+                    self.tasks.insert(id, Task { abort: task.abort_handle(), detach });
                 }
                 Output::Cancel { id } => {
                     self.starts.remove(&id);
-                    if let Some(task) = self.tasks.remove(&id) {
-                        tracing::debug!(%id, "cancelling runtime request");
-                        task.abort();
+                    match self.tasks.get(&id) {
+                        Some(task) if task.detach => {
+                            tracing::debug!(%id, "cancelled: it runs on inside the runtime, its object's next change waits for it");
+                            self.detached.insert(id);
+                        }
+                        Some(task) => {
+                            tracing::debug!(%id, "cancelling runtime request");
+                            task.abort.abort();
+                            self.tasks.remove(&id);
+                        }
+                        None => {}
                     }
                 }
                 Output::Log(record) => {

@@ -1,16 +1,22 @@
 //! The driver toward a struggling runtime: at most `IN_FLIGHT` requests inside it at once, and a
 //! start that lists only this identity's containers, in the background, so a runtime that never
-//! answers the list holds nothing else back, and which readiness then reports.
+//! answers the list holds nothing else back, and which readiness then reports; a change the
+//! engine gave up on is not sent again while it still runs inside the runtime.
 #![allow(clippy::unwrap_used)]
 
 use drydock_adapters::driver::IN_FLIGHT;
 use drydock_adapters::{Driver, Runtime, SharedStore};
 use drydock_engine::WallTime;
 use drydock_engine::api::{
-    ContainerImage, ContainerImageSpec, Namespace, NamespaceSpec, Object, ObjectMeta, PullPolicy, names,
+    ContainerImage, ContainerImageSpec, Namespace, NamespaceSpec, Object, ObjectMeta, PhysicalContainer,
+    PhysicalContainerSpec, PullPolicy, names,
 };
-use drydock_engine::runtime::{ImageInfo, RuntimeReply, RuntimeRequest, RuntimeResult};
+use drydock_engine::controllers::ControllerConfig;
+use drydock_engine::runtime::{
+    ContainerInfo, ContainerState, ImageInfo, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult,
+};
 use drydock_engine::store::{StoreReply, StoreRequest};
+use drydock_engine::{Components, Engine, EngineConfig};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -43,7 +49,7 @@ impl Runtime for Slow {
                 counts.2 += 1;
                 Ok(RuntimeReply::Image(ImageInfo { id: "sha256:1".into(), tags: vec![reference] }))
             }
-            other => Err(drydock_engine::runtime::RuntimeError::Transient(other.describe())),
+            other => Err(RuntimeError::Transient(other.describe())),
         }
     }
 }
@@ -96,6 +102,98 @@ async fn a_struggling_runtime_gets_a_bounded_number_of_requests_and_a_hung_list_
     // The lists never answer: readiness names a runtime that holds requests.
     let reason = health.degraded(Duration::from_millis(100));
     assert!(reason.as_deref().is_some_and(|r| r.contains("has not answered")), "{reason:?}");
+    let _ = stop.send(());
+    driving.await.unwrap();
+}
+
+/// One container; its first start takes seconds (a struggling Docker), later ones do not.
+#[derive(Default)]
+struct SlowStart {
+    state: Mutex<Option<ContainerInfo>>,
+    /// (starts inside now, most inside at once, starts sent)
+    starts: Mutex<(usize, usize, usize)>,
+}
+
+impl Runtime for SlowStart {
+    async fn execute(&self, request: RuntimeRequest) -> RuntimeResult {
+        match request {
+            RuntimeRequest::InspectImage { reference } => {
+                Ok(RuntimeReply::Image(ImageInfo { id: "sha256:1".into(), tags: vec![reference] }))
+            }
+            RuntimeRequest::CreateContainer(create) => {
+                let info = ContainerInfo {
+                    id: "c1".into(),
+                    name: create.name.clone(),
+                    image: create.image.clone(),
+                    labels: create.labels.clone().into(),
+                    state: ContainerState::Created,
+                    exit_code: None,
+                    error: None,
+                    ports: Vec::new(),
+                };
+                *self.state.lock() = Some(info);
+                Ok(RuntimeReply::Created { id: "c1".into() })
+            }
+            RuntimeRequest::StartContainer { .. } => {
+                let first = {
+                    let mut starts = self.starts.lock();
+                    starts.0 += 1;
+                    starts.1 = starts.1.max(starts.0);
+                    starts.2 += 1;
+                    starts.2 == 1
+                };
+                tokio::time::sleep(Duration::from_millis(if first { 3_000 } else { 10 })).await;
+                if let Some(info) = self.state.lock().as_mut() {
+                    info.state = ContainerState::Running;
+                }
+                self.starts.lock().0 -= 1;
+                Ok(RuntimeReply::Done)
+            }
+            RuntimeRequest::InspectContainer { id } => {
+                self.state.lock().clone().map(RuntimeReply::Container).ok_or(RuntimeError::NotFound(id))
+            }
+            RuntimeRequest::ListContainers { .. } => {
+                Ok(RuntimeReply::Containers(self.state.lock().clone().into_iter().collect()))
+            }
+            RuntimeRequest::ListVolumes { .. } => Ok(RuntimeReply::Volumes(Vec::new())),
+            RuntimeRequest::ContainerEvents { .. } => Ok(RuntimeReply::Events(Vec::new())),
+            other => Err(RuntimeError::Transient(other.describe())),
+        }
+    }
+}
+
+/// A start the engine gave up on (its timeout) runs on inside Docker; the engine's retry waits
+/// for it to leave instead of joining it there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_the_engine_gave_up_on_is_not_sent_again_while_it_runs() {
+    let store = SharedStore::in_memory();
+    create(&store, Object::from_spec::<Namespace>(ObjectMeta::named(None, "ns"), &NamespaceSpec {}));
+    let spec = PhysicalContainerSpec { image: Some("img:1".into()), ..Default::default() };
+    let pc = create(&store, Object::from_spec::<PhysicalContainer>(ObjectMeta::named(Some("ns"), "pc"), &spec));
+    let components = Components::new();
+    let config =
+        EngineConfig { identity: "me".into(), runtime_timeout: Duration::from_millis(200), ..EngineConfig::default() };
+    let engine =
+        Engine::new(config, components.registry().clone(), components.controllers(&ControllerConfig::default()));
+    let runtime = Arc::new(SlowStart::default());
+    let mut driver = Driver::new(engine, store.clone(), runtime.clone());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let driving = tokio::spawn(async move {
+        driver
+            .run(async {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    let running = || store.read(|s| s.get(&pc.key()).is_some_and(|o| o.status["phase"] == "Running"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !running() {
+        assert!(tokio::time::Instant::now() < deadline, "never Running: {:?}", *runtime.starts.lock());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, most, sent) = *runtime.starts.lock();
+    assert!(sent >= 2, "the engine never retried the start it gave up on: the test shows nothing");
+    assert_eq!(most, 1, "a start was sent while the earlier one was still inside the runtime ({sent} sent)");
     let _ = stop.send(());
     driving.await.unwrap();
 }
