@@ -1,6 +1,7 @@
 //! `drydock daemon` driven by the real `kubectl` against real Docker: discovery, apply, diff,
 //! watch, patch, wait, describe, a cascading namespace delete that leaves nothing in Docker, and a
-//! request without the token refused with 401; server-side apply with its conflicts.
+//! request without the token refused with 401; server-side apply with its conflicts; drydock's
+//! finalizers kept; 300 idle connections that lock no one out.
 //!
 //! Skips with a printed reason where kubectl or Docker is absent and `CI` is unset; with `CI` set
 //! their absence is a failure.
@@ -235,6 +236,43 @@ async fn kubectl_server_side_apply_removes_dropped_fields_and_reports_conflicts(
         .collect();
     assert_eq!(owners, ["kubectl"], "after --force-conflicts only kubectl's apply owns the label: {managed}");
 
+    daemon.ok(&["delete", "ns", &ns]);
+    assert_eq!(daemon.stop(), Some(0), "the daemon must exit 0 on SIGTERM");
+}
+
+/// 300 idle connections that never send a request lock no one out: kubectl still works while
+/// they are open, and the daemon closes them (the handshake timeout, 10 s) without a token.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_works_while_300_idle_connections_are_open_and_they_are_closed() {
+    use std::io::Read as _;
+    if !kubectl_or_skip("kubectl_idle_connections") || docker_or_skip("kubectl_idle_connections").await.is_none() {
+        return;
+    }
+    let state_dir = std::env::temp_dir().join(unique("drydock-daemon-idle"));
+    let daemon = Daemon::start(&state_dir);
+    let server = std::fs::read_to_string(&daemon.kubeconfig)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: https://").map(str::to_string))
+        .unwrap();
+    let mut idle: Vec<std::net::TcpStream> = (0..300).map(|_| std::net::TcpStream::connect(&server).unwrap()).collect();
+    let ns = unique("idle");
+    daemon.ok(&["create", "namespace", &ns]);
+    let listed = daemon.ok(&["get", "ns", &ns, "-o", "name"]);
+    assert_eq!(listed.trim(), format!("namespace/{ns}"), "kubectl with 300 idle connections open");
+    let started = std::time::Instant::now();
+    for stream in &mut idle {
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut byte = [0u8; 1];
+        let closed = match stream.read(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+        };
+        assert!(closed, "an idle connection was neither closed nor reset within 30 s");
+    }
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(25), "the idle connections were closed only after {waited:?}");
     daemon.ok(&["delete", "ns", &ns]);
     assert_eq!(daemon.stop(), Some(0), "the daemon must exit 0 on SIGTERM");
 }
