@@ -165,7 +165,7 @@ fn patch_once(
         (Err(ApiError::NotFound { .. }), PatchDoc::Apply(body)) if !status => {
             let (applied, warnings) = wire::from_wire(body.clone(), &target, validation)?;
             let object = server_side_apply(call, name, None, &applied, force)?;
-            super::system_finalizers::guard(call, name, None, &object)?;
+            call.guard_finalizers(name, None, &object)?;
             let created = resource::execute(state, &path.desc, name, StoreRequest::Create { object }, call.dry_run)?;
             return Ok((created, warnings, StatusCode::CREATED));
         }

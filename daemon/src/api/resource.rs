@@ -28,6 +28,7 @@ use super::negotiate::{self, Format};
 use super::respond::{json_response, json_with_warnings};
 use super::selectors::{FieldSelector, LabelSelector};
 use super::status::{ApiError, ApiResult};
+use super::system_finalizers;
 use super::table::{self, Context, IncludeObject};
 use super::wire::{self, FieldValidation, Target};
 use super::{AppState, REQUEST_ID_ANNOTATION};
@@ -96,6 +97,16 @@ impl Call {
     pub(super) fn field_manager(&self, applying: bool) -> ApiResult<String> {
         let agent = self.headers.get(axum::http::header::USER_AGENT).and_then(|v| v.to_str().ok());
         managed::field_manager(self.query.get("fieldManager"), agent, applying).map_err(ApiError::BadRequest)
+    }
+
+    /// Refuse a write of `new` over `old` (`None`: a create) of `name` that adds or removes one
+    /// of drydock's own finalizers (see [`system_finalizers`]).
+    pub(super) fn guard_finalizers(&self, name: &str, old: Option<&Object>, new: &Object) -> ApiResult<()> {
+        let found = self.state.store.read(|s| system_finalizers::changes(s.registry().get(&new.kind), old, new));
+        if found.is_empty() {
+            return Ok(());
+        }
+        Err(system_finalizers::refusal(&self.path.desc, self.path.namespace.as_deref(), name, &found))
     }
 
     /// Record this write's changes from `old` (`None`: a create) in `new`'s managed fields.
@@ -366,7 +377,7 @@ pub(super) async fn create(call: &Call, body: Body) -> ApiResult<Response> {
     let (mut object, warnings) = wire::from_wire(value, &target, validation)?;
     call.record_update(None, &mut object)?;
     let name = object.metadata.name.clone();
-    super::system_finalizers::guard(call, &name, None, &object)?;
+    call.guard_finalizers(&name, None, &object)?;
     let (code, created) = create_once(call, &name, object)?;
     let body = render_object(&call.state, &call.path.desc, &created, format, IncludeObject::Metadata);
     Ok(json_with_warnings(code, &body, &warnings))
@@ -421,11 +432,21 @@ pub(super) async fn update(call: &Call, name: &str, body: Body, status: bool) ->
 }
 
 /// Update spec/metadata or status. A resourceVersion of 0 (none sent) means "the current one".
+///
+/// *Guarantees*: a spec/metadata write that changes drydock's finalizers is refused (422), but
+/// only when it is made over the stored version: a stale write is left to the store's 409
+/// Conflict, which tells the client to read again, rather than a 422 about a change it did not
+/// make. A status write cannot change finalizers.
 pub(super) fn write(call: &Call, name: &str, mut object: Object, status: bool) -> ApiResult<Arc<Object>> {
-    if object.metadata.resource_version == 0 {
-        object.metadata.resource_version = fetch(&call.state, &call.path, name)?.metadata.resource_version;
+    if object.metadata.resource_version == 0 || !status {
+        let current = fetch(&call.state, &call.path, name)?;
+        if object.metadata.resource_version == 0 {
+            object.metadata.resource_version = current.metadata.resource_version;
+        }
+        if !status && object.metadata.resource_version == current.metadata.resource_version {
+            call.guard_finalizers(name, Some(&current), &object)?;
+        }
     }
-    super::system_finalizers::guard_write(call, name, &object, status)?;
     let request = if status { StoreRequest::UpdateStatus { object } } else { StoreRequest::Update { object } };
     execute(&call.state, &call.path.desc, name, request, call.dry_run)
 }

@@ -32,8 +32,8 @@
 //!   `namespaces/{name}/finalize` subresource; drydock serves none: its controllers are the only
 //!   writers of its finalizers, and a stuck one is a bug to report, not a field to clear.
 
-use super::resource::{self, Call};
-use super::status::{ApiError, ApiResult};
+use super::kinds::KindDesc;
+use super::status::ApiError;
 use drydock_engine::api::Object;
 use drydock_engine::store::{FieldError, KindInfo};
 
@@ -84,40 +84,15 @@ pub fn changes(info: Option<&KindInfo>, old: Option<&Object>, new: &Object) -> V
     found
 }
 
-/// Refuse, as the API answers, a write of `new` over `old` (`None`: a create) of the request's
-/// object `name` that changes drydock's finalizers.
-///
-/// *Guarantees*: `Ok` when [`changes`] finds none; otherwise [`ApiError::Invalid`] with one cause
-/// per change.
-pub(super) fn guard(call: &Call, name: &str, old: Option<&Object>, new: &Object) -> ApiResult<()> {
-    let found = call.state.store.read(|s| changes(s.registry().get(&new.kind), old, new));
-    if found.is_empty() {
-        return Ok(());
-    }
-    Err(refusal(call, name, &found))
-}
-
-/// [`guard`] for an update of `name` (`status`: of its status, which cannot change finalizers),
-/// against the stored object.
-///
-/// *Guarantees*: a write whose resourceVersion is not the stored one is let through: the store
-/// refuses it with 409 Conflict, which tells the client to read again (its finalizers may have
-/// been changed by drydock meanwhile), rather than a 422 about a change the client did not make.
-pub(super) fn guard_write(call: &Call, name: &str, new: &Object, status: bool) -> ApiResult<()> {
-    if status {
-        return Ok(());
-    }
-    let current = resource::fetch(&call.state, &call.path, name)?;
-    if new.metadata.resource_version != 0 && new.metadata.resource_version != current.metadata.resource_version {
-        return Ok(());
-    }
-    guard(call, name, Some(&current), new)
-}
-
-/// The 422 for `found` on the request's object `name`.
-fn refusal(call: &Call, name: &str, found: &[SystemFinalizerChange]) -> ApiError {
-    let desc = &call.path.desc;
-    let delete = match call.path.namespace.as_deref().filter(|_| desc.namespaced) {
+/// The 422 for `found` on the object `name` of kind `desc` (in `namespace`): `Invalid`, with
+/// one cause per change.
+pub(super) fn refusal(
+    desc: &KindDesc,
+    namespace: Option<&str>,
+    name: &str,
+    found: &[SystemFinalizerChange],
+) -> ApiError {
+    let delete = match namespace.filter(|_| desc.namespaced) {
         Some(namespace) => format!("kubectl delete {} {name} -n {namespace}", desc.plural),
         None => format!("kubectl delete {} {name}", desc.plural),
     };
