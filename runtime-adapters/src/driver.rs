@@ -69,6 +69,24 @@ pub struct Driver<R: Runtime> {
     health: RuntimeHealth,
 }
 
+/// A driver running in a task of its own ([`Driver::spawn`]).
+pub struct Running {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stop the driver and wait for its task to end; a panic in it is re-raised here.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        if let Err(error) = self.task.await
+            && error.is_panic()
+        {
+            std::panic::resume_unwind(error.into_panic());
+        }
+    }
+}
+
 /// A runtime request in flight.
 struct Task {
     abort: tokio::task::AbortHandle,
@@ -263,6 +281,21 @@ impl<R: Runtime> Driver<R> {
             tracing::warn!(in_flight = self.tasks.len(), "stopping with runtime requests unanswered");
         }
         self.tasks.is_empty()
+    }
+
+    /// Run in a task of its own until [`Running::stop`].
+    pub fn spawn(mut self) -> Running
+    where
+        R: 'static,
+    {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            self.run(async {
+                let _ = stopped.await;
+            })
+            .await;
+        });
+        Running { stop, task }
     }
 
     /// Run until `done` holds, or give up after `timeout`.

@@ -72,16 +72,9 @@ async fn a_struggling_runtime_gets_a_bounded_number_of_requests_and_a_hung_list_
         create(&store, Object::from_spec::<ContainerImage>(ObjectMeta::named(Some("ns"), &format!("i{i}")), &spec));
     }
     let runtime = Arc::new(Slow::default());
-    let mut driver = Driver::builtin("me", store.clone(), runtime.clone());
+    let driver = Driver::builtin("me", store.clone(), runtime.clone());
     let health = driver.health();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let driving = tokio::spawn(async move {
-        driver
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
+    let running = driver.spawn();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while runtime.counts.lock().2 < IMAGES {
         assert!(tokio::time::Instant::now() < deadline, "inspections stalled: {:?}", *runtime.counts.lock());
@@ -102,8 +95,7 @@ async fn a_struggling_runtime_gets_a_bounded_number_of_requests_and_a_hung_list_
     // The lists never answer: readiness names a runtime that holds requests.
     let reason = health.degraded(Duration::from_millis(100));
     assert!(reason.as_deref().is_some_and(|r| r.contains("has not answered")), "{reason:?}");
-    let _ = stop.send(());
-    driving.await.unwrap();
+    running.stop().await;
 }
 
 /// One container; its first start takes seconds (a struggling Docker), later ones do not.
@@ -176,24 +168,16 @@ async fn a_change_the_engine_gave_up_on_is_not_sent_again_while_it_runs() {
     let engine =
         Engine::new(config, components.registry().clone(), components.controllers(&ControllerConfig::default()));
     let runtime = Arc::new(SlowStart::default());
-    let mut driver = Driver::new(engine, store.clone(), runtime.clone());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let driving = tokio::spawn(async move {
-        driver
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
-    let running = || store.read(|s| s.get(&pc.key()).is_some_and(|o| o.status["phase"] == "Running"));
+    let driver = Driver::new(engine, store.clone(), runtime.clone());
+    let running = driver.spawn();
+    let is_running = || store.read(|s| s.get(&pc.key()).is_some_and(|o| o.status["phase"] == "Running"));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while !running() {
+    while !is_running() {
         assert!(tokio::time::Instant::now() < deadline, "never Running: {:?}", *runtime.starts.lock());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let (_, most, sent) = *runtime.starts.lock();
     assert!(sent >= 2, "the engine never retried the start it gave up on: the test shows nothing");
     assert_eq!(most, 1, "a start was sent while the earlier one was still inside the runtime ({sent} sent)");
-    let _ = stop.send(());
-    driving.await.unwrap();
+    running.stop().await;
 }

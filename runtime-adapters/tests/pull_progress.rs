@@ -59,16 +59,9 @@ async fn pull_progress_is_streamed_while_the_pull_runs_and_written_once() {
     let subject = Subject::Object(created.metadata.uid.clone());
 
     let runtime = Arc::new(HeldPull::default());
-    let mut driver = Driver::builtin("t", store.clone(), runtime.clone());
+    let driver = Driver::builtin("t", store.clone(), runtime.clone());
     let logs = driver.logs();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let driving = tokio::spawn(async move {
-        driver
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
+    let running = driver.spawn();
     let lines = || {
         logs.read(|hub| {
             hub.read(&subject, Channel::Stdout, 1, 100).lines.into_iter().map(|l| l.text).collect::<Vec<_>>()
@@ -87,6 +80,5 @@ async fn pull_progress_is_streamed_while_the_pull_runs_and_written_once() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(lines(), ["1: Pulling from library/held", "Digest: sha256:1"], "each line once");
-    let _ = stop.send(());
-    driving.await.unwrap();
+    running.stop().await;
 }

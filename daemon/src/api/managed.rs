@@ -130,7 +130,7 @@ pub fn apply(
     }
     merge(kind, &mut Vec::new(), &mut merged, &config);
     set_entry(&mut entries, manager, APPLY, &fields);
-    entries.retain(|e| !decode(&e.fields_v1).is_empty());
+    entries.retain(owns_something);
     put_tracked(&mut whole, merged);
     let mut object: Object = serde_json::from_value(whole).map_err(|e| ApplyError::Decode(e.to_string()))?;
     object.metadata.managed_fields = entries;
@@ -164,8 +164,13 @@ pub fn record_update(kind: &str, old: Option<&Object>, new: &mut Object, manager
     let mut owned: FieldSet = mine.unwrap_or_default();
     owned.extend(changed);
     set_entry(&mut entries, manager, UPDATE, &owned);
-    entries.retain(|e| !decode(&e.fields_v1).is_empty());
+    entries.retain(owns_something);
     new.metadata.managed_fields = entries;
+}
+
+/// Whether an entry owns any field: its `fieldsV1` is not the empty set's `{}`.
+fn owns_something(entry: &ManagedFieldsEntry) -> bool {
+    entry.fields_v1.as_object().is_some_and(|fields| !fields.is_empty())
 }
 
 fn to_value(object: &Object) -> Result<Value, ApplyError> {

@@ -30,7 +30,7 @@ async fn probe(app: &App, path: &str) -> (StatusCode, String) {
 #[tokio::test]
 async fn readiness_fails_while_the_runtime_holds_a_request_and_liveness_does_not() {
     let store = store(1000);
-    let mut driver = Driver::builtin("ready", store.clone(), std::sync::Arc::new(Hung));
+    let driver = Driver::builtin("ready", store.clone(), std::sync::Arc::new(Hung));
     let options = ApiOptions {
         runtime_health: Some(driver.health()),
         runtime_patience: Duration::from_millis(200),
@@ -38,14 +38,7 @@ async fn readiness_fails_while_the_runtime_holds_a_request_and_liveness_does_not
     };
     let app = app_with(store, options);
     assert_eq!(probe(&app, "/readyz").await, (StatusCode::OK, "ok".to_string()), "nothing asked yet");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let driving = tokio::spawn(async move {
-        driver
-            .run(async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
+    let running = driver.spawn();
     // The engine lists its containers at start; the runtime never answers.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let (code, body) = loop {
@@ -58,6 +51,5 @@ async fn readiness_fails_while_the_runtime_holds_a_request_and_liveness_does_not
     assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert!(body.contains("[-]runtime failed") && body.contains("has not answered"), "{body}");
     assert_eq!(probe(&app, "/livez").await, (StatusCode::OK, "ok".to_string()), "alive all the same");
-    let _ = stop.send(());
-    driving.await.unwrap();
+    running.stop().await;
 }
