@@ -207,6 +207,11 @@ pub struct Context<'a> {
     pub(crate) seen_created: &'a crate::fixed::FixedSet<crate::api::Uid>,
     /// Store requests whose failure the controller handles itself (see [`Context::store_handling_failure`]).
     pub(crate) failure_handled: Vec<OpId>,
+    /// Changes this controller sent for the key being reconciled that it gave up on and that may
+    /// still run inside the runtime.
+    pub(crate) detached_changes: u32,
+    /// When the last of them left the runtime (was answered, or given up for good), if any did.
+    pub(crate) detached_left_at: Option<crate::time::MonoTime>,
 }
 
 impl<'a> Context<'a> {
@@ -217,9 +222,28 @@ impl<'a> Context<'a> {
     /// `Some(t)` until time `t`: before then, a runtime request made by an earlier incarnation of
     /// this engine (before a crash) may still land, so "the runtime has nothing for this object"
     /// is not yet final. The engine cannot tell a first start from a restart, so this holds for
-    /// the runtime timeout after every start.
+    /// the runtime timeout plus the detached patience after every start (unless the driver
+    /// knows the earlier life stopped cleanly).
     pub fn earlier_lives_pending(&self) -> Option<crate::time::MonoTime> {
         (self.now.mono < self.earlier_lives_settle_at).then_some(self.earlier_lives_settle_at)
+    }
+
+    /// How many changes this controller sent for the key being reconciled that the engine gave up
+    /// waiting for (their timeout) and that may still be running inside the runtime (see
+    /// [`Output::Detach`](crate::Output::Detach)). Until each has left it, what a list of the
+    /// runtime shows is not final: a create may still land. The key is reconciled again when each
+    /// leaves (or the engine stops waiting for it). [`Finalizer`](crate::toolkit::Finalizer)
+    /// releases no finalizer meanwhile.
+    pub fn detached_changes(&self) -> u32 {
+        self.detached_changes
+    }
+
+    /// When the last change of [`Context::detached_changes`] left the runtime (its late answer
+    /// came, or the engine stopped waiting for it), if one did: an answer lost on its way (a
+    /// create whose reply never came) may mean the runtime is still completing it, so a list
+    /// right after may not show it yet.
+    pub fn detached_left_at(&self) -> Option<crate::time::MonoTime> {
+        self.detached_left_at
     }
 
     /// Whether this engine saw the object with `uid` being created (its `Added` event), so nothing

@@ -27,6 +27,7 @@ use std::time::Duration;
 
 mod diagnostics;
 mod dispatch;
+mod gate;
 mod reconcile;
 mod trigger;
 
@@ -54,11 +55,20 @@ pub struct EngineConfig {
     /// flight (its driver waited for them and recorded a clean stop). Then nothing it sent can
     /// still land, and [`Context::earlier_lives_pending`](crate::Context::earlier_lives_pending)
     /// is `None` from the start. `false` (the default) assumes a crash: requests of an earlier
-    /// life may land until `runtime_timeout` after boot.
+    /// life may land until `runtime_timeout + detached_patience` after boot (Docker carries on
+    /// with a request whose client died, and a stalled Docker may hold it that long: the same
+    /// patience this engine gives its own changes).
     pub predecessor_stopped_cleanly: bool,
     /// Record what queued each reconcile ([`Origin::trigger`]), for a driver that explains a
     /// run. Off by default: it costs a map insert per queued key and changes nothing else.
     pub explain: bool,
+    /// At most this many runtime requests inside the runtime at once, counting those given up on
+    /// that may still run there ([`Output::Detach`]); the rest wait in the engine, their timeouts
+    /// not yet started. A runtime that slows down under load is not flooded.
+    pub max_runtime_in_flight: usize,
+    /// How long a detached change keeps its place and its object's turn without a reply before
+    /// the engine cancels it for good ([`Output::Cancel`]) and sends the object's next change.
+    pub detached_patience: Duration,
 }
 
 impl Default for EngineConfig {
@@ -73,6 +83,8 @@ impl Default for EngineConfig {
             first_op: 0,
             predecessor_stopped_cleanly: false,
             explain: false,
+            max_runtime_in_flight: 32,
+            detached_patience: Duration::from_secs(120),
         }
     }
 }
@@ -123,6 +135,14 @@ pub enum Output {
     Cancel {
         id: OpId,
     },
+    /// The engine stopped waiting for runtime request `id` (its timeout), but it changes the world
+    /// and may still be running inside the runtime: let it run to its end and report its reply
+    /// with [`Input::RuntimeDone`] as usual. The engine only learns from it that the request has
+    /// left the runtime; until then the object's next change waits. A [`Output::Cancel`] of the
+    /// same id may follow (the engine's patience ran out): then drop it.
+    Detach {
+        id: OpId,
+    },
     /// Lines for an object's log streams (see [`crate::logs`]): nothing to report back. Emitted
     /// before the request it concerns, so a reader never sees a status before its diagnostic.
     Log(crate::logs::LogRecord),
@@ -171,6 +191,16 @@ struct PendingOp {
     failure_handled: bool,
     /// A store write to an existing object: its key and uid (a NotFound shows it gone).
     writes_to: Option<(ObjectKey, Uid)>,
+    /// Runtime requests only: given up on, it is detached rather than cancelled (see [`gate`]).
+    detaches: bool,
+}
+
+/// A runtime request waiting in the gate to go.
+#[derive(Debug)]
+struct HeldRuntime {
+    request: RuntimeRequest,
+    origin: Origin,
+    timeout: Duration,
 }
 
 /// A reconcile whose store requests have not all replied yet.
@@ -194,6 +224,11 @@ pub struct EngineStats {
     pub runtime_requests: u64,
     /// Runtime requests given up on at their deadline.
     pub runtime_timeouts: u64,
+    /// The most runtime requests inside the runtime at once (see
+    /// [`EngineConfig::max_runtime_in_flight`]).
+    pub runtime_peak_in_flight: usize,
+    /// Detached runtime requests given up for good at the end of their patience.
+    pub runtime_abandoned: u64,
 }
 
 pub struct Engine {
@@ -213,6 +248,16 @@ pub struct Engine {
     pending: crate::fixed::FixedMap<OpId, PendingOp>,
     /// Runtime requests in flight by deadline.
     deadlines: std::collections::BTreeSet<(MonoTime, OpId)>,
+    /// Runtime requests on their way out: held, sent, detached.
+    gate: gate::Gate<HeldRuntime>,
+    /// Detached runtime requests: whose they are and what they do (hashed: looked up, never
+    /// iterated).
+    detached: crate::fixed::FixedMap<OpId, (WorkKey, Option<Box<str>>)>,
+    /// How many detached requests each key has (hashed: looked up, never iterated).
+    detached_by_work: crate::fixed::FixedMap<WorkKey, u32>,
+    /// When the last detached request of each key left the runtime (kept per key that ever had
+    /// one: few, as changes are detached only when the runtime stops answering).
+    detached_left: crate::fixed::FixedMap<WorkKey, MonoTime>,
     /// Uids of objects whose creation this engine saw on the watch: no earlier life of it can have
     /// acted on them.
     seen_created: crate::fixed::FixedSet<crate::api::Uid>,
@@ -236,6 +281,7 @@ pub struct Engine {
 impl Engine {
     pub fn new(config: EngineConfig, registry: Registry, controllers: Vec<Box<dyn Controller>>) -> Self {
         let next_op = config.first_op;
+        let gate = gate::Gate::new(config.max_runtime_in_flight, config.detached_patience);
         let watches =
             controllers.iter().enumerate().flat_map(|(i, c)| c.watches().into_iter().map(move |w| (i, w))).collect();
         let names = controllers.iter().map(|c| Arc::from(c.name())).collect();
@@ -258,6 +304,10 @@ impl Engine {
             next_op,
             pending: Default::default(),
             deadlines: Default::default(),
+            gate,
+            detached: Default::default(),
+            detached_by_work: Default::default(),
+            detached_left: Default::default(),
             booted_at: None,
             retries: Default::default(),
             holding: Default::default(),
@@ -271,8 +321,8 @@ impl Engine {
         &self.cache
     }
 
-    pub fn stats(&self) -> &EngineStats {
-        &self.stats
+    pub fn stats(&self) -> EngineStats {
+        EngineStats { runtime_peak_in_flight: self.gate.peak_inside(), ..self.stats.clone() }
     }
 
     pub fn identity(&self) -> &str {
@@ -284,15 +334,34 @@ impl Engine {
         self.backoff.len() + self.retries.len()
     }
 
-    /// Requests handed out and not yet answered.
+    /// Requests issued and not yet answered (held ones included).
     pub fn in_flight(&self) -> usize {
         self.pending.len()
+    }
+
+    /// Runtime requests sent and not answered, or detached: what may be inside the runtime.
+    pub fn runtime_inside(&self) -> usize {
+        self.gate.inside()
+    }
+
+    /// Runtime requests waiting in the engine for a place or their object's turn.
+    pub fn runtime_held(&self) -> usize {
+        self.gate.held()
+    }
+
+    /// Runtime requests given up on that may still run inside the runtime.
+    pub fn runtime_detached(&self) -> usize {
+        self.gate.detached()
     }
 
     /// From when no runtime request of an earlier life of this engine can still land.
     fn earlier_lives_settle_at(&self, now: Now) -> MonoTime {
         let booted = self.booted_at.unwrap_or(now.mono);
-        if self.config.predecessor_stopped_cleanly { booted } else { booted + self.config.runtime_timeout }
+        if self.config.predecessor_stopped_cleanly {
+            booted
+        } else {
+            booted + self.config.runtime_timeout + self.config.detached_patience
+        }
     }
 
     /// The first time the engine is handed anything: queue every controller's boot keys.
@@ -345,6 +414,11 @@ impl Engine {
                 }
             }
             Input::RuntimeDone { id, result } => {
+                match self.gate.answered(id) {
+                    gate::Answer::Awaited => {}
+                    gate::Answer::Detached => return self.detached_answered(now, id, &result),
+                    gate::Answer::Unknown => return,
+                }
                 let Some(op) = self.pending.swap_remove(&id) else { return };
                 if let Some(deadline) = op.deadline {
                     self.deadlines.remove(&(deadline, id));
@@ -379,8 +453,9 @@ impl Engine {
         }));
     }
 
-    /// Runtime requests past their deadline: cancel each and tell its controller the outcome is
-    /// unknown, as for a lost reply.
+    /// Runtime requests past their deadline: give up on each and tell its controller the outcome
+    /// is unknown, as for a lost reply. A change is detached (it may still run inside the
+    /// runtime), anything else cancelled.
     fn expire_deadlines(&mut self, now: Now) {
         while let Some(&(deadline, id)) = self.deadlines.first()
             && deadline <= now.mono
@@ -389,19 +464,106 @@ impl Engine {
             let Some(op) = self.pending.swap_remove(&id) else { continue };
             self.stats.runtime_timeouts += 1;
             let (controller, key) = &op.work;
-            tracing::warn!(key = %key, op = %id, "runtime request timed out; cancelling it");
-            let error = crate::runtime::RuntimeError::Uncertain(format!(
-                "no answer from the runtime within {:?}; the request was cancelled and may have been applied",
-                deadline.since(op.issued_at)
-            ));
+            tracing::warn!(key = %key, op = %id, "runtime request timed out; giving up on it");
+            let waited = deadline.since(op.issued_at);
+            let error = crate::runtime::RuntimeError::Uncertain(if op.detaches {
+                format!(
+                    "no answer from the runtime within {waited:?}; the request may still be running inside it, and \
+                     this object's next change waits until it is done"
+                )
+            } else {
+                format!(
+                    "no answer from the runtime within {waited:?}; the request was cancelled and may have been applied"
+                )
+            });
             if let Some(what) = &op.what {
                 let line = format!("{what}: {error}");
                 let key = key.clone();
                 self.log(now, &key, Channel::System, vec![line]);
             }
             self.controllers[*controller].on_runtime_result(now, key, id, &Err(error));
-            self.outbox.push_back(Output::Cancel { id });
+            self.give_up(now, id, op.detaches, &op);
             self.triggers.add(&mut self.queue, op.work, now.mono, || Trigger::RuntimeTimeout { id });
+        }
+    }
+
+    /// Stop waiting for runtime request `id`: detach it (`detach`, if it went) or cancel it.
+    fn give_up(&mut self, now: Now, id: OpId, detach: bool, op: &PendingOp) {
+        match self.gate.cancel(now.mono, id, detach) {
+            gate::Cancelled::Detached => {
+                self.detached.insert(id, (op.work.clone(), op.what.clone()));
+                *self.detached_by_work.entry(op.work.clone()).or_default() += 1;
+                self.outbox.push_back(Output::Detach { id });
+            }
+            gate::Cancelled::Dropped => self.outbox.push_back(Output::Cancel { id }),
+            gate::Cancelled::WasHeld | gate::Cancelled::Unknown => {}
+        }
+    }
+
+    /// Detached requests whose patience ran out: cancel them for good, so their objects' next
+    /// changes may go.
+    fn abandon_detached(&mut self, now: Now) {
+        for id in self.gate.abandon_due(now.mono) {
+            self.stats.runtime_abandoned += 1;
+            self.outbox.push_back(Output::Cancel { id });
+            let Some((work, what)) = self.detached.swap_remove(&id) else { continue };
+            self.left_runtime(now, &work);
+            let key = work.1.clone();
+            self.triggers.add(&mut self.queue, work, now.mono, || Trigger::RuntimeTimeout { id });
+            if let Some(what) = what {
+                let patience = self.config.detached_patience;
+                let line =
+                    format!("{what}: still no answer {patience:?} after it was given up on; no longer waiting for it");
+                self.log(now, &key, Channel::System, vec![line]);
+            }
+        }
+    }
+
+    /// The reply to a detached request came: it has left the runtime. Its controller was told
+    /// long ago the outcome is unknown; it looks again now that its object's turn is free.
+    fn detached_answered(&mut self, now: Now, id: OpId, result: &RuntimeResult) {
+        let Some((work, what)) = self.detached.swap_remove(&id) else { return };
+        self.left_runtime(now, &work);
+        if let Some(what) = what {
+            let outcome = match result {
+                Ok(_) => "done".to_string(),
+                Err(error) => error.to_string(),
+            };
+            self.log(
+                now,
+                &work.1,
+                Channel::System,
+                vec![format!("{what}: answered after it was given up on: {outcome}")],
+            );
+        }
+        self.triggers.add(&mut self.queue, work, now.mono, || Trigger::RuntimeReply { id });
+    }
+
+    /// A detached request of `work` has left the runtime (or is no longer waited for).
+    fn left_runtime(&mut self, now: Now, work: &WorkKey) {
+        self.detached_left.insert(work.clone(), now.mono);
+        if let Some(n) = self.detached_by_work.get_mut(work) {
+            *n -= 1;
+            if *n == 0 {
+                self.detached_by_work.swap_remove(work);
+            }
+        }
+    }
+
+    /// Send the held runtime requests that may go now: their timeouts start here.
+    fn send_held(&mut self, now: Now) {
+        while let Some(held) = self.gate.next_to_send() {
+            let gate::Held { id, item: HeldRuntime { request, origin, timeout }, .. } = held;
+            let Some(op) = self.pending.get_mut(&id) else { continue };
+            let deadline = now.mono + timeout;
+            op.issued_at = now.mono;
+            op.deadline = Some(deadline);
+            self.deadlines.insert((deadline, id));
+            if let Some(what) = op.what.clone() {
+                let key = op.work.1.clone();
+                self.log(now, &key, Channel::System, vec![what.to_string()]);
+            }
+            self.outbox.push_back(Output::Runtime { id, request, origin });
         }
     }
 
@@ -409,7 +571,9 @@ impl Engine {
     pub fn poll(&mut self, now: Now) -> Option<Output> {
         self.boot(now);
         self.expire_deadlines(now);
+        self.abandon_detached(now);
         loop {
+            self.send_held(now);
             if let Some(output) = self.outbox.pop_front() {
                 return Some(output);
             }
@@ -421,10 +585,7 @@ impl Engine {
     /// When `poll` should next be called if no input arrives.
     pub fn next_wakeup(&self) -> Option<MonoTime> {
         let deadline = self.deadlines.first().map(|(at, _)| *at);
-        match (self.queue.next_due(), deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.queue.next_due(), deadline, self.gate.next_abandon()].into_iter().flatten().min()
     }
 
     /// Route a runtime event to the object whose uid its container carries.

@@ -278,6 +278,8 @@ mod tests {
             earlier_lives_settle_at: MonoTime::ZERO,
             seen_created: &Default::default(),
             failure_handled: Vec::new(),
+            detached_changes: 0,
+            detached_left_at: None,
         };
         let answer = f(client, &mut ctx);
         for request in std::mem::take(&mut ctx.issued) {

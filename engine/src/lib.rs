@@ -62,8 +62,8 @@
 //!             Output::Runtime { id, request, .. } => {
 //!                 engine.handle(now(ms), Input::RuntimeDone { id, result: runtime(request) });
 //!             }
-//!             // The stub answers at once: nothing is left to cancel.
-//!             Output::Cancel { .. } => {}
+//!             // The stub answers at once: nothing is left to cancel or to let finish.
+//!             Output::Cancel { .. } | Output::Detach { .. } => {}
 //!             // Log lines for the objects' streams: nobody reads them here.
 //!             Output::Log(_) => {}
 //!         }

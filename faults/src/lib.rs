@@ -67,12 +67,17 @@ pub enum FaultKind {
     /// the one that failed are written, the rest are not. Drawn only for workloads that copy
     /// files.
     CopyRefused,
+    /// The runtime daemon is overloaded: each request takes longer the more requests are inside
+    /// it, and now and then it stalls whole for a while (Docker 20.10 deadlocked in its network
+    /// code), answering nothing, then works through what queued up. Requests given up on still
+    /// land when it comes back.
+    RuntimeOverload,
 }
 
 impl FaultKind {
     /// Every kind: the swarm kinds, then those only some workloads draw.
-    pub const ALL: [FaultKind; 21] = {
-        let mut all = [FaultKind::ReaderStall; 21];
+    pub const ALL: [FaultKind; 22] = {
+        let mut all = [FaultKind::ReaderStall; 22];
         let mut i = 0;
         while i < FaultKind::SWARM.len() {
             all[i] = FaultKind::SWARM[i];
@@ -83,8 +88,18 @@ impl FaultKind {
             all[i + j] = FaultKind::WORKLOAD_DEPENDENT[j];
             j += 1;
         }
+        let mut k = 0;
+        while k < FaultKind::SWARM_LATER.len() {
+            all[i + j + k] = FaultKind::SWARM_LATER[k];
+            k += 1;
+        }
         all
     };
+
+    /// Swarm kinds added after the golden digests were pinned. A scenario draws them last, after
+    /// the workload-dependent kinds, so that a seed whose plan leaves them off runs exactly as
+    /// before (see `drydock_scenarios::Scenario::materialize`).
+    pub const SWARM_LATER: [FaultKind; 1] = [FaultKind::RuntimeOverload];
 
     /// The kinds only some workloads draw (see [`FaultKind::SWARM`]).
     pub const WORKLOAD_DEPENDENT: [FaultKind; 3] =
@@ -137,6 +152,7 @@ impl FaultKind {
             FaultKind::ReaderStall => "reader-stall",
             FaultKind::BuildInterrupted => "build-interrupted",
             FaultKind::CopyRefused => "copy-refused",
+            FaultKind::RuntimeOverload => "runtime-overload",
         }
     }
 
@@ -206,6 +222,9 @@ impl FaultKind {
             FaultKind::CopyRefused => {
                 "an archive upload the container's file system refused partway (`no space left on device`): the container must never be started without its files; the failure is terminal and visible, with Docker's message"
             }
+            FaultKind::RuntimeOverload => {
+                "a Docker slowing down under load and stalling whole (20.10 deadlocked in its network code with thousands of removes inside): a client that resends on every timeout floods it, and a change it gave up on lands later, beside its own retry"
+            }
         }
     }
 
@@ -235,6 +254,8 @@ impl FaultKind {
             FaultKind::ReaderStall => (0.05, 0.3),
             FaultKind::BuildInterrupted => (0.1, 0.5),
             FaultKind::CopyRefused => (0.05, 0.3),
+            // The chance per request that the daemon stalls (if it is not already stalled).
+            FaultKind::RuntimeOverload => (0.002, 0.02),
         }
     }
 

@@ -5,9 +5,12 @@
 //! requests as concurrent tasks whose results come back over a channel), and then sleeps until a
 //! runtime result arrives, the store changes, or the engine's next wakeup is due.
 //!
-//! *Guarantees* toward the runtime: at most [`IN_FLIGHT`] requests are inside it at once; the
-//! changes of one runtime object go in one at a time, and a change the engine cancelled (its
-//! timeout) runs on to its end, its reply dropped, so the engine's retry never runs beside it.
+//! *Guarantees* toward the runtime (the engine's, see `EngineConfig::max_runtime_in_flight`):
+//! at most that many requests are inside it at once; the changes of one runtime object go in one
+//! at a time; a change the engine gave up on (its timeout) runs on to its end
+//! ([`Output::Detach`]), and its reply goes back to the engine, which learns from it that the
+//! change has left the runtime and sends the object's next change only then. The one request the
+//! driver sends of its own, the start's listing of this identity's containers, is not counted.
 
 use crate::clock::SystemClock;
 use crate::health::RuntimeHealth;
@@ -48,11 +51,9 @@ pub struct Driver<R: Runtime> {
     runtime_events: Option<mpsc::UnboundedReceiver<RuntimeNotice>>,
     /// Runtime requests in flight, so they can be cancelled.
     tasks: BTreeMap<OpId, Task>,
-    /// Requests the engine cancelled that still run inside the runtime (see [`Task::detach`]):
-    /// their replies go nowhere.
+    /// Requests the engine gave up on that still run inside the runtime ([`Output::Detach`]):
+    /// their replies tell the engine they have left it.
     detached: BTreeSet<OpId>,
-    /// Per runtime object, the turn of the requests that change it: one at a time.
-    turns: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
     logs: SharedLogs,
     captures: Captures,
     /// Containers already there were given a capture (once, at the first run).
@@ -64,8 +65,6 @@ pub struct Driver<R: Runtime> {
     streamed: Arc<parking_lot::Mutex<BTreeMap<Uid, Vec<String>>>>,
     /// Start requests in flight: op id -> container id.
     starts: BTreeMap<OpId, String>,
-    /// Permits for requests inside the runtime: a struggling runtime is not flooded.
-    in_flight: Arc<tokio::sync::Semaphore>,
     health: RuntimeHealth,
 }
 
@@ -87,19 +86,10 @@ impl Running {
     }
 }
 
-/// A runtime request in flight.
+/// A runtime request in flight, so it can be aborted.
 struct Task {
     abort: tokio::task::AbortHandle,
-    /// When the engine cancels it (it timed out), let it run to its end rather than drop the
-    /// connection: Docker goes on with a request whose connection closed, and the object's
-    /// next change must wait for this one to be done inside Docker, not only here.
-    detach: bool,
 }
-
-/// At most this many of a driver's requests are inside the runtime at once; the rest wait their
-/// turn. A Docker that slows down under load (or deadlocks in its network code) otherwise gets
-/// every request the engine has, each holding a connection until its timeout.
-pub const IN_FLIGHT: usize = 32;
 
 async fn next_event(events: &mut Option<mpsc::UnboundedReceiver<RuntimeNotice>>) -> Option<RuntimeNotice> {
     match events {
@@ -131,14 +121,12 @@ impl<R: Runtime> Driver<R> {
             runtime_events: None,
             tasks: BTreeMap::new(),
             detached: BTreeSet::new(),
-            turns: BTreeMap::new(),
             captures: Captures::new(logs.clone()),
             logs,
             captured_at_boot: false,
             boot_listing: None,
             streamed: Arc::default(),
             starts: BTreeMap::new(),
-            in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
             health: RuntimeHealth::default(),
         }
     }
@@ -225,10 +213,6 @@ impl<R: Runtime> Driver<R> {
                 () = &mut stop => return false,
                 Some((id, result)) = self.results.recv() => {
                     self.tasks.remove(&id);
-                    if self.detached.remove(&id) {
-                        tracing::debug!(%id, ok = result.is_ok(), "a cancelled request has left the runtime");
-                        continue;
-                    }
                     // The container's stream is open again before the engine hears of the start
                     // (and can say Running, or Exited): a follower never takes the create's
                     // empty, ended capture for the run's.
@@ -237,7 +221,12 @@ impl<R: Runtime> Driver<R> {
                     {
                         self.captures.restart(&self.runtime, &container);
                     }
-                    tracing::debug!(%id, ok = result.is_ok(), "runtime reply");
+                    if self.detached.remove(&id) {
+                        // The engine learns from it that the request has left the runtime.
+                        tracing::debug!(%id, ok = result.is_ok(), "a request given up on has left the runtime");
+                    } else {
+                        tracing::debug!(%id, ok = result.is_ok(), "runtime reply");
+                    }
                     self.engine.handle(self.clock.now(), Input::RuntimeDone { id, result });
                 }
                 Some(notice) = next_event(&mut self.runtime_events) => {
@@ -392,18 +381,6 @@ impl<R: Runtime> Driver<R> {
         }
     }
 
-    /// The turn a request must wait for: a change (start, stop, remove, copy, connect...) of one
-    /// runtime object waits until the earlier change of that object has left the runtime. A
-    /// request the engine gave up on (its timeout) may still be running inside Docker: sending
-    /// the retry beside it is how a struggling Docker got thousands of removes of the same
-    /// containers. Pulls and builds, long by nature, and reads take no turn.
-    fn turn_of(&mut self, request: &RuntimeRequest, long: bool) -> Option<Arc<tokio::sync::Mutex<()>>> {
-        let target = request.target().filter(|_| request.changes_world() && !long)?;
-        // Forget the turns nobody holds or waits for.
-        self.turns.retain(|_, turn| Arc::strong_count(turn) > 1);
-        Some(self.turns.entry(target.to_string()).or_default().clone())
-    }
-
     fn pump(&mut self) {
         while let Some(output) = self.engine.poll(self.clock.now()) {
             match output {
@@ -419,21 +396,9 @@ impl<R: Runtime> Driver<R> {
                     if let RuntimeRequest::StartContainer { id: container } = &request {
                         self.starts.insert(id, container.clone());
                     }
-                    let permits = self.in_flight.clone();
                     let health = self.health.clone();
                     let long = matches!(request, RuntimeRequest::PullImage { .. } | RuntimeRequest::BuildImage(_));
-                    let turn = self.turn_of(&request, long);
-                    let detach = turn.is_some();
                     let task = tokio::spawn(async move {
-                        // A change waits for the earlier change of its object to leave the runtime.
-                        let _turn = match turn {
-                            Some(turn) => Some(turn.lock_owned().await),
-                            None => None,
-                        };
-                        // Held while the request is in the runtime: at most IN_FLIGHT at once.
-                        let waiting = health.waiting();
-                        let _permit = permits.acquire_owned().await;
-                        drop(waiting);
                         let _inside = (!long).then(|| health.inside());
                         let result = match progress {
                             Some(progress) => runtime.execute_reporting(request, progress).await,
@@ -441,21 +406,20 @@ impl<R: Runtime> Driver<R> {
                         };
                         let _ = results.send((id, result));
                     });
-                    self.tasks.insert(id, Task { abort: task.abort_handle(), detach });
+                    self.tasks.insert(id, Task { abort: task.abort_handle() });
+                }
+                Output::Detach { id } => {
+                    if self.tasks.contains_key(&id) {
+                        tracing::debug!(%id, "given up on: it runs on inside the runtime, its object's next change waits for it");
+                        self.detached.insert(id);
+                    }
                 }
                 Output::Cancel { id } => {
                     self.starts.remove(&id);
-                    match self.tasks.get(&id) {
-                        Some(task) if task.detach => {
-                            tracing::debug!(%id, "cancelled: it runs on inside the runtime, its object's next change waits for it");
-                            self.detached.insert(id);
-                        }
-                        Some(task) => {
-                            tracing::debug!(%id, "cancelling runtime request");
-                            task.abort.abort();
-                            self.tasks.remove(&id);
-                        }
-                        None => {}
+                    self.detached.remove(&id);
+                    if let Some(task) = self.tasks.remove(&id) {
+                        tracing::debug!(%id, "cancelling runtime request");
+                        task.abort.abort();
                     }
                 }
                 Output::Log(record) => {
@@ -469,5 +433,6 @@ impl<R: Runtime> Driver<R> {
                 }
             }
         }
+        self.health.set_waiting(self.engine.runtime_held());
     }
 }

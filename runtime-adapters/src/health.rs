@@ -2,8 +2,8 @@
 //!
 //! *Guarantees*: [`RuntimeHealth::degraded`] names a runtime that has held a request longer than
 //! the patience given (a hung Docker answers its API's ping, so only the requests tell), with
-//! how many are inside it and how many wait their turn. The record is kept by guards, so a
-//! request cancelled (its task aborted) leaves it too.
+//! how many are inside it and how many the engine holds back (its bound, or an object's turn).
+//! The record is kept by guards, so a request cancelled (its task aborted) leaves it too.
 //!
 //! *Caveats*: pulls and builds are not counted: they take long by nature.
 
@@ -31,15 +31,11 @@ pub(crate) struct Inside {
     ticket: u64,
 }
 
-/// A request waiting for its turn, for as long as it lives.
-pub(crate) struct Waiting {
-    health: RuntimeHealth,
-}
-
 impl RuntimeHealth {
-    pub(crate) fn waiting(&self) -> Waiting {
-        self.inner.lock().waiting += 1;
-        Waiting { health: self.clone() }
+    /// How many requests wait in the engine for a place inside the runtime or their object's
+    /// turn (the engine holds them).
+    pub(crate) fn set_waiting(&self, waiting: usize) {
+        self.inner.lock().waiting = waiting;
     }
 
     pub(crate) fn inside(&self) -> Inside {
@@ -71,13 +67,6 @@ impl Drop for Inside {
     }
 }
 
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        let mut inner = self.health.inner.lock();
-        inner.waiting = inner.waiting.saturating_sub(1);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,13 +75,13 @@ mod tests {
     fn a_request_held_past_the_patience_is_named_until_it_leaves() {
         let health = RuntimeHealth::default();
         assert_eq!(health.degraded(Duration::ZERO), None);
-        let waiting = health.waiting();
+        health.set_waiting(1);
         let inside = health.inside();
         std::thread::sleep(Duration::from_millis(5));
         let reason = health.degraded(Duration::from_millis(1));
         assert!(reason.as_deref().is_some_and(|r| r.contains("1 inside it, 1 waiting")), "{reason:?}");
         assert_eq!(health.degraded(Duration::from_secs(60)), None, "not past a long patience");
-        drop((inside, waiting));
+        drop(inside);
         assert_eq!(health.degraded(Duration::ZERO), None, "left when dropped");
     }
 }

@@ -7,8 +7,8 @@
 //! - [`logs::SharedLogs`]: the log hub behind a lock, which the driver fills (the engine's
 //!   diagnostics and pull output, every container's captured output) and readers follow.
 //! - [`driver::Driver`]: a tokio loop that feeds the engine watch events and replies and performs
-//!   its requests against the store, the runtime and the system clock, at most
-//!   [`driver::IN_FLIGHT`] inside the runtime at once;
+//!   its requests against the store, the runtime and the system clock (the engine bounds the
+//!   requests inside the runtime: `EngineConfig::max_runtime_in_flight`);
 //! - [`health::RuntimeHealth`]: what the driver sees of the runtime, for a readiness probe.
 //!
 //! The `testing` feature adds `testing`: helpers for tests against a real Docker daemon (an

@@ -1,10 +1,9 @@
-//! The driver toward a struggling runtime: at most `IN_FLIGHT` requests inside it at once, and a
+//! The driver toward a struggling runtime: at most the engine's bound of requests inside it at once, and a
 //! start that lists only this identity's containers, in the background, so a runtime that never
 //! answers the list holds nothing else back, and which readiness then reports; a change the
 //! engine gave up on is not sent again while it still runs inside the runtime.
 #![allow(clippy::unwrap_used)]
 
-use drydock_adapters::driver::IN_FLIGHT;
 use drydock_adapters::{Driver, Runtime, SharedStore};
 use drydock_engine::WallTime;
 use drydock_engine::api::{
@@ -63,10 +62,11 @@ fn create(store: &SharedStore, object: Object) -> Arc<Object> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_struggling_runtime_gets_a_bounded_number_of_requests_and_a_hung_list_blocks_nothing() {
-    const IMAGES: usize = 3 * IN_FLIGHT;
+    let bound = EngineConfig::default().max_runtime_in_flight;
+    let images = 3 * bound;
     let store = SharedStore::in_memory();
     create(&store, Object::from_spec::<Namespace>(ObjectMeta::named(None, "ns"), &NamespaceSpec {}));
-    for i in 0..IMAGES {
+    for i in 0..images {
         let spec =
             ContainerImageSpec { image: format!("img{i}:1"), pull_policy: PullPolicy::Missing, ..Default::default() };
         create(&store, Object::from_spec::<ContainerImage>(ObjectMeta::named(Some("ns"), &format!("i{i}")), &spec));
@@ -76,12 +76,12 @@ async fn a_struggling_runtime_gets_a_bounded_number_of_requests_and_a_hung_list_
     let health = driver.health();
     let running = driver.spawn();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while runtime.counts.lock().2 < IMAGES {
+    while runtime.counts.lock().2 < images {
         assert!(tokio::time::Instant::now() < deadline, "inspections stalled: {:?}", *runtime.counts.lock());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let (_, most, _) = *runtime.counts.lock();
-    assert!(most <= IN_FLIGHT, "{most} requests were inside the runtime at once (bound {IN_FLIGHT})");
+    assert!(most <= bound, "{most} requests were inside the runtime at once (bound {bound})");
     assert!(most > 1, "requests were not concurrent at all: {most}");
     let lists = runtime.lists.lock().clone();
     assert!(!lists.is_empty(), "the start's listing was never sent");

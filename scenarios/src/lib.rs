@@ -261,6 +261,12 @@ impl Scenario {
             if resources::copies_files(&workload) {
                 plan = plan.swarm_also(FaultKind::CopyRefused, &mut s.faults);
             }
+            for kind in FaultKind::SWARM_LATER {
+                plan = plan.swarm_also(kind, &mut s.faults);
+                if self.excluded_faults.contains(&kind) {
+                    plan = plan.without(kind);
+                }
+            }
         }
         (workload, plan)
     }

@@ -38,6 +38,59 @@ pub struct SentRequest {
     pub owner: Option<String>,
     /// The runtime has applied it (or failed to); its reply may still be on its way.
     pub applied: bool,
+    /// Once applied, it still runs inside the daemon until then (a stop waiting for its process
+    /// to end, a removal in progress, a network being created), in true time.
+    pub runs_until: Option<WallTime>,
+    /// The change it makes, as the runtime sees it (see [`change_of`]).
+    pub change: Option<Change>,
+    /// Its process gave up on it but let it finish: its reply still comes.
+    pub detached: bool,
+}
+
+impl SentRequest {
+    /// Whether the request may still be running inside the daemon at `now` (true time).
+    pub fn may_run_at(&self, now: WallTime) -> bool {
+        !self.applied || self.runs_until.is_some_and(|until| until > now)
+    }
+}
+
+/// A change a runtime request makes: what it does, and to which runtime object (a container by
+/// its id where the runtime knows it, else by the name or id it was asked by).
+pub type Change = (&'static str, String);
+
+/// The change `request` makes, as `runtime` sees it when it is sent; `None` for reads, pulls and
+/// builds (pulls have invariants of their own).
+pub fn change_of(request: &RuntimeRequest, runtime: &crate::runtime::SimRuntime) -> Option<Change> {
+    let container = |id: &str| runtime.container(id).map_or_else(|| id.to_string(), |c| c.id.clone());
+    let change = match request {
+        RuntimeRequest::CreateContainer(create) => ("create container", create.name.clone()),
+        RuntimeRequest::StartContainer { id } => ("start container", container(id)),
+        RuntimeRequest::StopContainer { id, .. } => ("stop container", container(id)),
+        RuntimeRequest::RemoveContainer { id, .. } => ("remove container", container(id)),
+        RuntimeRequest::CopyFiles { id, .. } => ("copy into container", container(id)),
+        RuntimeRequest::CreateNetwork(create) => ("create network", create.name.clone()),
+        RuntimeRequest::RemoveNetwork { id } => ("remove network", id.clone()),
+        RuntimeRequest::ConnectNetwork { network, container: c, .. } => {
+            ("connect to network", format!("{network} {}", container(c)))
+        }
+        RuntimeRequest::DisconnectNetwork { network, container: c } => {
+            ("disconnect from network", format!("{network} {}", container(c)))
+        }
+        RuntimeRequest::CreateVolume(create) => ("create volume", create.name.clone()),
+        RuntimeRequest::RemoveVolume { name } => ("remove volume", name.clone()),
+        RuntimeRequest::RemoveImage { reference, .. } => ("remove image", reference.clone()),
+        RuntimeRequest::PullImage { .. }
+        | RuntimeRequest::BuildImage(_)
+        | RuntimeRequest::InspectContainer { .. }
+        | RuntimeRequest::ListContainers { .. }
+        | RuntimeRequest::ContainerEvents { .. }
+        | RuntimeRequest::InspectImage { .. }
+        | RuntimeRequest::InspectNetwork { .. }
+        | RuntimeRequest::ListNetworks { .. }
+        | RuntimeRequest::InspectVolume { .. }
+        | RuntimeRequest::ListVolumes { .. } => return None,
+    };
+    Some(change)
 }
 
 /// Runtime requests in flight, by (process, op id), with indexes for the questions asked after
@@ -49,11 +102,23 @@ pub struct InFlight {
     pulls: BTreeMap<String, BTreeSet<(usize, OpId)>>,
     /// Creates, starts, stops and removes in flight, per (process, owner uid).
     mutations: BTreeMap<(usize, String), u32>,
+    /// Requests in flight per process.
+    per_process: BTreeMap<usize, usize>,
+    /// Changes in flight, per (process, change).
+    changes: BTreeMap<(usize, Change), BTreeSet<OpId>>,
 }
 
 impl InFlight {
-    /// `owner`: the owner uid label of the container the request acts on, if any.
-    pub fn send(&mut self, process: usize, id: OpId, request: &RuntimeRequest, owner: Option<String>) {
+    /// `owner`: the owner uid label of the container the request acts on, if any; `change`: the
+    /// change it makes ([`change_of`]).
+    pub fn send(
+        &mut self,
+        process: usize,
+        id: OpId,
+        request: &RuntimeRequest,
+        owner: Option<String>,
+        change: Option<Change>,
+    ) {
         let pull = match request {
             RuntimeRequest::PullImage { reference } => Some(reference_key(reference)),
             _ => None,
@@ -65,14 +130,27 @@ impl InFlight {
             *self.mutations.entry((process, uid.clone())).or_default() += 1;
         }
         let create = matches!(request, RuntimeRequest::CreateContainer(_));
-        let sent = SentRequest { pull, create, owner, applied: false };
+        if let Some(change) = &change {
+            self.changes.entry((process, change.clone())).or_default().insert(id);
+        }
+        *self.per_process.entry(process).or_default() += 1;
+        let sent = SentRequest { pull, create, owner, applied: false, runs_until: None, change, detached: false };
         if let Some(replaced) = self.requests.insert((process, id), sent) {
             self.unindex(process, id, &replaced);
         }
     }
 
-    pub fn applied(&mut self, process: usize, id: OpId) {
+    /// The process gave up on the request but lets it finish.
+    pub fn detach(&mut self, process: usize, id: OpId) {
+        if let Some(sent) = self.requests.get_mut(&(process, id)) {
+            sent.detached = true;
+        }
+    }
+
+    /// The request applied; it runs on inside the daemon until `runs_until`, if given.
+    pub fn applied(&mut self, process: usize, id: OpId, runs_until: Option<WallTime>) {
         let Some(sent) = self.requests.get_mut(&(process, id)) else { return };
+        sent.runs_until = runs_until;
         if !std::mem::replace(&mut sent.applied, true) {
             let reference = sent.pull.clone();
             self.end_pull(process, id, reference.as_deref());
@@ -89,6 +167,21 @@ impl InFlight {
     fn unindex(&mut self, process: usize, id: OpId, sent: &SentRequest) {
         if !sent.applied {
             self.end_pull(process, id, sent.pull.as_deref());
+        }
+        if let Some(n) = self.per_process.get_mut(&process) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_process.remove(&process);
+            }
+        }
+        if let Some(change) = &sent.change {
+            let key = (process, change.clone());
+            if let Some(ids) = self.changes.get_mut(&key) {
+                ids.remove(&id);
+                if ids.is_empty() {
+                    self.changes.remove(&key);
+                }
+            }
         }
         if let Some(uid) = &sent.owner {
             let key = (process, uid.clone());
@@ -133,6 +226,17 @@ impl InFlight {
     /// the object `uid`, of a container labelled with that uid, is in flight.
     pub fn mutates(&self, process: usize, uid: &str) -> bool {
         self.mutations.contains_key(&(process, uid.to_string()))
+    }
+
+    /// How many requests of `process` are in flight.
+    pub fn count(&self, process: usize) -> usize {
+        self.per_process.get(&process).copied().unwrap_or(0)
+    }
+
+    /// The requests of `process` in flight that make `change`, in op order.
+    pub fn making(&self, process: usize, change: &Change) -> impl Iterator<Item = (OpId, &SentRequest)> + '_ {
+        let ids = self.changes.get(&(process, change.clone()));
+        ids.into_iter().flatten().filter_map(move |id| self.requests.get(&(process, *id)).map(|s| (*id, s)))
     }
 
     pub fn creating(&self, process: usize) -> bool {
@@ -243,13 +347,22 @@ pub struct Facts {
     /// Owner uids of the leftovers the workload planted: containers made for objects the store
     /// lost (never held), which only the harvester answers for.
     pub lost_owners: BTreeSet<String>,
+    /// The most runtime requests each engine process may have inside the runtime at once (its
+    /// engine's configured bound), if the world bounds them.
+    pub runtime_bound: Option<usize>,
 }
 
 impl Facts {
     pub const fn new() -> Self {
-        let in_flight = InFlight { requests: BTreeMap::new(), pulls: BTreeMap::new(), mutations: BTreeMap::new() };
+        let in_flight = InFlight {
+            requests: BTreeMap::new(),
+            pulls: BTreeMap::new(),
+            mutations: BTreeMap::new(),
+            per_process: BTreeMap::new(),
+            changes: BTreeMap::new(),
+        };
         let leases = LeaseClaims { claims: BTreeMap::new(), earliest_until: None };
-        Facts { in_flight, leases, lost_owners: BTreeSet::new() }
+        Facts { in_flight, leases, lost_owners: BTreeSet::new(), runtime_bound: None }
     }
 }
 

@@ -3,10 +3,9 @@
 //! replied, and its outcome (errors, writes or only reads, requeue, retry) decides its backoff
 //! and when it runs again.
 
-use super::{ActiveReconcile, Engine, Origin, Output, PendingOp, Trigger, Via, WorkKey, diagnostics};
+use super::{ActiveReconcile, Engine, HeldRuntime, Origin, Output, PendingOp, Trigger, Via, WorkKey, diagnostics};
 use crate::controller::{Action, Context, Issued, OpId};
 use crate::logs::Channel;
-use crate::runtime::RuntimeRequest;
 use crate::store::{StoreReply, StoreRequest, StoreResult};
 use crate::time::Now;
 
@@ -36,6 +35,8 @@ impl Engine {
             earlier_lives_settle_at,
             seen_created: &self.seen_created,
             failure_handled: Vec::new(),
+            detached_changes: self.detached_by_work.get(&work).copied().unwrap_or(0),
+            detached_left_at: self.detached_left.get(&work).copied(),
         };
         let result = controller.reconcile(&mut ctx, key);
         let issued = std::mem::take(&mut ctx.issued);
@@ -60,6 +61,7 @@ impl Engine {
                         what: None,
                         failure_handled: handled,
                         writes_to: written_object(&request, &self.cache),
+                        detaches: false,
                     };
                     self.pending.insert(id, op);
                     if let StoreRequest::UpdateStatus { object } = &request
@@ -72,36 +74,35 @@ impl Engine {
                 }
                 Issued::Runtime(id, request) => {
                     self.stats.runtime_requests += 1;
-                    let timeout = match request {
-                        RuntimeRequest::PullImage { .. } | RuntimeRequest::BuildImage(_) => self.config.pull_timeout,
-                        _ => self.config.runtime_timeout,
+                    let timeout = if super::gate::is_long(&request) {
+                        self.config.pull_timeout
+                    } else {
+                        self.config.runtime_timeout
                     };
-                    let deadline = now.mono + timeout;
-                    self.deadlines.insert((deadline, id));
-                    let what = request.changes_world().then(|| request.describe().into_boxed_str());
-                    if let Some(what) = &what {
-                        self.log(now, key, Channel::System, vec![what.to_string()]);
-                    }
+                    let turn = super::gate::turn_key(&request);
                     let op = PendingOp {
                         work: work.clone(),
                         store_read: None,
                         issued_at: now.mono,
-                        deadline: Some(deadline),
-                        what,
+                        deadline: None,
+                        what: request.changes_world().then(|| request.describe().into_boxed_str()),
                         failure_handled: false,
                         writes_to: None,
+                        detaches: turn.is_some(),
                     };
                     self.pending.insert(id, op);
-                    self.outbox.push_back(Output::Runtime { id, request, origin: origin.clone() });
+                    self.gate.hold(id, turn, HeldRuntime { request, origin: origin.clone(), timeout });
+                    // It goes at once if it may: in its place among the reconcile's outputs.
+                    self.send_held(now);
                 }
                 Issued::Cancel(id) => {
                     // Only runtime requests of this same controller can be cancelled.
                     let ours = self.pending.get(&id).is_some_and(|p| p.store_read.is_none() && p.work.0 == work.0);
-                    if ours {
-                        if let Some(deadline) = self.pending.swap_remove(&id).and_then(|op| op.deadline) {
+                    if ours && let Some(op) = self.pending.swap_remove(&id) {
+                        if let Some(deadline) = op.deadline {
                             self.deadlines.remove(&(deadline, id));
                         }
-                        self.outbox.push_back(Output::Cancel { id });
+                        self.give_up(now, id, op.detaches, &op);
                     }
                 }
             }

@@ -19,6 +19,9 @@
 //!   changed meanwhile the update fails and the key is reconciled again.
 //! - It never waits: the add and the removal are store requests issued through the [`Context`],
 //!   whose results come back as events.
+//! - The cleanup step does not run while a change the controller sent for the object and gave up
+//!   on may still run inside the runtime ([`Context::detached_changes`]): a create the runtime is
+//!   slow to make could land after cleanup found nothing to undo.
 //!
 //! *Assumptions*: only this controller adds or removes this finalizer. The store rejects adding a
 //! finalizer to an object already being deleted, so an add racing a delete fails and is retried
@@ -32,6 +35,10 @@ use super::without_finalizer;
 use crate::api::Object;
 use crate::controller::{Action, Context, ReconcileError, ReconcileResult};
 use crate::store::StoreRequest;
+
+/// How long after a change given up on has left the runtime the cleanup step still waits: as
+/// long as the physical containers' controller lets an uncertain create settle.
+pub const DETACHED_SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a cleanup step reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,6 +103,20 @@ impl<'a> Finalizer<'a> {
         if object.metadata.is_deleting() {
             if !held && !self.always_clean_up {
                 return Ok(Action::done());
+            }
+            // A change given up on may still land (a create the runtime is slow to make): what
+            // the runtime shows is not final until it has left, so cleanup waits for that (the
+            // key is reconciled again then).
+            if held && ctx.detached_changes() > 0 {
+                return Ok(Action::done());
+            }
+            // One that just left may have lost its answer on the way: the runtime may still be
+            // completing it (Docker lists a container only once its create has completed).
+            if held
+                && let Some(left) = ctx.detached_left_at()
+                && ctx.now().mono < left + DETACHED_SETTLE
+            {
+                return Ok(Action::requeue(left + DETACHED_SETTLE - ctx.now().mono));
             }
             return match cleanup(target, ctx, object)? {
                 Cleanup::Waiting(action) => Ok(action),

@@ -174,7 +174,7 @@
 //! #                 engine.handle(now, Input::StoreDone { id, result });
 //! #             }
 //! #             Output::Runtime { id, request, .. } => engine.handle(now, Input::RuntimeDone { id, result: runtime(request) }),
-//! #             Output::Cancel { .. } | Output::Log(_) => {}
+//! #             Output::Cancel { .. } | Output::Detach { .. } | Output::Log(_) => {}
 //! #         }
 //! #     }
 //! # }

@@ -28,6 +28,8 @@ impl Harness {
             earlier_lives_settle_at: MonoTime::ZERO,
             seen_created: &self.seen_created,
             failure_handled: Vec::new(),
+            detached_changes: 0,
+            detached_left_at: None,
         };
         let answer = step(&mut ctx);
         (answer, ctx.issued)

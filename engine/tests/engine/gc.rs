@@ -135,7 +135,7 @@ impl World {
                         let result = Err(RuntimeError::NotFound("no runtime in this test".into()));
                         self.engine.handle(now, Input::RuntimeDone { id, result });
                     }
-                    Output::Cancel { .. } | Output::Log(_) => {}
+                    Output::Cancel { .. } | Output::Detach { .. } | Output::Log(_) => {}
                 }
                 continue;
             }

@@ -3,6 +3,7 @@
 //! user's side.
 #![allow(clippy::unwrap_used)]
 
+mod backpressure;
 mod contract;
 mod failures;
 mod gc;

@@ -209,6 +209,8 @@ impl World {
                 }
             }
             Output::Cancel { id } => self.held.retain(|h| *h != id),
+            // Still inside the runtime: its reply comes when the test answers it.
+            Output::Detach { .. } => {}
             Output::Log(_) => {}
         }
     }

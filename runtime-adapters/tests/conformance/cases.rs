@@ -1,7 +1,8 @@
 //! The cases. Each takes a fixture and asserts one piece of the contract.
 
 use super::fixture::{Fixture, RUN_LABEL};
-use drydock_adapters::Runtime;
+use super::host::send_to_docker_and_hang_up;
+use drydock_adapters::{DockerRuntime, Runtime};
 use drydock_engine::runtime::{ContainerState, EventAction, RuntimeError, RuntimeReply, RuntimeRequest};
 
 type Fx<R> = Fixture<R>;
@@ -2286,4 +2287,41 @@ pub async fn touch_makes_an_empty_file<R: Runtime>(fx: &Fx<R>) {
     let (out, err) = captured(fx, &id, true).await;
     let message = "touch: /no/such/t: No such file or directory";
     assert_eq!((out, err), (strings(&["0 /t", "a", "again", "0 /t", "a"]), strings(&[message, message])));
+}
+
+// Docker only: how the daemon itself behaves where the simulated runtime has nothing to model
+// (its HTTP connections). `main.rs` runs these against Docker alone.
+
+/// Docker: a request whose client hung up before the answer came is carried out all the same. A
+/// stop with a grace period of 3 s of a script ignoring TERM is sent on a connection of our own,
+/// which closes 300 ms later without reading anything: the container is still running then, and
+/// is killed (137) when the grace period ends, with nobody waiting for the answer.
+///
+/// The engine relies on this: a change it stopped waiting for (its timeout) is *detached*, not
+/// taken as never having happened, because it may still land; its retry waits for it to leave the
+/// runtime instead of joining it there (`engine/src/engine/gate.rs`).
+pub async fn a_stop_whose_client_hung_up_is_carried_out(fx: &Fx<DockerRuntime>) {
+    use std::time::{Duration, Instant};
+    let id = started_script(fx, "a", "trap '' TERM; while true; do sleep 0.1; done").await;
+    let version = fx.rt.client().client_version();
+    let request =
+        format!("POST /v{version}/containers/{id}/stop?t=3 HTTP/1.1\r\nHost: docker\r\nContent-Length: 0\r\n\r\n");
+    let sent = Instant::now();
+    send_to_docker_and_hang_up(&request, Duration::from_millis(300)).await;
+    let hung_up = sent.elapsed();
+    assert_eq!(state(fx, &id).await, ContainerState::Running, "the stop had not finished when its client left");
+    let info = loop {
+        let info = fx.inspect(&id).await.unwrap();
+        if info.state == ContainerState::Exited {
+            break info;
+        }
+        assert!(sent.elapsed() < Duration::from_secs(10), "still {:?} 10 s after the stop was sent", info.state);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let stopped = sent.elapsed();
+    assert_eq!(info.exit_code, Some(137), "killed when the grace period ended");
+    assert!(
+        stopped >= Duration::from_millis(2_500),
+        "exited {stopped:?} after the stop was sent (its client left after {hung_up:?}): before the grace period ended"
+    );
 }

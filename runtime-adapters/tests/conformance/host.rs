@@ -355,6 +355,33 @@ impl TestHost for DockerHost {
     }
 }
 
+/// The Docker daemon's Unix socket: the path `DOCKER_HOST` names (`unix://PATH`), else
+/// `/var/run/docker.sock`, where the adapter connects too.
+fn docker_socket() -> String {
+    match std::env::var("DOCKER_HOST") {
+        Ok(host) => match host.strip_prefix("unix://") {
+            Some(path) => path.to_string(),
+            None => panic!("DOCKER_HOST={host}: this check speaks to Docker's Unix socket only"),
+        },
+        Err(_) => "/var/run/docker.sock".to_string(),
+    }
+}
+
+/// A client that goes away: write `request` (a whole HTTP/1.1 request, by hand) to the Docker
+/// daemon's socket, wait `hold`, then close the connection without reading a byte of the answer.
+pub async fn send_to_docker_and_hang_up(request: &str, hold: std::time::Duration) {
+    use tokio::io::AsyncWriteExt;
+    let socket = docker_socket();
+    let mut stream =
+        tokio::net::UnixStream::connect(&socket).await.unwrap_or_else(|e| panic!("connect to {socket}: {e}"));
+    stream.write_all(request.as_bytes()).await.unwrap_or_else(|e| panic!("write to {socket}: {e}"));
+    stream.flush().await.unwrap_or_else(|e| panic!("flush to {socket}: {e}"));
+    tokio::time::sleep(hold).await;
+    // Our side ends (the daemon reads end of file, as when a client goes away), then the socket closes.
+    let _ = stream.shutdown().await;
+    drop(stream);
+}
+
 /// `docker cp` a tar of `count` empty files into container `id`'s `/junk`.
 fn copy_empty_files(id: &str, count: usize) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("drydock-junk-{}-{id}", std::process::id()));

@@ -3,6 +3,10 @@
 //! Each case is a separate test per runtime: `sim_conformance::<case>` and
 //! `docker_conformance::<case>`. Where they disagree, the simulated runtime is what gets fixed:
 //! the simulator is only as good as its model of Docker.
+//!
+//! The cases listed after `docker only:` pin what the Docker daemon itself does where the
+//! simulated runtime has nothing to model (its HTTP connections): they run against Docker alone,
+//! as `docker_conformance::<case>`.
 #![allow(clippy::unwrap_used)]
 
 mod cases;
@@ -28,7 +32,7 @@ async fn docker_fixture(case: &str) -> Option<Fixture<drydock_adapters::DockerRu
 }
 
 macro_rules! conformance {
-    ($($case:ident),* $(,)?) => {
+    ($($case:ident),* $(,)?; docker only: $($docker_case:ident),* $(,)?) => {
         mod sim_conformance {
             $(
                 #[tokio::test]
@@ -47,8 +51,16 @@ macro_rules! conformance {
                     }
                 }
             )*
+            $(
+                #[tokio::test]
+                async fn $docker_case() {
+                    if let Some(fx) = super::docker_fixture(stringify!($docker_case)).await {
+                        fx.run(super::cases::$docker_case).await;
+                    }
+                }
+            )*
         }
-        /// Both runtimes run the same list of cases.
+        /// Both runtimes run the same list of cases (and Docker the `docker only` ones too).
         pub const CASES: &[&str] = &[$(stringify!($case)),*];
     };
 }
@@ -201,7 +213,9 @@ conformance! {
     a_file_written_under_a_volume_mount_is_in_the_volume,
     a_copied_script_runs_by_path_as_its_mode_allows,
     a_built_image_keeps_its_env_and_what_its_run_steps_wrote,
-    touch_makes_an_empty_file,
+    touch_makes_an_empty_file;
+    docker only:
+    a_stop_whose_client_hung_up_is_carried_out,
 }
 
 #[test]

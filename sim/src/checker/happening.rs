@@ -28,6 +28,10 @@ pub enum Happening<'a> {
     /// A runtime request will never be answered any more: its reply arrived, it was cancelled, or
     /// its process died.
     RuntimeSettled { process: usize, id: OpId },
+    /// `process` gave up on runtime request `id` (its timeout) but lets it finish: the request may
+    /// still apply, and its reply, when it comes, only tells the engine it has left the runtime
+    /// (no controller hears of it).
+    RuntimeDetached { process: usize, id: OpId },
     /// The runtime applied a request but its reply was lost (uncertain-create, uncertain-remove).
     ReplyLost { process: usize, id: OpId, request: &'a RuntimeRequest },
     /// An inspection of a just-created container was answered NotFound (notfound-after-create).
@@ -59,6 +63,7 @@ pub enum HappeningKind {
     RuntimeSent,
     RuntimeApplied,
     RuntimeSettled,
+    RuntimeDetached,
     ReplyLost,
     InspectHidden,
     ExternallyRemoved,
@@ -70,13 +75,14 @@ pub enum HappeningKind {
 }
 
 impl HappeningKind {
-    pub const ALL: [HappeningKind; 14] = [
+    pub const ALL: [HappeningKind; 15] = [
         HappeningKind::ClientWrote,
         HappeningKind::StoreApplying,
         HappeningKind::StoreApplied,
         HappeningKind::RuntimeSent,
         HappeningKind::RuntimeApplied,
         HappeningKind::RuntimeSettled,
+        HappeningKind::RuntimeDetached,
         HappeningKind::ReplyLost,
         HappeningKind::InspectHidden,
         HappeningKind::ExternallyRemoved,
@@ -97,6 +103,7 @@ impl Happening<'_> {
             Happening::RuntimeSent { .. } => HappeningKind::RuntimeSent,
             Happening::RuntimeApplied { .. } => HappeningKind::RuntimeApplied,
             Happening::RuntimeSettled { .. } => HappeningKind::RuntimeSettled,
+            Happening::RuntimeDetached { .. } => HappeningKind::RuntimeDetached,
             Happening::ReplyLost { .. } => HappeningKind::ReplyLost,
             Happening::InspectHidden { .. } => HappeningKind::InspectHidden,
             Happening::ExternallyRemoved { .. } => HappeningKind::ExternallyRemoved,

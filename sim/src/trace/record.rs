@@ -33,6 +33,9 @@ pub enum Record<'a> {
     RuntimeApply { process: usize, id: OpId, op: RuntimeOp<'a> },
     /// A runtime request reached the daemon after its process cancelled it: it never applies.
     RuntimeCancelled { process: usize, id: OpId, op: RuntimeOp<'a> },
+    /// `process` gave up on runtime request `id` but left it to finish inside the daemon (a
+    /// change): its reply still comes back.
+    RuntimeDetached { process: usize, id: OpId },
     /// What the runtime did with a request.
     RuntimeResult(RuntimeOutcome<'a>),
     /// The runtime's reply to request `id` reached `process`.
@@ -127,6 +130,10 @@ pub enum Fault<'a> {
     WatchGone { process: usize },
     /// `reader-stall`: log reader `reader` stops reading for `stall`.
     ReaderStall { reader: usize, stall: Duration },
+    /// `runtime-overload`: the daemon stalls until `until`, with `queued` requests inside it.
+    RuntimeStalls { until: MonoTime, queued: u32 },
+    /// `runtime-overload`: the daemon is stalled; the request waits until `until`.
+    RuntimeStalled { until: MonoTime },
 }
 
 /// What `disrupt-while-uncertain` does to a create whose outcome is unknown.
@@ -149,6 +156,9 @@ impl fmt::Display for Record<'_> {
             Record::RuntimeApply { process, id, op } => write!(f, "p{process} runtime {id} {op}"),
             Record::RuntimeCancelled { process, id, op } => {
                 write!(f, "p{process} runtime {id} cancelled before it applied: {op}")
+            }
+            Record::RuntimeDetached { process, id } => {
+                write!(f, "p{process} runtime {id} given up on, left to finish inside the daemon")
             }
             Record::RuntimeResult(outcome) => write!(f, " -> {outcome}"),
             Record::RuntimeReply { process, id } => write!(f, "p{process} runtime-reply {id}"),
@@ -225,6 +235,10 @@ impl fmt::Display for Fault<'_> {
             Fault::ReaderStall { reader, stall } => {
                 write!(f, "[fault reader-stall] reader {reader} stops reading for {stall:?}")
             }
+            Fault::RuntimeStalls { until, queued } => {
+                write!(f, " [fault runtime-overload: the daemon stalls until {until}, {queued} request(s) inside]")
+            }
+            Fault::RuntimeStalled { until } => write!(f, "[runtime stalled: waits until {until}] "),
         }
     }
 }
@@ -276,6 +290,7 @@ pub(super) enum Tag {
     Heal = 42,
     Judge = 43,
     NetworkCreateDone = 44,
+    RuntimeDetached = 45,
     StoreConflict = 64,
     StoreReplyLost = 65,
     SlowRuntime = 66,
@@ -295,6 +310,8 @@ pub(super) enum Tag {
     Crash = 80,
     WatchGone = 81,
     ReaderStall = 82,
+    RuntimeStalls = 83,
+    RuntimeStalled = 84,
     DisruptRemoveContainer = 96,
     DisruptRemoveImage = 97,
     DisruptRestartDaemon = 98,
@@ -335,6 +352,11 @@ impl Encode for Record<'_> {
                 out.usize(*process);
                 id.encode(out);
                 op.encode(out);
+            }
+            Record::RuntimeDetached { process, id } => {
+                out.tag(Tag::RuntimeDetached);
+                out.usize(*process);
+                id.encode(out);
             }
             Record::RuntimeResult(outcome) => {
                 out.tag(Tag::RuntimeResult);
@@ -484,6 +506,15 @@ impl Encode for Fault<'_> {
                 out.tag(Tag::ReaderStall);
                 out.usize(*reader);
                 stall.encode(out);
+            }
+            Fault::RuntimeStalls { until, queued } => {
+                out.tag(Tag::RuntimeStalls);
+                until.encode(out);
+                out.u64(u64::from(*queued));
+            }
+            Fault::RuntimeStalled { until } => {
+                out.tag(Tag::RuntimeStalled);
+                until.encode(out);
             }
         }
     }

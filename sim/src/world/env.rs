@@ -187,6 +187,11 @@ impl Env {
     }
 
     /// Whether the plan has fault `kind` at all (healed or not); no draw.
+    /// Whether `kind` is enabled and not healed yet.
+    pub fn active(&self, kind: FaultKind) -> bool {
+        self.faults.rate(kind) > 0.0
+    }
+
     pub fn enables(&self, kind: FaultKind) -> bool {
         self.faults.enabled().any(|(k, rate)| k == kind && rate > 0.0)
     }

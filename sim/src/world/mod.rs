@@ -109,7 +109,7 @@ impl<'w> World<'w> {
             seed,
             store,
             runtime,
-            facts: Facts::default(),
+            facts: Facts { runtime_bound: Some(config.processes.max_runtime_in_flight), ..Facts::default() },
             logs: Logs::default(),
             watches: Watches::new(&config.watch, processes.len()),
             processes,
@@ -458,6 +458,8 @@ fn engine(config: &WorldConfig, index: usize, life: u32, seed: u64, explain: boo
             seed,
             first_op: u64::from(life) << OP_RANGE_BITS,
             explain,
+            max_runtime_in_flight: config.processes.max_runtime_in_flight,
+            detached_patience: config.processes.detached_patience,
             ..EngineConfig::default()
         },
         config.registry.clone(),

@@ -26,6 +26,14 @@ pub struct ProcessKnobs {
     pub skew_min: Duration,
     /// ...and less than this, ahead or behind.
     pub skew_max: Duration,
+    /// Each engine's bound on runtime requests inside the runtime
+    /// (`EngineConfig::max_runtime_in_flight`): lower than production's 32, so that the
+    /// simulator's small worlds reach it.
+    pub max_runtime_in_flight: usize,
+    /// How long an engine waits for a change it gave up on before cancelling it for good
+    /// (`EngineConfig::detached_patience`): shorter than production's 5 minutes, so that a hung
+    /// change does not outlast the convergence bound.
+    pub detached_patience: Duration,
 }
 
 impl Default for ProcessKnobs {
@@ -35,6 +43,8 @@ impl Default for ProcessKnobs {
             restart_after: Latency::millis(100, 3_000),
             skew_min: Duration::from_millis(500),
             skew_max: Duration::from_secs(30),
+            max_runtime_in_flight: 8,
+            detached_patience: Duration::from_secs(30),
         }
     }
 }

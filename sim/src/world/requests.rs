@@ -48,6 +48,10 @@ impl World<'_> {
                     self.cancel(process, id);
                     continue;
                 }
+                Output::Detach { id } => {
+                    self.detach(process, id);
+                    continue;
+                }
                 // Lines for the log hub: no request, nothing travels (not traced: the hub is
                 // what readers see, and they trace what they read).
                 Output::Log(record) => {
@@ -96,7 +100,8 @@ impl World<'_> {
         // object's business, which its own engine cannot see.
         let owner = owner_of(&request, &self.runtime)
             .filter(|uid| self.store.get(issuer).is_none_or(|o| o.metadata.uid.0 == *uid));
-        self.facts.in_flight.send(process, id, &request, owner);
+        let change = crate::facts::change_of(&request, &self.runtime);
+        self.facts.in_flight.send(process, id, &request, owner, change);
         self.observe(Happening::RuntimeSent { process, id, request: &request, issuer });
         self.dirty = true;
         self.runtime_link.send(&mut self.env, now, process, id, request);
@@ -113,6 +118,17 @@ impl World<'_> {
         }
         self.settle(process, id);
         self.dirty = true;
+    }
+
+    /// `process` gave up on runtime request `id` but lets it finish: it goes on inside the daemon
+    /// as if nothing happened, and its reply still comes back (unless it hangs).
+    fn detach(&mut self, process: usize, id: OpId) {
+        if self.runtime_link.is_hung(process, id) {
+            self.probes.hit(Probe::HungRequestTimedOut);
+        }
+        self.facts.in_flight.detach(process, id);
+        self.env.record(Record::RuntimeDetached { process, id });
+        self.observe(Happening::RuntimeDetached { process, id });
     }
 
     /// Runtime request `id` will never be answered any more.
@@ -197,6 +213,12 @@ impl World<'_> {
 
     /// A runtime request meets the runtime (unless it was cancelled first).
     pub(super) fn runtime_apply(&mut self, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
+        if let Some(until) = self.runtime_link.arrive(now) {
+            self.env.record(Record::Fault(Fault::RuntimeStalled { until }));
+            // Its debt carries over to the later meeting.
+            self.env.at(until, super::env::Event::RuntimeApply { process, id, request: Box::new(request) });
+            return;
+        }
         if self.runtime_link.take_cancelled(process, id) {
             self.env.paid();
             self.env.record(Record::RuntimeCancelled { process, id, op: (&request).into() });
@@ -216,7 +238,7 @@ impl World<'_> {
         if let Some(container_id) = &hidden {
             self.observe(Happening::InspectHidden { container_id });
         }
-        self.facts.in_flight.applied(process, id);
+        self.facts.in_flight.applied(process, id, busy_until.map(|t| super::true_now(t).wall));
         self.observe(Happening::RuntimeApplied {
             process,
             id,

@@ -6,10 +6,18 @@
 //! create completes), a daemon
 //! restarting (`runtime-restart`: refused while it is down), a build broken off halfway
 //! (`build-interrupted`), a copy refused partway (`copy-refused`). After it applied:
-//! `uncertain-create` and `uncertain-remove` (the reply is lost).
+//! `uncertain-create` and `uncertain-remove` (the reply is lost). Throughout: `runtime-overload`
+//! (each request takes longer the more requests are queued inside the daemon, and now and then
+//! the daemon stalls whole: requests reaching it wait for it to come back, then apply in order).
 //!
-//! *Guarantees*: a request cancelled before it applies never applies; a hung request is never
-//! answered (its process's deadline cancels it, or its process dies).
+//! A request its process gave up on is either *cancelled* (a read, a pull: if it has not applied
+//! it never will) or *detached* (a change: it goes on inside the daemon, as Docker goes on with a
+//! request whose client went away, and its reply goes back to the process, which learns from it
+//! that the request has left the runtime).
+//!
+//! *Guarantees*: a request cancelled before it applies never applies; a detached one applies as
+//! if nothing happened; a hung request is never answered (until it is cancelled, or its process
+//! dies).
 //!
 //! *Caveats*: healing stops new faults only: a container hidden just before stays hidden for its
 //! moment, and a daemon restarting comes back at its time.
@@ -54,6 +62,11 @@ pub struct RuntimeLinkKnobs {
     /// disrupt-while-uncertain: the outside act comes this long after the create applied (the
     /// window before the engine has verified what its create did).
     pub disrupt_within: Latency,
+    /// runtime-overload: a request's latency grows by its base for every this many requests
+    /// queued inside the daemon before it...
+    pub overload_per: u32,
+    /// ...and a stall lasts this long.
+    pub stall_for: Latency,
 }
 
 impl Default for RuntimeLinkKnobs {
@@ -70,6 +83,9 @@ impl Default for RuntimeLinkKnobs {
             removal_takes: Latency::millis(5, 500),
             network_create_takes: Latency::millis(50, 300),
             disrupt_within: Latency::millis(0, 400),
+            overload_per: 4,
+            // Longer than a runtime timeout (30 s), so requests are given up on inside it.
+            stall_for: Latency::millis(5_000, 45_000),
         }
     }
 }
@@ -101,6 +117,10 @@ pub(super) struct RuntimeLink {
     down_until: Option<MonoTime>,
     /// When the world wakes next for the runtime's own clock (a main process ending by itself).
     due_at: Option<MonoTime>,
+    /// Requests sent and not yet met by the daemon.
+    queued: u32,
+    /// runtime-overload: the daemon answers nothing until then.
+    stalled_until: Option<MonoTime>,
 }
 
 impl RuntimeLink {
@@ -113,11 +133,13 @@ impl RuntimeLink {
             completing: BTreeMap::new(),
             down_until: None,
             due_at: None,
+            queued: 0,
+            stalled_until: None,
         }
     }
 
     /// `process` sent `request`: it reaches the daemon after its latency.
-    pub fn send(&self, env: &mut Env, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
+    pub fn send(&mut self, env: &mut Env, now: MonoTime, process: usize, id: OpId, request: RuntimeRequest) {
         let pull = matches!(request, RuntimeRequest::PullImage { .. } | RuntimeRequest::BuildImage(_));
         let mut latency = env.draw(if pull { self.knobs.pull_latency } else { self.knobs.latency });
         if env.fires(FaultKind::SlowRuntime) {
@@ -125,7 +147,40 @@ impl RuntimeLink {
             latency = latency.mul_f64(factor.draw(&mut env.rng));
             env.record(Record::Fault(Fault::SlowRuntime { id, takes: latency }));
         }
+        if env.active(FaultKind::RuntimeOverload) {
+            latency = self.overloaded(env, now, latency);
+        }
+        self.queued += 1;
         env.owe(now + latency, Event::RuntimeApply { process, id, request: Box::new(request) });
+    }
+
+    /// runtime-overload: `latency` grown by the requests queued before this one; and perhaps the
+    /// daemon stalls from now on.
+    fn overloaded(&mut self, env: &mut Env, now: MonoTime, latency: std::time::Duration) -> std::time::Duration {
+        let queued = self.queued / self.knobs.overload_per.max(1);
+        let latency = latency * (1 + queued);
+        if env.fires(FaultKind::RuntimeOverload) && !self.stalled_at(now) {
+            let until = now + env.draw(self.knobs.stall_for);
+            self.stalled_until = Some(until);
+            env.record(Record::Fault(Fault::RuntimeStalls { until, queued: self.queued }));
+        }
+        latency
+    }
+
+    fn stalled_at(&self, now: MonoTime) -> bool {
+        self.stalled_until.is_some_and(|until| now < until)
+    }
+
+    /// A request reaches the daemon at `now`: while it is stalled, the request waits for it
+    /// (returns when it goes on); otherwise it leaves the queue.
+    pub fn arrive(&mut self, now: MonoTime) -> Option<MonoTime> {
+        match self.stalled_until {
+            Some(until) if now < until => Some(until),
+            _ => {
+                self.queued = self.queued.saturating_sub(1);
+                None
+            }
+        }
     }
 
     /// `process` cancelled request `id`: if it has not applied it never will. Returns whether it
@@ -133,6 +188,11 @@ impl RuntimeLink {
     pub fn cancel(&mut self, process: usize, id: OpId) -> bool {
         self.cancelled.insert((process, id));
         self.hung.remove(&(process, id))
+    }
+
+    /// Whether request `id` hangs (it will never be answered).
+    pub fn is_hung(&self, process: usize, id: OpId) -> bool {
+        self.hung.contains(&(process, id))
     }
 
     /// Whether request `id` was cancelled before it could apply (and so never applies).

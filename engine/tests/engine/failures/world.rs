@@ -90,7 +90,7 @@ impl World {
                         }
                         self.engine.handle(now, Input::RuntimeDone { id, result });
                     }
-                    Output::Cancel { .. } | Output::Log(_) => {}
+                    Output::Cancel { .. } | Output::Detach { .. } | Output::Log(_) => {}
                 }
                 continue;
             }

@@ -5,9 +5,10 @@
 //! Adding one: write its type next to its kin (`containers`: runtime containers and whom they
 //! were created for; `cleanup`: what must be gone before an object leaves; `ownership`;
 //! `deletion`: what the engine deletes; `images`; `logical`; `resources`: networks, volumes,
-//! files; `logs`; `reconciles`; `caches`: what a process knows) and add a line here. The table's order is the order they are checked in, so it decides which one a
+//! files; `logs`; `reconciles`; `backpressure`: what the runtime is sent under load; `caches`: what a process knows) and add a line here. The table's order is the order they are checked in, so it decides which one a
 //! state violating two of them is reported under.
 
+mod backpressure;
 mod caches;
 mod cleanup;
 mod containers;
@@ -100,6 +101,8 @@ invariants! {
     ReconcilesNeverOverlap = ("reconciles-never-overlap", "in one process, no reconcile of a controller and key sends a request while an earlier reconcile of them still waits for store replies", reconciles::ReconcilesNeverOverlap),
     ListsPaced = ("lists-paced", "no controller sends more than 20 uncached store lists for one key in one process within 10 simulated seconds: a list repeated until the watch catches up is a hot loop", reconciles::ListsPaced),
     NotFoundIsFinal = ("notfound-is-final", "a process told that something does not exist never acts on it again in that life: no start, stop or remove of a container by the object whose remove found it gone, no write to an object (a uid) a write found gone", reconciles::NotFoundIsFinal),
+    RuntimeRequestsBounded = ("runtime-requests-bounded", "no engine process has more runtime requests inside the runtime than its bound, counting those it gave up on that may still run there", backpressure::RuntimeRequestsBounded),
+    ChangeNotResentWhileRunning = ("change-not-resent-while-running", "no process sends a change of a runtime object (the same verb on the same object) while its earlier copy may still be running inside the daemon, given up on or not", backpressure::ChangeNotResentWhileRunning),
     RelistForgetsTheUnlisted = ("relist-forgets-the-unlisted", "right after a process lists the whole store (a relist, a start), its cache holds no object the list did not hold, by name and uid", caches::RelistForgetsTheUnlisted),
 }
 

@@ -47,8 +47,11 @@ impl Invariant for ReconcilesNeverOverlap {
         match happening {
             Happening::Requested { process, id, origin, store } => {
                 let work: Work = (*process, origin.controller.clone(), origin.key.clone());
+                // A runtime request of an earlier reconcile may leave later: the engine held it
+                // while the runtime was full or its object's earlier change was still inside.
                 if let Some((reconcile, outstanding)) = self.open.get(&work)
                     && *reconcile != origin.reconcile
+                    && (*store || origin.reconcile > *reconcile)
                     && !outstanding.is_empty()
                 {
                     let ids: Vec<String> = outstanding.iter().map(ToString::to_string).collect();
@@ -174,7 +177,9 @@ impl Invariant for ListsPaced {
 /// Docker answers a start NotFound also when a network the container is attached to is gone (the
 /// container stays, and the engine inspects it to learn which), and an inspection of a
 /// just-created container can miss it. A write sent before the answer came back is not judged
-/// (it crossed the answer). A crash ends what the life was told.
+/// (it crossed the answer). A crash ends what the life was told. The answer to a remove its
+/// process gave up on (detached) tells no controller: the engine learns from it only that the
+/// remove has left the runtime.
 #[derive(Default)]
 pub(super) struct NotFoundIsFinal {
     /// Removes sent in their process's current life and not applied yet: (process, op) ->
@@ -228,6 +233,7 @@ impl Invariant for NotFoundIsFinal {
             HappeningKind::RuntimeSent,
             HappeningKind::RuntimeApplied,
             HappeningKind::RuntimeSettled,
+            HappeningKind::RuntimeDetached,
             HappeningKind::Requested,
             HappeningKind::StoreApplying,
             HappeningKind::StoreApplied,
@@ -258,6 +264,10 @@ impl Invariant for NotFoundIsFinal {
                 {
                     self.answered.insert((*process, *id), container);
                 }
+            }
+            Happening::RuntimeDetached { process, id } => {
+                self.removes.swap_remove(&(*process, *id));
+                self.answered.swap_remove(&(*process, *id));
             }
             Happening::RuntimeSettled { process, id } => {
                 self.removes.swap_remove(&(*process, *id));

@@ -21,7 +21,7 @@ fn a_physical_container_leaving_the_store_with_an_operation_in_flight_is_caught(
         let pc = w.pc("a", busybox(), "c1");
         if in_flight {
             let start = RuntimeRequest::StartContainer { id: "c1".into() };
-            w.facts.in_flight.send(0, OpId(1), &start, Some(pc.metadata.uid.0.clone()));
+            w.facts.in_flight.send(0, OpId(1), &start, Some(pc.metadata.uid.0.clone()), None);
         }
         w.store_applied(StoreRequest::Delete { key: pc.key(), options: DeleteOptions::default() });
         let want = in_flight.then_some("finalizer-after-runtime-cleanup");

@@ -17,12 +17,12 @@ fn image(w: &mut Fixture, name: &str, limit: u32, status: ContainerImageStatus) 
 fn two_pulls_of_one_normalized_reference_in_flight_are_caught() {
     let mut w = Fixture::new();
     let pull = |reference: &str| RuntimeRequest::PullImage { reference: reference.into() };
-    w.facts.in_flight.send(0, OpId(1), &pull("busybox"), None);
+    w.facts.in_flight.send(0, OpId(1), &pull("busybox"), None, None);
     assert_eq!(w.violated(), None, "one is fine");
-    w.facts.in_flight.send(1, OpId(7), &pull("docker.io/library/busybox:latest"), None);
+    w.facts.in_flight.send(1, OpId(7), &pull("docker.io/library/busybox:latest"), None, None);
     assert_eq!(w.violated().as_deref(), Some("single-pull-per-ref"));
     assert!(w.message().contains("2 pulls"));
-    w.facts.in_flight.applied(0, OpId(1));
+    w.facts.in_flight.applied(0, OpId(1), None);
     assert_eq!(w.violated(), None, "an applied pull is no longer in flight");
 }
 
