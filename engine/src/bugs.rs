@@ -80,6 +80,15 @@ pub enum Bug {
     /// A planted bug, not one found: a remove answered NotFound was taken for a failed remove and
     /// retried, for ever; the object waiting for it never went.
     RemoveNotFoundRetried,
+    /// A planted bug, not one found: the engine sent every runtime request at once, whatever
+    /// its bound on requests inside the runtime.
+    RuntimeBoundIgnored,
+    /// A planted bug, not one found: a change went while an earlier change of the same runtime
+    /// object was still inside the runtime (given up on or not).
+    ChangeSentBesideItsCopy,
+    /// A planted bug, not one found: an object's cleanup ran while a change given up on could
+    /// still land: a create the stalled runtime made afterwards outlived its object.
+    CleanupBesideDetachedChange,
 }
 
 impl Bug {
@@ -103,6 +112,9 @@ impl Bug {
         Bug::RelistKeepsTheUnlisted,
         Bug::GcWaitsForUnseenOwners,
         Bug::RemoveNotFoundRetried,
+        Bug::RuntimeBoundIgnored,
+        Bug::ChangeSentBesideItsCopy,
+        Bug::CleanupBesideDetachedChange,
     ];
 
     /// Its name on the command line: kebab case.
@@ -126,6 +138,9 @@ impl Bug {
             Bug::RelistKeepsTheUnlisted => "relist-keeps-the-unlisted",
             Bug::GcWaitsForUnseenOwners => "gc-waits-for-unseen-owners",
             Bug::RemoveNotFoundRetried => "remove-notfound-retried",
+            Bug::RuntimeBoundIgnored => "runtime-bound-ignored",
+            Bug::ChangeSentBesideItsCopy => "change-sent-beside-its-copy",
+            Bug::CleanupBesideDetachedChange => "cleanup-beside-detached-change",
         }
     }
 

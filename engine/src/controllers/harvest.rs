@@ -25,8 +25,9 @@
 //!
 //! - A volume is removed only once unused, never forced: one left in the runtime while still in
 //!   use (abandoned by its namespace's deletion, see [`runtime_resource`](super::runtime_resource))
-//!   is removed by the first pass after its last user went. One still in use is no failure: it is
-//!   looked at again by the next pass.
+//!   is removed by the first pass after its last user went. One still in use is looked at again
+//!   as after a failed pass (1 s, doubling up to the interval). A pass removes its leftover volumes only once its leftover
+//!   containers are removed, as those may be what still uses them.
 //!
 //! *Caveats*: a container removed by the harvester is removed with force, as the physical
 //! controller's own cleanup would. Networks are not harvested: their controller never lets one
@@ -148,8 +149,9 @@ enum Phase {
     ListingStore(OpId, Found),
     /// Both lists are in: the leftovers they show, to remove.
     Fetched(Found),
-    /// Removing leftovers: the removes still in flight, and whether one failed.
-    Removing { pending: BTreeSet<OpId>, failed: bool },
+    /// Removing leftovers: the removes still in flight, whether one failed, and the volumes to
+    /// remove once they are done (a leftover container may be what still uses one).
+    Removing { pending: BTreeSet<OpId>, failed: bool, then: Vec<VolumeInfo> },
 }
 
 #[derive(Debug)]
@@ -200,26 +202,38 @@ impl Harvester {
         now + RETRY_FIRST.saturating_mul(1 << doublings).min(self.interval)
     }
 
+    /// Carry a failure of the pass's container removes over to its volume removes.
+    fn mark_failed(&mut self, failed: bool) {
+        if let Phase::Removing { failed: now_failed, .. } = &mut self.phase {
+            *now_failed |= failed;
+        }
+    }
+
     fn fail(&mut self, now: Now, what: &str, error: &dyn std::fmt::Display) {
         tracing::warn!(%error, "harvest pass failed: {what}");
         self.phase = Phase::Idle { due: self.retry_due(now.mono) };
     }
 
-    /// Remove every leftover of the pass; none: the pass is done.
-    fn remove_leftovers(&mut self, ctx: &mut Context<'_>, leftovers: &Found) -> ReconcileResult {
+    /// Remove every leftover container of the pass, then (once those removes are answered) every
+    /// leftover volume: a leftover container may be what still uses a leftover volume. None: the
+    /// pass is done.
+    fn remove_leftovers(&mut self, ctx: &mut Context<'_>, leftovers: Found) -> ReconcileResult {
         let mut pending = BTreeSet::new();
         for leftover in &leftovers.containers {
             tracing::info!(container = %leftover.id, name = %leftover.name, "harvesting a container whose object is gone");
             pending.insert(ctx.runtime(RuntimeRequest::RemoveContainer { id: leftover.id.clone(), force: true }));
         }
-        for leftover in &leftovers.volumes {
-            tracing::info!(volume = %leftover.name, "harvesting a volume whose object is gone");
-            pending.insert(ctx.runtime(RuntimeRequest::RemoveVolume { name: leftover.name.clone() }));
+        let mut then = leftovers.volumes;
+        if pending.is_empty() {
+            for leftover in std::mem::take(&mut then) {
+                tracing::info!(volume = %leftover.name, "harvesting a volume whose object is gone");
+                pending.insert(ctx.runtime(RuntimeRequest::RemoveVolume { name: leftover.name }));
+            }
         }
         if pending.is_empty() {
             return Ok(self.end_pass(ctx, true));
         }
-        self.phase = Phase::Removing { pending, failed: false };
+        self.phase = Phase::Removing { pending, failed: false, then };
         Ok(Action::done())
     }
 }
@@ -275,8 +289,11 @@ impl Controller for Harvester {
                 self.phase = Phase::ListingStore(op, listed);
                 Ok(Action::done())
             }
-            Phase::Fetched(found) => self.remove_leftovers(ctx, &found),
-            Phase::Removing { pending, failed } if pending.is_empty() => Ok(self.end_pass(ctx, !failed)),
+            Phase::Fetched(found) => self.remove_leftovers(ctx, found),
+            Phase::Removing { pending, failed, then } if pending.is_empty() && !then.is_empty() => self
+                .remove_leftovers(ctx, Found { containers: Vec::new(), volumes: then })
+                .inspect(|_| self.mark_failed(failed)),
+            Phase::Removing { pending, failed, .. } if pending.is_empty() => Ok(self.end_pass(ctx, !failed)),
             busy => {
                 // A request of the pass is in flight; its reply brings us back.
                 self.phase = busy;
@@ -300,13 +317,17 @@ impl Controller for Harvester {
                 Ok(other) => self.fail(now, "unexpected reply to a list", &format!("{other:?}")),
                 Err(e) => self.fail(now, "cannot list the runtime's volumes", e),
             },
-            Phase::Removing { pending, failed } if pending.contains(&op) => {
+            Phase::Removing { pending, failed, .. } if pending.contains(&op) => {
                 pending.remove(&op);
                 match result {
                     Ok(_) | Err(RuntimeError::NotFound(_)) => {}
-                    // A volume still in use (abandoned while its namespace was deleted): the
-                    // next pass looks again, no sooner.
-                    Err(RuntimeError::Conflict(e)) => tracing::debug!(error = %e, "a leftover is still in use"),
+                    // A volume still in use (abandoned while its namespace was deleted, or its
+                    // last user being removed right now): looked at again as after a failed
+                    // pass, from 1 s doubling up to the interval, so it goes soon after its user.
+                    Err(RuntimeError::Conflict(e)) => {
+                        tracing::debug!(error = %e, "a leftover is still in use");
+                        *failed = true;
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot remove a leftover; the next pass retries");
                         *failed = true;

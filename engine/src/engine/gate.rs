@@ -27,6 +27,7 @@
 //! by name and a later remove by id are different keys (the remove cannot be sent before the
 //! create's reply gave its id, except after a restart, where the runtime's own name lock holds).
 
+use crate::bugs::{self, Bug};
 use crate::controller::OpId;
 use crate::fixed::FixedMap;
 use crate::runtime::{RuntimeObject, RuntimeRequest};
@@ -157,12 +158,14 @@ impl<T> Gate<T> {
         if !self.changed {
             return None;
         }
-        if self.inside() >= self.limit {
+        if self.inside() >= self.limit && !bugs::on(Bug::RuntimeBoundIgnored) {
             self.changed = false;
             return None;
         }
-        let Some(index) = self.held.iter().position(|h| h.turn.as_ref().is_none_or(|t| !self.turns.contains_key(t)))
-        else {
+        let turn_free = |h: &Held<T>| {
+            h.turn.as_ref().is_none_or(|t| !self.turns.contains_key(t)) || bugs::on(Bug::ChangeSentBesideItsCopy)
+        };
+        let Some(index) = self.held.iter().position(turn_free) else {
             self.changed = false;
             return None;
         };

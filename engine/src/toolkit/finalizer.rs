@@ -107,12 +107,14 @@ impl<'a> Finalizer<'a> {
             // A change given up on may still land (a create the runtime is slow to make): what
             // the runtime shows is not final until it has left, so cleanup waits for that (the
             // key is reconciled again then).
-            if held && ctx.detached_changes() > 0 {
+            let waits_for_detached = !crate::bugs::on(crate::bugs::Bug::CleanupBesideDetachedChange);
+            if held && ctx.detached_changes() > 0 && waits_for_detached {
                 return Ok(Action::done());
             }
             // One that just left may have lost its answer on the way: the runtime may still be
             // completing it (Docker lists a container only once its create has completed).
             if held
+                && waits_for_detached
                 && let Some(left) = ctx.detached_left_at()
                 && ctx.now().mono < left + DETACHED_SETTLE
             {

@@ -167,6 +167,30 @@ const CATCHES: &[Catch] = &[
         seeds: 100,
         invariant: "notfound-is-final",
     },
+    // Planted: 12 of 300 seeds.
+    Catch {
+        bug: Bug::RuntimeBoundIgnored,
+        scenario: "basic",
+        faults: "default",
+        seeds: 300,
+        invariant: "runtime-requests-bounded",
+    },
+    // Planted: 11 of 300 seeds (hung and slow runtimes, overload stalls).
+    Catch {
+        bug: Bug::ChangeSentBesideItsCopy,
+        scenario: "basic",
+        faults: "default",
+        seeds: 300,
+        invariant: "change-not-resent-while-running",
+    },
+    // Planted: 17 of 300 seeds.
+    Catch {
+        bug: Bug::CleanupBesideDetachedChange,
+        scenario: "basic",
+        faults: "default",
+        seeds: 300,
+        invariant: "finalizer-after-runtime-cleanup",
+    },
 ];
 
 #[test]
