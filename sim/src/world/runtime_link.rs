@@ -148,16 +148,23 @@ impl RuntimeLink {
             env.record(Record::Fault(Fault::SlowRuntime { id, takes: latency }));
         }
         if env.active(FaultKind::RuntimeOverload) {
-            latency = self.overloaded(env, now, latency);
+            latency = self.overloaded(env, now, latency, pull);
         }
         self.queued += 1;
         env.owe(now + latency, Event::RuntimeApply { process, id, request: Box::new(request) });
     }
 
-    /// runtime-overload: `latency` grown by the requests queued before this one; and perhaps the
-    /// daemon stalls from now on.
-    fn overloaded(&mut self, env: &mut Env, now: MonoTime, latency: std::time::Duration) -> std::time::Duration {
-        let queued = self.queued / self.knobs.overload_per.max(1);
+    /// runtime-overload: `latency` grown by the requests queued before this one (not a pull's or
+    /// a build's: their time is the registry's and the builder's, and a stall holds them up
+    /// anyway); and perhaps the daemon stalls from now on.
+    fn overloaded(
+        &mut self,
+        env: &mut Env,
+        now: MonoTime,
+        latency: std::time::Duration,
+        long: bool,
+    ) -> std::time::Duration {
+        let queued = if long { 0 } else { self.queued / self.knobs.overload_per.max(1) };
         let latency = latency * (1 + queued);
         if env.fires(FaultKind::RuntimeOverload) && !self.stalled_at(now) {
             let until = now + env.draw(self.knobs.stall_for);
