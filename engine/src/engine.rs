@@ -334,9 +334,10 @@ impl Engine {
         self.backoff.len() + self.retries.len()
     }
 
-    /// Requests issued and not yet answered (held ones included).
+    /// Requests issued and not yet answered: held ones, and changes given up on that may still
+    /// run inside the runtime (the engine acts again when they leave it) included.
     pub fn in_flight(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + self.detached.len()
     }
 
     /// Runtime requests sent and not answered, or detached: what may be inside the runtime.
