@@ -222,8 +222,8 @@ impl<'a> Context<'a> {
     /// `Some(t)` until time `t`: before then, a runtime request made by an earlier incarnation of
     /// this engine (before a crash) may still land, so "the runtime has nothing for this object"
     /// is not yet final. The engine cannot tell a first start from a restart, so this holds for
-    /// the runtime timeout plus the detached patience after every start (unless the driver
-    /// knows the earlier life stopped cleanly).
+    /// `EngineConfig::earlier_lives_patience` after every start (unless the driver knows the
+    /// earlier life stopped cleanly).
     pub fn earlier_lives_pending(&self) -> Option<crate::time::MonoTime> {
         (self.now.mono < self.earlier_lives_settle_at).then_some(self.earlier_lives_settle_at)
     }

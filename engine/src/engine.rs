@@ -55,9 +55,7 @@ pub struct EngineConfig {
     /// flight (its driver waited for them and recorded a clean stop). Then nothing it sent can
     /// still land, and [`Context::earlier_lives_pending`](crate::Context::earlier_lives_pending)
     /// is `None` from the start. `false` (the default) assumes a crash: requests of an earlier
-    /// life may land until `runtime_timeout + detached_patience` after boot (Docker carries on
-    /// with a request whose client died, and a stalled Docker may hold it that long: the same
-    /// patience this engine gives its own changes).
+    /// life may land until [`EngineConfig::earlier_lives_patience`] after boot.
     pub predecessor_stopped_cleanly: bool,
     /// Record what queued each reconcile ([`Origin::trigger`]), for a driver that explains a
     /// run. Off by default: it costs a map insert per queued key and changes nothing else.
@@ -69,6 +67,12 @@ pub struct EngineConfig {
     /// How long a detached change keeps its place and its object's turn without a reply before
     /// the engine cancels it for good ([`Output::Cancel`]) and sends the object's next change.
     pub detached_patience: Duration,
+    /// After a crash, how long after boot a request the earlier life sent may still land (Docker
+    /// carries on with a request whose client died). The default is the runtime timeout, 30 s:
+    /// a Docker that holds such a request longer (stalled) may land a create after the new life
+    /// has looked and found nothing; the harvester collects such a container. Longer values
+    /// delay every object an earlier life may have been creating by as much after a kill -9.
+    pub earlier_lives_patience: Duration,
 }
 
 impl Default for EngineConfig {
@@ -85,6 +89,7 @@ impl Default for EngineConfig {
             explain: false,
             max_runtime_in_flight: 32,
             detached_patience: Duration::from_secs(120),
+            earlier_lives_patience: Duration::from_secs(30),
         }
     }
 }
@@ -248,11 +253,9 @@ pub struct Engine {
     pending: crate::fixed::FixedMap<OpId, PendingOp>,
     /// Runtime requests in flight by deadline.
     deadlines: std::collections::BTreeSet<(MonoTime, OpId)>,
-    /// Runtime requests on their way out: held, sent, detached.
-    gate: gate::Gate<HeldRuntime>,
-    /// Detached runtime requests: whose they are and what they do (hashed: looked up, never
-    /// iterated).
-    detached: crate::fixed::FixedMap<OpId, (WorkKey, Option<Box<str>>)>,
+    /// Runtime requests on their way out: held, sent, detached (with whose they are and what
+    /// they do).
+    gate: gate::Gate<HeldRuntime, (WorkKey, Option<Box<str>>)>,
     /// How many detached requests each key has (hashed: looked up, never iterated).
     detached_by_work: crate::fixed::FixedMap<WorkKey, u32>,
     /// When the last detached request of each key left the runtime (kept per key that ever had
@@ -305,7 +308,6 @@ impl Engine {
             pending: Default::default(),
             deadlines: Default::default(),
             gate,
-            detached: Default::default(),
             detached_by_work: Default::default(),
             detached_left: Default::default(),
             booted_at: None,
@@ -337,7 +339,7 @@ impl Engine {
     /// Requests issued and not yet answered: held ones, and changes given up on that may still
     /// run inside the runtime (the engine acts again when they leave it) included.
     pub fn in_flight(&self) -> usize {
-        self.pending.len() + self.detached.len()
+        self.pending.len() + self.gate.detached()
     }
 
     /// Runtime requests sent and not answered, or detached: what may be inside the runtime.
@@ -358,11 +360,7 @@ impl Engine {
     /// From when no runtime request of an earlier life of this engine can still land.
     fn earlier_lives_settle_at(&self, now: Now) -> MonoTime {
         let booted = self.booted_at.unwrap_or(now.mono);
-        if self.config.predecessor_stopped_cleanly {
-            booted
-        } else {
-            booted + self.config.runtime_timeout + self.config.detached_patience
-        }
+        if self.config.predecessor_stopped_cleanly { booted } else { booted + self.config.earlier_lives_patience }
     }
 
     /// The first time the engine is handed anything: queue every controller's boot keys.
@@ -417,7 +415,7 @@ impl Engine {
             Input::RuntimeDone { id, result } => {
                 match self.gate.answered(id) {
                     gate::Answer::Awaited => {}
-                    gate::Answer::Detached => return self.detached_answered(now, id, &result),
+                    gate::Answer::Detached(detached) => return self.detached_answered(now, id, detached, &result),
                     gate::Answer::Unknown => return,
                 }
                 let Some(op) = self.pending.swap_remove(&id) else { return };
@@ -483,16 +481,16 @@ impl Engine {
                 self.log(now, &key, Channel::System, vec![line]);
             }
             self.controllers[*controller].on_runtime_result(now, key, id, &Err(error));
-            self.give_up(now, id, op.detaches, &op);
+            self.give_up(now, id, &op);
             self.triggers.add(&mut self.queue, op.work, now.mono, || Trigger::RuntimeTimeout { id });
         }
     }
 
-    /// Stop waiting for runtime request `id`: detach it (`detach`, if it went) or cancel it.
-    fn give_up(&mut self, now: Now, id: OpId, detach: bool, op: &PendingOp) {
+    /// Stop waiting for runtime request `id`: detach it (a change that went) or cancel it.
+    fn give_up(&mut self, now: Now, id: OpId, op: &PendingOp) {
+        let detach = op.detaches.then(|| (op.work.clone(), op.what.clone()));
         match self.gate.cancel(now.mono, id, detach) {
             gate::Cancelled::Detached => {
-                self.detached.insert(id, (op.work.clone(), op.what.clone()));
                 *self.detached_by_work.entry(op.work.clone()).or_default() += 1;
                 self.outbox.push_back(Output::Detach { id });
             }
@@ -504,10 +502,9 @@ impl Engine {
     /// Detached requests whose patience ran out: cancel them for good, so their objects' next
     /// changes may go.
     fn abandon_detached(&mut self, now: Now) {
-        for id in self.gate.abandon_due(now.mono) {
+        for (id, (work, what)) in self.gate.abandon_due(now.mono) {
             self.stats.runtime_abandoned += 1;
             self.outbox.push_back(Output::Cancel { id });
-            let Some((work, what)) = self.detached.swap_remove(&id) else { continue };
             self.left_runtime(now, &work);
             let key = work.1.clone();
             self.triggers.add(&mut self.queue, work, now.mono, || Trigger::RuntimeTimeout { id });
@@ -522,8 +519,13 @@ impl Engine {
 
     /// The reply to a detached request came: it has left the runtime. Its controller was told
     /// long ago the outcome is unknown; it looks again now that its object's turn is free.
-    fn detached_answered(&mut self, now: Now, id: OpId, result: &RuntimeResult) {
-        let Some((work, what)) = self.detached.swap_remove(&id) else { return };
+    fn detached_answered(
+        &mut self,
+        now: Now,
+        id: OpId,
+        (work, what): (WorkKey, Option<Box<str>>),
+        result: &RuntimeResult,
+    ) {
         self.left_runtime(now, &work);
         if let Some(what) = what {
             let outcome = match result {

@@ -168,12 +168,7 @@ impl InFlight {
         if !sent.applied {
             self.end_pull(process, id, sent.pull.as_deref());
         }
-        if let Some(n) = self.per_process.get_mut(&process) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_process.remove(&process);
-            }
-        }
+        count_down(&mut self.per_process, &process);
         if let Some(change) = &sent.change {
             let key = (process, change.clone());
             if let Some(ids) = self.changes.get_mut(&key) {
@@ -184,13 +179,7 @@ impl InFlight {
             }
         }
         if let Some(uid) = &sent.owner {
-            let key = (process, uid.clone());
-            if let Some(n) = self.mutations.get_mut(&key) {
-                *n -= 1;
-                if *n == 0 {
-                    self.mutations.remove(&key);
-                }
-            }
+            count_down(&mut self.mutations, &(process, uid.clone()));
         }
     }
 
@@ -241,6 +230,16 @@ impl InFlight {
 
     pub fn creating(&self, process: usize) -> bool {
         self.requests.iter().any(|((p, _), s)| *p == process && s.create)
+    }
+}
+
+/// One less of `key` in a count: a count that reaches zero leaves the map.
+fn count_down<K: Ord, N: Copy + PartialEq + std::ops::SubAssign + From<u8>>(counts: &mut BTreeMap<K, N>, key: &K) {
+    if let Some(n) = counts.get_mut(key) {
+        *n -= N::from(1);
+        if *n == N::from(0) {
+            counts.remove(key);
+        }
     }
 }
 

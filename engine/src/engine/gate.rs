@@ -71,6 +71,15 @@ pub(super) struct Held<T> {
     pub item: T,
 }
 
+/// A request given up on that may still run inside the runtime: its turn, when it is given up
+/// for good, and what the engine keeps of it (`D`).
+#[derive(Debug)]
+struct Detached<D> {
+    turn: Option<TurnKey>,
+    abandon_at: MonoTime,
+    item: D,
+}
+
 /// What [`Gate::cancel`] did with a request.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Cancelled {
@@ -86,25 +95,26 @@ pub(super) enum Cancelled {
 
 /// What [`Gate::answered`] found a reply to be for.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Answer {
+pub(super) enum Answer<D> {
     /// A request sent and waited for.
     Awaited,
-    /// A request the engine had stopped waiting for: it has now left the runtime.
-    Detached,
+    /// A request the engine had stopped waiting for (what the engine kept of it): it has now
+    /// left the runtime.
+    Detached(D),
     Unknown,
 }
 
 /// The requests held, sent and detached (see the module's doc). `T` is what a held request
-/// carries until it goes.
+/// carries until it goes, `D` what the engine keeps of a detached one.
 #[derive(Debug)]
-pub(super) struct Gate<T> {
+pub(super) struct Gate<T, D> {
     limit: usize,
     patience: Duration,
     held: VecDeque<Held<T>>,
     /// Requests sent and not answered, cancelled or detached, with their turn.
     sent: FixedMap<OpId, Option<TurnKey>>,
-    /// Requests given up on that may still run inside the runtime, with their turn.
-    detached: FixedMap<OpId, Option<TurnKey>>,
+    /// Requests given up on that may still run inside the runtime.
+    detached: FixedMap<OpId, Detached<D>>,
     /// When each detached request is given up for good.
     abandon_at: BTreeSet<(MonoTime, OpId)>,
     /// Turns taken, by the request holding each.
@@ -114,7 +124,7 @@ pub(super) struct Gate<T> {
     peak_inside: usize,
 }
 
-impl<T> Gate<T> {
+impl<T, D> Gate<T, D> {
     pub fn new(limit: usize, patience: Duration) -> Self {
         Gate {
             limit: limit.max(1),
@@ -179,30 +189,32 @@ impl<T> Gate<T> {
     }
 
     /// The reply to `id` came.
-    pub fn answered(&mut self, id: OpId) -> Answer {
+    pub fn answered(&mut self, id: OpId) -> Answer<D> {
         if let Some(turn) = self.sent.swap_remove(&id) {
             self.free(id, turn);
             Answer::Awaited
-        } else if let Some(turn) = self.detached.swap_remove(&id) {
-            self.abandon_at.retain(|(_, op)| *op != id);
-            self.free(id, turn);
-            Answer::Detached
+        } else if let Some(detached) = self.detached.swap_remove(&id) {
+            self.abandon_at.remove(&(detached.abandon_at, id));
+            self.free(id, detached.turn);
+            Answer::Detached(detached.item)
         } else {
             Answer::Unknown
         }
     }
 
-    /// The engine stops waiting for `id`: at `now`, because it gave up on it (`detach`: it may
-    /// still change the world, so it keeps its place until it is answered or abandoned).
-    pub fn cancel(&mut self, now: MonoTime, id: OpId, detach: bool) -> Cancelled {
+    /// The engine stops waiting for `id` at `now`. `detach`: it may still change the world, so
+    /// (if it went) it keeps its place until it is answered or abandoned, with what the engine
+    /// keeps of it.
+    pub fn cancel(&mut self, now: MonoTime, id: OpId, detach: Option<D>) -> Cancelled {
         if let Some(index) = self.held.iter().position(|h| h.id == id) {
             self.held.remove(index);
             return Cancelled::WasHeld;
         }
         let Some(turn) = self.sent.swap_remove(&id) else { return Cancelled::Unknown };
-        if detach {
-            self.detached.insert(id, turn);
-            self.abandon_at.insert((now + self.patience, id));
+        if let Some(item) = detach {
+            let abandon_at = now + self.patience;
+            self.detached.insert(id, Detached { turn, abandon_at, item });
+            self.abandon_at.insert((abandon_at, id));
             Cancelled::Detached
         } else {
             self.free(id, turn);
@@ -210,16 +222,17 @@ impl<T> Gate<T> {
         }
     }
 
-    /// Detached requests whose patience ran out by `now`: given up for good, their places freed.
-    pub fn abandon_due(&mut self, now: MonoTime) -> Vec<OpId> {
+    /// Detached requests whose patience ran out by `now`, with what the engine kept of them:
+    /// given up for good, their places freed.
+    pub fn abandon_due(&mut self, now: MonoTime) -> Vec<(OpId, D)> {
         let mut due = Vec::new();
         while let Some(&(at, id)) = self.abandon_at.first()
             && at <= now
         {
             self.abandon_at.pop_first();
-            if let Some(turn) = self.detached.swap_remove(&id) {
-                self.free(id, turn);
-                due.push(id);
+            if let Some(detached) = self.detached.swap_remove(&id) {
+                self.free(id, detached.turn);
+                due.push((id, detached.item));
             }
         }
         due
@@ -249,7 +262,7 @@ mod tests {
         Some((RuntimeObject::Container, name.to_string()))
     }
 
-    fn drain(gate: &mut Gate<()>) -> Vec<u64> {
+    fn drain(gate: &mut Gate<(), &'static str>) -> Vec<u64> {
         std::iter::from_fn(|| gate.next_to_send()).map(|h| h.id.0).collect()
     }
 
@@ -283,16 +296,16 @@ mod tests {
         let mut gate = Gate::new(1, Duration::from_secs(60));
         gate.hold(OpId(1), key("a"), ());
         assert_eq!(drain(&mut gate), [1]);
-        assert_eq!(gate.cancel(at(30_000), OpId(1), true), Cancelled::Detached);
+        assert_eq!(gate.cancel(at(30_000), OpId(1), Some("first")), Cancelled::Detached);
         gate.hold(OpId(2), key("a"), ());
         assert_eq!(drain(&mut gate), Vec::<u64>::new(), "the retry waits for the first copy");
         assert_eq!(gate.next_abandon(), Some(at(90_000)));
         assert!(gate.abandon_due(at(89_999)).is_empty());
-        assert_eq!(gate.abandon_due(at(90_000)), [OpId(1)]);
+        assert_eq!(gate.abandon_due(at(90_000)), [(OpId(1), "first")]);
         assert_eq!(drain(&mut gate), [2]);
         assert_eq!(gate.answered(OpId(1)), Answer::Unknown, "a reply after it was abandoned is nobody's");
-        assert_eq!(gate.cancel(at(90_001), OpId(2), true), Cancelled::Detached);
-        assert_eq!(gate.answered(OpId(2)), Answer::Detached);
+        assert_eq!(gate.cancel(at(90_001), OpId(2), Some("retry")), Cancelled::Detached);
+        assert_eq!(gate.answered(OpId(2)), Answer::Detached("retry"));
         assert_eq!((gate.inside(), gate.next_abandon()), (0, None));
     }
 
@@ -302,8 +315,8 @@ mod tests {
         gate.hold(OpId(1), None, ());
         gate.hold(OpId(2), None, ());
         assert_eq!(drain(&mut gate), [1]);
-        assert_eq!(gate.cancel(MonoTime::ZERO, OpId(2), false), Cancelled::WasHeld);
-        assert_eq!(gate.cancel(MonoTime::ZERO, OpId(1), false), Cancelled::Dropped);
+        assert_eq!(gate.cancel(MonoTime::ZERO, OpId(2), None), Cancelled::WasHeld);
+        assert_eq!(gate.cancel(MonoTime::ZERO, OpId(1), None), Cancelled::Dropped);
         gate.hold(OpId(3), None, ());
         assert_eq!(drain(&mut gate), [3]);
     }

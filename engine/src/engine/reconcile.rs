@@ -102,7 +102,7 @@ impl Engine {
                         if let Some(deadline) = op.deadline {
                             self.deadlines.remove(&(deadline, id));
                         }
-                        self.give_up(now, id, op.detaches, &op);
+                        self.give_up(now, id, &op);
                     }
                 }
             }

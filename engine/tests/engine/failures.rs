@@ -326,7 +326,7 @@ fn a_persistent_container_waits_for_a_namesake_being_removed_instead_of_reusing_
 #[test]
 fn a_restarted_engine_creates_what_its_earlier_life_was_creating_only_once_that_lifes_requests_have_settled() {
     // The first life's creates all end without an answer: any of them may still land, until the
-    // runtime timeout and the patience for a change given up on have passed.
+    // earlier lives' patience has passed.
     let mut runtime = Runtime::new();
     runtime.create_error = Some(RuntimeError::Uncertain("no reply".into()));
     let mut w = World::new(runtime);
@@ -338,8 +338,7 @@ fn a_restarted_engine_creates_what_its_earlier_life_was_creating_only_once_that_
     w.restart_engine_from_a_list();
     let restarted = w.now_ms;
     let before = w.runtime.requests.len();
-    let config = drydock_engine::EngineConfig::default();
-    let settle = (config.runtime_timeout + config.detached_patience).as_millis() as u64;
+    let settle = drydock_engine::EngineConfig::default().earlier_lives_patience.as_millis() as u64;
     w.run_for(Duration::from_millis(settle + 30_000));
     let since: Vec<(u64, RuntimeRequest)> = w.runtime.requests[before..].to_vec();
     let first_create = since.iter().position(|(_, r)| matches!(r, RuntimeRequest::CreateContainer(_)));

@@ -460,6 +460,7 @@ fn engine(config: &WorldConfig, index: usize, life: u32, seed: u64, explain: boo
             explain,
             max_runtime_in_flight: config.processes.max_runtime_in_flight,
             detached_patience: config.processes.detached_patience,
+            earlier_lives_patience: config.processes.earlier_lives_patience,
             ..EngineConfig::default()
         },
         config.registry.clone(),

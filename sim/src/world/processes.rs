@@ -34,6 +34,10 @@ pub struct ProcessKnobs {
     /// (`EngineConfig::detached_patience`): shorter than production's 5 minutes, so that a hung
     /// change does not outlast the convergence bound.
     pub detached_patience: Duration,
+    /// How long after a restart an engine takes requests of its earlier life to land
+    /// (`EngineConfig::earlier_lives_patience`): longer than production's 30 s, as the
+    /// simulated daemon's `runtime-overload` stalls last up to 45 s.
+    pub earlier_lives_patience: Duration,
 }
 
 impl Default for ProcessKnobs {
@@ -45,6 +49,7 @@ impl Default for ProcessKnobs {
             skew_max: Duration::from_secs(30),
             max_runtime_in_flight: 8,
             detached_patience: Duration::from_secs(30),
+            earlier_lives_patience: Duration::from_secs(60),
         }
     }
 }
