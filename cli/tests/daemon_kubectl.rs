@@ -336,3 +336,40 @@ async fn kubectl_cannot_strip_drydocks_finalizer_and_the_state_dir_is_private() 
     assert!(!out.status.success() && text(&out).contains("NotFound"), "{}", text(&out));
     assert_eq!(daemon.stop(), Some(0), "the daemon must exit 0 on SIGTERM");
 }
+
+/// Issue 47: a namespace that disappears anyway (here: removed from the store's database while
+/// the daemon was stopped, as an edit or a restored backup could) leaves no object and no
+/// container behind: the restarted daemon deletes what it left, within a minute.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_objects_and_containers_of_a_vanished_namespace_are_collected() {
+    if !kubectl_or_skip("vanished_namespace") || docker_or_skip("vanished_namespace").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let ns = unique("gone");
+    let _cleanup = RemoveOnDrop(ns.clone());
+    let state_dir = std::env::temp_dir().join(unique("drydock-daemon-gone"));
+    let daemon = Daemon::start(&state_dir);
+    let file = state_dir.join("stack.yaml");
+    std::fs::write(&file, manifest(&ns)).unwrap();
+    daemon.ok(&["apply", "-f", file.to_str().unwrap()]);
+    daemon.ok(&["wait", "-n", &ns, "pc/web", "--for=jsonpath={.status.phase}=Running", "--timeout=90s"]);
+    daemon.ok(&["wait", "-n", &ns, "lc/api", "--for=jsonpath={.status.phase}=Running", "--timeout=90s"]);
+    assert_eq!(docker_names_with(&ns).len(), 2, "{:?}", docker_names_with(&ns));
+    assert_eq!(daemon.stop_keeping_state(), Some(0));
+
+    let db = rusqlite::Connection::open(state_dir.join("store.db")).unwrap();
+    let removed = db.execute("DELETE FROM objects WHERE kind = 'Namespace' AND name = ?1", [&ns]).unwrap();
+    assert_eq!(removed, 1);
+    drop(db);
+
+    let daemon = Daemon::start(&state_dir);
+    let kinds = "physicalcontainers,logicalcontainers,containerimages";
+    let restarted = std::time::Instant::now();
+    eventually("the vanished namespace's objects and containers to go", Duration::from_secs(60), || {
+        let objects = daemon.ok(&["get", kinds, "-n", &ns, "-o", "name"]);
+        objects.trim().is_empty() && docker_names_with(&ns).is_empty()
+    });
+    eprintln!("the vanished namespace's leftovers were gone {:?} after the restart", restarted.elapsed());
+    assert_eq!(daemon.stop(), Some(0));
+}

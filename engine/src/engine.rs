@@ -25,6 +25,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod detached;
 mod diagnostics;
 mod dispatch;
 mod gate;
@@ -256,11 +257,12 @@ pub struct Engine {
     /// Runtime requests on their way out: held, sent, detached (with whose they are and what
     /// they do).
     gate: gate::Gate<HeldRuntime, (WorkKey, Option<Box<str>>)>,
-    /// How many detached requests each key has (hashed: looked up, never iterated).
-    detached_by_work: crate::fixed::FixedMap<WorkKey, u32>,
-    /// When the last detached request of each key left the runtime (kept per key that ever had
-    /// one: few, as changes are detached only when the runtime stops answering).
-    detached_left: crate::fixed::FixedMap<WorkKey, MonoTime>,
+    /// The keys with changes given up on that may still run inside the runtime, and when the
+    /// last of each left.
+    detached: detached::Detached,
+    /// Namespaces seen gone while objects of them were still cached (a namespace that vanished
+    /// with objects left): those objects' cleanup is every engine's (see `responsible_for`).
+    gone_namespaces: crate::fixed::FixedSet<smol_str::SmolStr>,
     /// Uids of objects whose creation this engine saw on the watch: no earlier life of it can have
     /// acted on them.
     seen_created: crate::fixed::FixedSet<crate::api::Uid>,
@@ -308,8 +310,8 @@ impl Engine {
             pending: Default::default(),
             deadlines: Default::default(),
             gate,
-            detached_by_work: Default::default(),
-            detached_left: Default::default(),
+            detached: Default::default(),
+            gone_namespaces: Default::default(),
             booted_at: None,
             retries: Default::default(),
             holding: Default::default(),
@@ -357,6 +359,13 @@ impl Engine {
         self.gate.detached()
     }
 
+    /// Whether a change given up on left the runtime less than
+    /// [`DETACHED_SETTLE`](crate::toolkit::DETACHED_SETTLE) before `now`: cleanup of
+    /// its object waits until then, so the engine is not yet quiet.
+    pub fn settling_detached(&self, now: MonoTime) -> bool {
+        self.detached.settling(now)
+    }
+
     /// From when no runtime request of an earlier life of this engine can still land.
     fn earlier_lives_settle_at(&self, now: Now) -> MonoTime {
         let booted = self.booted_at.unwrap_or(now.mono);
@@ -392,13 +401,16 @@ impl Engine {
                 }
                 let others = self.namespaces_not_ours(Some(&event.object));
                 if let Some(change) = self.cache.apply_watched(&event) {
+                    self.note_gone_namespaces(&event);
                     self.dispatch_change(now.mono, Via::Watch(event.event), change, &event.object);
                     self.dispatch_newly_ours(now.mono, others);
                 }
             }
             Input::Resync { objects, resource_version } => {
                 let others = self.namespaces_not_ours(None);
-                for object in self.cache.resync(objects, resource_version) {
+                let changed = self.cache.resync(objects, resource_version);
+                self.gone_namespaces = self.namespaces_gone_with_objects_left();
+                for object in changed {
                     self.dispatch(now.mono, Via::Resync, &object);
                 }
                 self.dispatch_newly_ours(now.mono, others);
@@ -491,7 +503,7 @@ impl Engine {
         let detach = op.detaches.then(|| (op.work.clone(), op.what.clone()));
         match self.gate.cancel(now.mono, id, detach) {
             gate::Cancelled::Detached => {
-                *self.detached_by_work.entry(op.work.clone()).or_default() += 1;
+                self.detached.detached(&op.work);
                 self.outbox.push_back(Output::Detach { id });
             }
             gate::Cancelled::Dropped => self.outbox.push_back(Output::Cancel { id }),
@@ -505,7 +517,7 @@ impl Engine {
         for (id, (work, what)) in self.gate.abandon_due(now.mono) {
             self.stats.runtime_abandoned += 1;
             self.outbox.push_back(Output::Cancel { id });
-            self.left_runtime(now, &work);
+            self.detached.left(now.mono, &work);
             let key = work.1.clone();
             self.triggers.add(&mut self.queue, work, now.mono, || Trigger::RuntimeTimeout { id });
             if let Some(what) = what {
@@ -526,7 +538,7 @@ impl Engine {
         (work, what): (WorkKey, Option<Box<str>>),
         result: &RuntimeResult,
     ) {
-        self.left_runtime(now, &work);
+        self.detached.left(now.mono, &work);
         if let Some(what) = what {
             let outcome = match result {
                 Ok(_) => "done".to_string(),
@@ -540,17 +552,6 @@ impl Engine {
             );
         }
         self.triggers.add(&mut self.queue, work, now.mono, || Trigger::RuntimeReply { id });
-    }
-
-    /// A detached request of `work` has left the runtime (or is no longer waited for).
-    fn left_runtime(&mut self, now: Now, work: &WorkKey) {
-        self.detached_left.insert(work.clone(), now.mono);
-        if let Some(n) = self.detached_by_work.get_mut(work) {
-            *n -= 1;
-            if *n == 0 {
-                self.detached_by_work.swap_remove(work);
-            }
-        }
     }
 
     /// Send the held runtime requests that may go now: their timeouts start here.
@@ -575,6 +576,7 @@ impl Engine {
         self.boot(now);
         self.expire_deadlines(now);
         self.abandon_detached(now);
+        self.detached.forget_settled(now.mono);
         loop {
             self.send_held(now);
             if let Some(output) = self.outbox.pop_front() {
@@ -588,7 +590,10 @@ impl Engine {
     /// When `poll` should next be called if no input arrives.
     pub fn next_wakeup(&self) -> Option<MonoTime> {
         let deadline = self.deadlines.first().map(|(at, _)| *at);
-        [self.queue.next_due(), deadline, self.gate.next_abandon()].into_iter().flatten().min()
+        [self.queue.next_due(), deadline, self.gate.next_abandon(), self.detached.settles_at()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Route a runtime event to the object whose uid its container carries.

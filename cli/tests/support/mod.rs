@@ -103,6 +103,13 @@ impl Daemon {
         command
     }
 
+    /// SIGTERM, then the exit code; the state dir stays, for a daemon started on it again.
+    #[allow(dead_code)]
+    pub fn stop_keeping_state(mut self) -> Option<i32> {
+        self.state_dir = PathBuf::new();
+        self.stop()
+    }
+
     /// SIGTERM, then the exit code.
     pub fn stop(mut self) -> Option<i32> {
         terminate(&self.child);

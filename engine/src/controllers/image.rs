@@ -12,6 +12,8 @@
 //!   start a pull of a reference while another resource of this process has one of it in
 //!   flight (it waits as for a held lease, keeping the lease). A lease can expire under a
 //!   running pull whose renewals keep failing; the process still knows its own pull runs.
+//! - A failed pull waits out its retry without the lease, so the other resources of the
+//!   reference pull in the meantime.
 //! - At most `pullRetryLimit + 1` pulls per resource; then Failed (`PullFailed`), terminally,
 //!   with the last pull's error. A pull or an inspection the runtime refuses as invalid (Docker's
 //!   400) is Failed at once (`ReferenceRefused`): no attempt can succeed.
@@ -507,6 +509,13 @@ impl ContainerImageController {
                 // else waiting here (an inspection that failed, also under policy `never`) is a
                 // failed step about to be retried.
                 let steady = t.policy == PullPolicy::Never && !tracked.retry.any_failing();
+                // A failed pull waits out its retry without the lease: the resources waiting
+                // for it take their turns meanwhile, rather than one after another's whole
+                // run of attempts and backoffs (which outlasted the convergence bound with six
+                // resources of one reference that could not be pulled).
+                if t.step == Step::NeedPull {
+                    self.release_if_held(ctx, obj);
+                }
                 return Ok(if steady { Action::requeue(delay) } else { Action::retry_after(delay) });
             }
             // A failed pull with attempts left goes back to waiting for the lease; past the limit
@@ -520,18 +529,23 @@ impl ContainerImageController {
         }
         let uid = obj.metadata.uid.clone();
         let result = self.advance(ctx, obj);
-        if let (Some(t), Ok(spec)) = (self.ops.get(&uid), obj.spec::<ContainerImage>())
+        if let Some(t) = self.ops.get(&uid)
             && (t.state.verified.is_some() || t.state.failure.is_some())
             && !t.is_busy()
         {
             // Done with pulling either way: let others have the lease.
-            let holder = crate::lease::holder(ctx.identity(), &uid);
-            let holds = self.leases.holds(&pull_lease_name(&spec.image), &holder, ctx.now().wall);
-            if holds {
-                self.release(ctx, &uid, &spec.image);
-            }
+            self.release_if_held(ctx, obj);
         }
         result
+    }
+
+    /// Let the pull lease of `obj`'s reference go if this resource holds it.
+    fn release_if_held(&mut self, ctx: &mut Context<'_>, obj: &Object) {
+        let Ok(spec) = obj.spec::<ContainerImage>() else { return };
+        let holder = crate::lease::holder(ctx.identity(), &obj.metadata.uid);
+        if self.leases.holds(&pull_lease_name(&spec.image), &holder, ctx.now().wall) {
+            self.release(ctx, &obj.metadata.uid, &spec.image);
+        }
     }
 }
 

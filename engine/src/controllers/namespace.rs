@@ -29,6 +29,15 @@
 //! - The status is written only when its content changes (`lastTransitionTime` only moves when
 //!   the condition's status does), so a steady namespace causes no writes.
 //!
+//! - **Orphans**: if a namespace is gone while objects of it are left (its finalizer removed by
+//!   hand, a store edited or restored), they are deleted, rank by rank, with their uids as
+//!   preconditions, so their own cleanup removes what they made in the runtime. An object is
+//!   taken for an orphan only when the cache's watch of namespaces has passed the object's
+//!   version without the namespace (it was created while its namespace existed, as the store
+//!   requires, so that namespace is gone; one of that name the watch has not shown yet was
+//!   created after it), and an uncached list of the namespace still holds it (the cache may not
+//!   have heard yet of the deletion of a cleaned-up namespace's children).
+//!
 //! *Assumptions*: children are only created through the store (so its terminating check
 //! applies). Watch events of one kind reach the cache in resource-version order, but kinds are not
 //! ordered among themselves (the engine's contract): a cache that knows the namespace is
@@ -102,15 +111,74 @@ impl Cleanup {
     }
 }
 
+/// The orphans of a gone namespace being deleted: the uncached list that confirms them, our
+/// deletes in flight, and the last error.
+#[derive(Debug, Default)]
+struct Orphans {
+    list: Option<OpId>,
+    listed: Option<Vec<Arc<Object>>>,
+    deletes: BTreeSet<OpId>,
+    error: Option<String>,
+}
+
 #[derive(Debug)]
 pub struct NamespaceController {
     max_deletes: usize,
     cleanups: BTreeMap<ObjectKey, Cleanup>,
+    orphans: BTreeMap<ObjectKey, Orphans>,
 }
 
 impl NamespaceController {
     pub fn new(max_deletes: usize) -> Self {
-        NamespaceController { max_deletes: max_deletes.max(1), cleanups: BTreeMap::new() }
+        NamespaceController { max_deletes: max_deletes.max(1), cleanups: BTreeMap::new(), orphans: BTreeMap::new() }
+    }
+
+    /// The namespace at `key` is not in the cache: delete the objects it left behind, if any (see
+    /// the module's *Orphans*).
+    fn collect_orphans(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
+        let cache = ctx.cache();
+        let registry = ctx.registry();
+        let orphaned = |o: &Object| cache.gone_since(key, o.metadata.resource_version);
+        let children: Vec<&Arc<Object>> = cache.list("*", Some(key.name.as_str())).collect();
+        if !children.iter().any(|c| orphaned(c)) {
+            // None, or the namespace is only not seen yet (its arrival reconciles this key).
+            self.orphans.remove(key);
+            return Ok(Action::done());
+        }
+        let orphans = self.orphans.entry(key.clone()).or_default();
+        if let Some(error) = orphans.error.take() {
+            return Err(ReconcileError(format!("{key} is gone; deleting an object it left failed: {error}")));
+        }
+        if orphans.list.is_some() || !orphans.deletes.is_empty() {
+            return Ok(Action::done());
+        }
+        let rank = |o: &Object| registry.get(&o.kind).map_or(u8::MAX, |k| k.cleanup_rank);
+        // The lowest rank left goes first; those of it already being deleted are waited for.
+        let victims = |objects: &[&Arc<Object>]| -> Vec<Arc<Object>> {
+            let Some(lowest) = objects.iter().map(|o| rank(o)).min() else { return Vec::new() };
+            let deletable = |o: &&&Arc<Object>| rank(o) == lowest && !o.metadata.is_deleting() && orphaned(o);
+            objects.iter().filter(deletable).map(|o| Arc::clone(o)).collect()
+        };
+        let Some(listed) = orphans.listed.take() else {
+            // Confirm with an uncached list what the cache shows: a child it holds may be gone
+            // already, its deletion not seen yet.
+            if !victims(&children).is_empty() {
+                orphans.list =
+                    Some(ctx.store(StoreRequest::List { kind: None, namespace: Some(key.name.to_string()) }));
+            }
+            return Ok(Action::done());
+        };
+        let listed: Vec<&Arc<Object>> = listed.iter().collect();
+        for child in victims(&listed).into_iter().take(self.max_deletes) {
+            tracing::warn!(key = %child.key(), "its namespace is gone: deleting it");
+            let op = ctx.store(StoreRequest::Delete {
+                key: child.key(),
+                options: DeleteOptions { precondition_uid: Some(child.metadata.uid.clone()), ..Default::default() },
+            });
+            orphans.deletes.insert(op);
+        }
+        // Each child's deletion (its finalizers' cleanup done) reconciles this key again.
+        Ok(Action::done())
     }
 
     fn write_status(ctx: &mut Context<'_>, ns: &Object, status: &NamespaceStatus) -> bool {
@@ -271,8 +339,9 @@ impl Controller for NamespaceController {
     fn reconcile(&mut self, ctx: &mut Context<'_>, key: &ObjectKey) -> ReconcileResult {
         let Some(ns) = ctx.get(key) else {
             self.cleanups.remove(key);
-            return Ok(Action::done());
+            return self.collect_orphans(ctx, key);
         };
+        self.orphans.remove(key);
         let Ok(mut status) = ns.status::<Namespace>() else {
             return Err(ReconcileError(format!("{key}: status does not decode")));
         };
@@ -292,6 +361,18 @@ impl Controller for NamespaceController {
     }
 
     fn on_store_result(&mut self, now: Now, key: &ObjectKey, op: OpId, result: &StoreResult) {
+        if let Some(orphans) = self.orphans.get_mut(key)
+            && (orphans.list == Some(op) || orphans.deletes.contains(&op))
+        {
+            let listing = orphans.list.take_if(|list| *list == op).is_some();
+            orphans.deletes.remove(&op);
+            match result {
+                Ok(StoreReply::Objects(objects)) if listing => orphans.listed = Some(objects.clone()),
+                Err(e) if !e.is_not_found() => orphans.error = Some(e.to_string()),
+                _ => {}
+            }
+            return;
+        }
         let Some(cleanup) = self.cleanups.get_mut(key) else { return };
         if cleanup.list == Some(op) {
             cleanup.list = None;

@@ -115,13 +115,58 @@ impl Engine {
     /// not assigned to another engine with the `drydock.dev/engine` annotation. Kinds are not
     /// ordered among themselves, so an object may arrive before its namespace: nothing is done for
     /// it until the namespace is seen, as it may be another engine's (its arrival dispatches it).
+    ///
+    /// An object being deleted whose namespace was seen gone while objects of it were left (their
+    /// orphans the namespace controller deletes) is every engine's, as an unassigned namespace's
+    /// objects are: the assignment went with the namespace, and the cleanup must still run.
     pub(super) fn responsible_for(&self, key: &ObjectKey) -> bool {
         match (&key.namespace, key.kind.as_str()) {
-            (Some(ns), _) => self.namespace_is_ours(ns),
+            (Some(ns), _) => self.namespace_is_ours(ns) || self.orphan_being_deleted(key, ns),
             // A namespace gone from the cache: ours to forget.
             (None, crate::api::Namespace::KIND) => self.cache.get(key).is_none() || self.namespace_is_ours(&key.name),
             (None, _) => true,
         }
+    }
+
+    /// Whether the object at `key` is being deleted and its namespace `ns` was seen gone with
+    /// objects left in it.
+    fn orphan_being_deleted(&self, key: &ObjectKey, ns: &str) -> bool {
+        self.gone_namespaces.contains(ns)
+            && self.cache.namespace(ns).is_none()
+            && self.cache.get(key).is_some_and(|object| object.metadata.is_deleting())
+    }
+
+    /// Keep `gone_namespaces` after a watch event the cache applied: a namespace deleted while
+    /// objects of it are cached joins it; one created again leaves it, and so does one whose last
+    /// cached object went.
+    pub(super) fn note_gone_namespaces(&mut self, event: &crate::store::WatchEvent) {
+        let object = &event.object;
+        let deleted = event.event == crate::store::EventType::Deleted;
+        if object.kind == crate::api::Namespace::KIND {
+            let name = &object.metadata.name;
+            if !deleted {
+                self.gone_namespaces.swap_remove(name.as_str());
+            } else if self.cache.list("*", Some(name)).next().is_some() {
+                self.gone_namespaces.insert(name.clone());
+            }
+        } else if deleted
+            && let Some(ns) = &object.metadata.namespace
+            && self.gone_namespaces.contains(ns.as_str())
+            && self.cache.list("*", Some(ns)).next().is_none()
+        {
+            self.gone_namespaces.swap_remove(ns.as_str());
+        }
+    }
+
+    /// The namespaces of cached objects that the cache does not hold: after a resync, which lists
+    /// every kind at one version, they are gone.
+    pub(super) fn namespaces_gone_with_objects_left(&self) -> crate::fixed::FixedSet<smol_str::SmolStr> {
+        self.cache
+            .list("*", None)
+            .filter_map(|o| o.metadata.namespace.as_ref())
+            .filter(|ns| self.cache.namespace(ns).is_none())
+            .cloned()
+            .collect()
     }
 
     /// Whether namespace `name` is in the cache and not assigned to another engine.

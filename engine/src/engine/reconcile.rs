@@ -35,8 +35,8 @@ impl Engine {
             earlier_lives_settle_at,
             seen_created: &self.seen_created,
             failure_handled: Vec::new(),
-            detached_changes: self.detached_by_work.get(&work).copied().unwrap_or(0),
-            detached_left_at: self.detached_left.get(&work).copied(),
+            detached_changes: self.detached.of(&work),
+            detached_left_at: self.detached.left_at(now.mono, &work),
         };
         let result = controller.reconcile(&mut ctx, key);
         let issued = std::mem::take(&mut ctx.issued);

@@ -203,7 +203,7 @@ mod finalizer;
 mod retry;
 mod tracker;
 
-pub use finalizer::{Cleanup, Finalizer};
+pub use finalizer::{Cleanup, DETACHED_SETTLE, Finalizer};
 pub use retry::{Retry, RetryGate, RetryPolicy};
 pub use tracker::{InFlight, OpTracker, RequestKind, Tracked};
 

@@ -128,6 +128,10 @@ fn a_change_given_up_on_is_detached_and_its_retry_waits_until_it_has_left_the_ru
     assert_ne!(retry, remove);
     assert!(system_lines(&outputs).iter().any(|l| l.contains("answered after it was given up on: done")));
     assert_eq!(heard.lock().unwrap().len(), 1);
+    assert!(e.settling_detached(at(49_999).mono));
+    assert_eq!(e.next_wakeup(), Some(at(50_000).mono), "the departure settles 10 s later (cleanup waits that long)");
+    drain(&mut e, at(50_000));
+    assert!(!e.settling_detached(at(50_000).mono));
     assert_eq!(e.next_wakeup(), Some(at(70_000).mono), "the retry's own timeout, from 40 s");
 }
 

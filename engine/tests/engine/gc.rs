@@ -593,3 +593,68 @@ fn a_steady_terminating_namespace_writes_nothing() {
     assert_eq!(ns_writes, 0, "the same observation is not written again");
     assert_pending(&w, "waiting for 1 Task");
 }
+
+/// A namespace gone with its objects left behind (its finalizer removed by hand, before the
+/// engine heard of its deletion): they are deleted, rank by rank, and each goes through its own
+/// finalizers; one of another namespace is left alone.
+#[test]
+fn the_objects_a_gone_namespace_left_are_deleted_rank_by_rank() {
+    let mut w = World::new();
+    w.create(object("Task", "t1", &[], &[HOLD]));
+    w.create(object("Widget", "w1", &[], &[]));
+    w.create(Object::from_spec::<Namespace>(ObjectMeta::named(None, "other"), &NamespaceSpec {}));
+    let mut elsewhere = object("Widget", "w2", &[], &[]);
+    elsewhere.metadata.namespace = Some("other".into());
+    w.create(elsewhere);
+    w.settle();
+    check_cleanup(&mut w);
+
+    let ns_key = ObjectKey::cluster(Namespace::KIND, NS);
+    w.delete(&ns_key, Propagation::Background);
+    let mut bare = (*w.get(&ns_key).unwrap()).clone();
+    bare.metadata.finalizers.clear();
+    w.store.update(bare).unwrap();
+    assert!(w.get(&ns_key).is_none(), "the namespace is gone at once");
+    w.settle();
+    assert!(w.get(&key("Task", "t1")).unwrap().metadata.is_deleting(), "the orphan of the lowest rank is deleted");
+    assert!(w.get(&key("Widget", "w1")).is_some(), "a higher rank waits");
+    assert_eq!(w.deletes_of(&key("Task", "t1")), 1);
+
+    w.release_hold(&key("Task", "t1"));
+    w.settle();
+    assert!(w.get(&key("Widget", "w1")).is_none(), "then the next rank");
+    assert!(w.get(&ObjectKey::namespaced("Widget", "other", "w2")).is_some(), "another namespace's object stays");
+    let lists = w.requests.iter().filter(|r| matches!(r, StoreRequest::List { namespace: Some(n), .. } if n == NS));
+    assert!(lists.count() <= 3, "an uncached list confirms each rank's orphans, no more");
+}
+
+/// A namespace cleaned up by another engine, whose child's deletion this engine has not heard of
+/// yet when it hears the namespace is gone: the uncached list shows it gone, and
+/// nothing is deleted.
+#[test]
+fn a_child_of_a_cleaned_up_namespace_not_yet_seen_gone_is_not_an_orphan() {
+    let mut w = World::new();
+    w.create(object("Widget", "w1", &[], &[]));
+    w.settle();
+    // Another engine cleans the namespace up while this one's watch of widgets lags.
+    w.hidden.insert("w1".into());
+    w.delete(&key("Widget", "w1"), Propagation::Background);
+    let ns_key = ObjectKey::cluster(Namespace::KIND, NS);
+    w.delete(&ns_key, Propagation::Background);
+    let mut bare = (*w.get(&ns_key).unwrap()).clone();
+    bare.metadata.finalizers.clear();
+    w.store.update(bare).unwrap();
+    w.settle();
+    assert!(w.get(&ns_key).is_none(), "cleaned up");
+    assert!(w.engine.cache().get(&key("Widget", "w1")).is_some(), "the engine still thinks it is there");
+    let lists = |w: &World| {
+        w.requests.iter().filter(|r| matches!(r, StoreRequest::List { namespace: Some(n), .. } if n == NS)).count()
+    };
+    let before = lists(&w);
+    w.run_for(Duration::from_secs(30));
+    assert_eq!(w.deletes_of(&key("Widget", "w1")), 0, "its cached copy is not deleted");
+    assert!(lists(&w) <= before + 1, "at most one list looks for it");
+    w.reveal();
+    w.settle();
+    assert!(w.engine.cache().get(&key("Widget", "w1")).is_none());
+}

@@ -55,6 +55,7 @@ pub(super) enum Busy {
     Relisting(usize),
     Waiting(usize, usize),
     Retrying(usize, usize),
+    Settling(usize),
     WorkDue(usize),
 }
 
@@ -67,6 +68,7 @@ impl std::fmt::Display for Busy {
             Busy::Relisting(p) => write!(f, "process p{p} has not relisted yet"),
             Busy::Waiting(p, n) => write!(f, "process p{p} waits for {n} replies"),
             Busy::Retrying(p, n) => write!(f, "process p{p} has {n} reconciles backing off after failures"),
+            Busy::Settling(p) => write!(f, "process p{p} waits for a change it gave up on to settle"),
             Busy::WorkDue(p) => write!(f, "process p{p} has work due"),
         }
     }
@@ -156,9 +158,14 @@ impl Liveness {
     }
 
     /// A store request of an engine applied: after the heal, count the rewrites it made.
-    pub fn stored(&mut self, request: &StoreRequest, result: &StoreResult) {
-        if let (false, false, Ok(StoreReply::Object(object))) =
-            (matches!(self.phase, Phase::Safety), request.is_read(), result)
+    ///
+    /// A write that hands a lease over (`handed_over`: another holder, or none) is not counted:
+    /// it is parties taking turns, each bounded by its own work (a pull lease let go while a
+    /// failed pull backs off, taken by the next resource of the reference). A holder renewing
+    /// its lease counts.
+    pub fn stored(&mut self, request: &StoreRequest, result: &StoreResult, handed_over: bool) {
+        if let (false, false, false, Ok(StoreReply::Object(object))) =
+            (matches!(self.phase, Phase::Safety), request.is_read(), handed_over, result)
         {
             let writes = self.heal_writes.entry(object.key()).or_default();
             *writes += 1;
@@ -248,7 +255,7 @@ mod tests {
         let meta = ObjectMeta { name: name.into(), namespace: Some("ns".into()), ..Default::default() };
         let object = Object::new("PhysicalContainer", meta, serde_json::json!({}));
         let request = StoreRequest::UpdateStatus { object: object.clone() };
-        liveness.stored(&request, &Ok(StoreReply::Object(object.into())));
+        liveness.stored(&request, &Ok(StoreReply::Object(object.into())), false);
     }
 
     /// An object rewritten more often than the bound after the heal fails the run as
@@ -290,5 +297,28 @@ mod tests {
         assert_eq!(invariant, "no-oscillation");
         assert_eq!(message, first);
         assert_eq!(judge(&mut liveness).map(|(_, m)| m).as_deref(), Some(first), "the verdict stands");
+    }
+
+    /// A lease handed from holder to holder is not rewritten by anyone in particular: those
+    /// writes do not count, and its holder's renewals do.
+    #[test]
+    fn lease_hand_overs_do_not_count_as_rewrites() {
+        let knobs = LivenessKnobs { oscillation_bound: 3, ..Default::default() };
+        let mut liveness = Liveness::new(&knobs);
+        liveness.heal(MonoTime::ZERO);
+        let lease =
+            Object::new("Lease", ObjectMeta { name: "pull-x".into(), ..Default::default() }, serde_json::json!({}));
+        let write = |liveness: &mut Liveness, handed_over: bool| {
+            let request = StoreRequest::Update { object: lease.clone() };
+            liveness.stored(&request, &Ok(StoreReply::Object(lease.clone().into())), handed_over);
+        };
+        for _ in 0..10 {
+            write(&mut liveness, true);
+        }
+        assert!(liveness.oscillating.is_empty(), "hand-overs: {:?}", liveness.oscillating);
+        for _ in 0..4 {
+            write(&mut liveness, false);
+        }
+        assert_eq!(liveness.oscillating.get("Lease/pull-x"), Some(&4), "renewals count");
     }
 }

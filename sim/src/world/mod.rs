@@ -509,6 +509,8 @@ fn busy(
             Busy::Waiting(i, p.engine.in_flight())
         } else if p.engine.retrying() > 0 {
             Busy::Retrying(i, p.engine.retrying())
+        } else if p.engine.settling_detached(now) {
+            Busy::Settling(i)
         } else if p.engine.next_wakeup().is_some_and(|t| t <= now) {
             Busy::WorkDue(i)
         } else {

@@ -9,7 +9,7 @@ use crate::facts::{owner_of, process_identity};
 use crate::probes::Probe;
 use crate::runtime::NetworkCreating;
 use crate::trace::{Fault, Record, RuntimeOutcome, StoreOutcome};
-use drydock_engine::api::ObjectKey;
+use drydock_engine::api::{Lease, ObjectKey, Resource};
 use drydock_engine::runtime::RuntimeRequest;
 use drydock_engine::store::{StoreReply, StoreRequest, StoreResult};
 use drydock_engine::{Input, MonoTime, OpId, Output};
@@ -182,6 +182,7 @@ impl World<'_> {
             };
             self.store.get(&key).cloned()
         });
+        let holder_before = lease_holder_before(&self.store, &request);
         if let Some(explainer) = &mut self.explainer {
             explainer.store_applied(process, id, &request);
         }
@@ -201,7 +202,11 @@ impl World<'_> {
         if let (Some(explainer), Ok(StoreReply::Object(after))) = (&mut self.explainer, &result) {
             explainer.stored(before.as_deref(), after);
         }
-        self.liveness.stored(&request, &result);
+        let handed_over = match (&holder_before, &result) {
+            (Some(before), Ok(StoreReply::Object(after))) => *before != lease_holder(after),
+            _ => false,
+        };
+        self.liveness.stored(&request, &result, handed_over);
         self.describe_store_result(&result);
         self.watches.broadcast(&mut self.env, &self.store, &self.processes, now);
         self.store_link.reply(&mut self.env, now, process, id, &request, result, lost);
@@ -298,4 +303,18 @@ impl World<'_> {
         self.broadcast_runtime_events(now);
         self.runtime_link.follow_runtime_clock(&mut self.env, &self.runtime);
     }
+}
+
+/// The holder of the lease an update is about to write, as the store holds it now (`None` for any
+/// other request): a write that changes it hands the lease over.
+fn lease_holder_before(store: &drydock_engine::store::Store, request: &StoreRequest) -> Option<Option<String>> {
+    let StoreRequest::Update { object } = request else { return None };
+    if object.kind != <Lease as Resource>::KIND {
+        return None;
+    }
+    Some(store.get(&object.key()).and_then(|lease| lease_holder(lease)))
+}
+
+fn lease_holder(object: &drydock_engine::api::Object) -> Option<String> {
+    object.spec::<Lease>().ok().and_then(|spec| spec.holder)
 }

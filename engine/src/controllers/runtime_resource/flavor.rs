@@ -199,8 +199,12 @@ impl Flavor for Volume {
 }
 
 /// The physical containers of volume object `volume`'s namespace that mount it and have a
-/// runtime container: drydock's users of it, which its removal waits for without asking the
-/// runtime (their deletion wakes it).
+/// runtime container, or may have one and are being deleted: drydock's users of it, which its
+/// removal waits for without asking the runtime (their deletion wakes it).
+///
+/// One being deleted counts even with no runtime id known: a create whose answer was lost made
+/// a container all the same, and the runtime refuses to remove the volume until that
+/// container's own cleanup has found and removed it. Its cleanup ends, so the wait does.
 pub(crate) fn mounted_by_drydock(cache: &Cache, volume: &Object) -> Vec<String> {
     cache
         .list(PhysicalContainer::KIND, volume.metadata.namespace.as_deref())
@@ -208,7 +212,8 @@ pub(crate) fn mounted_by_drydock(cache: &Cache, volume: &Object) -> Vec<String> 
             let mounts =
                 pc.spec::<PhysicalContainer>().is_ok_and(|s| s.mounts.iter().any(|m| m.source == volume.metadata.name));
             let status = pc.status::<PhysicalContainer>().unwrap_or_default();
-            mounts && status.runtime_id.is_some() && status.phase != ContainerPhase::Missing
+            let has_container = status.runtime_id.is_some() && status.phase != ContainerPhase::Missing;
+            mounts && (has_container || pc.metadata.is_deleting())
         })
         .map(|pc| pc.metadata.name.to_string())
         .collect()
