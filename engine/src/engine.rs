@@ -16,7 +16,7 @@ use crate::backoff::Backoff;
 use crate::cache::Cache;
 use crate::controller::{Controller, OpId, ReconcileResult, Watch};
 use crate::logs::Channel;
-use crate::runtime::{RuntimeEvent, RuntimeReply, RuntimeRequest, RuntimeResult};
+use crate::runtime::{RuntimeEvent, RuntimeRequest, RuntimeResult};
 use crate::store::{Registry, StoreRequest, StoreResult, WatchEvent};
 use crate::time::{MonoTime, Now};
 use rand_chacha::ChaCha8Rng;
@@ -30,6 +30,7 @@ mod diagnostics;
 mod dispatch;
 mod gate;
 mod reconcile;
+mod runtime_requests;
 mod trigger;
 
 use trigger::Triggers;
@@ -389,32 +390,8 @@ impl Engine {
     pub fn handle(&mut self, now: Now, input: Input) {
         self.boot(now);
         match input {
-            Input::Watch(event) => {
-                match event.event {
-                    crate::store::EventType::Added => {
-                        self.seen_created.insert(event.object.metadata.uid.clone());
-                    }
-                    crate::store::EventType::Deleted => {
-                        self.seen_created.swap_remove(&event.object.metadata.uid);
-                    }
-                    crate::store::EventType::Modified => {}
-                }
-                let others = self.namespaces_not_ours(Some(&event.object));
-                if let Some(change) = self.cache.apply_watched(&event) {
-                    self.note_gone_namespaces(&event);
-                    self.dispatch_change(now.mono, Via::Watch(event.event), change, &event.object);
-                    self.dispatch_newly_ours(now.mono, others);
-                }
-            }
-            Input::Resync { objects, resource_version } => {
-                let others = self.namespaces_not_ours(None);
-                let changed = self.cache.resync(objects, resource_version);
-                self.gone_namespaces = self.namespaces_gone_with_objects_left();
-                for object in changed {
-                    self.dispatch(now.mono, Via::Resync, &object);
-                }
-                self.dispatch_newly_ours(now.mono, others);
-            }
+            Input::Watch(event) => self.watched(now, &event),
+            Input::Resync { objects, resource_version } => self.resynced(now, objects, resource_version),
             Input::StoreDone { id, result } => self.store_done(now, id, result),
             Input::RuntimeEvent(event) => self.runtime_event(now, &event),
             Input::RuntimeResync => {
@@ -424,29 +401,7 @@ impl Engine {
                     }
                 }
             }
-            Input::RuntimeDone { id, result } => {
-                match self.gate.answered(id) {
-                    gate::Answer::Awaited => {}
-                    gate::Answer::Detached(detached) => return self.detached_answered(now, id, detached, &result),
-                    gate::Answer::Unknown => return,
-                }
-                let Some(op) = self.pending.swap_remove(&id) else { return };
-                if let Some(deadline) = op.deadline {
-                    self.deadlines.remove(&(deadline, id));
-                }
-                let (controller, key) = &op.work;
-                match (&result, &op.what) {
-                    (Err(error), Some(what)) => self.log(now, key, Channel::System, vec![format!("{what}: {error}")]),
-                    (Ok(RuntimeReply::Pulled { progress } | RuntimeReply::Built { progress }), _)
-                        if !progress.is_empty() =>
-                    {
-                        self.log(now, key, Channel::Stdout, progress.clone())
-                    }
-                    _ => {}
-                }
-                self.controllers[*controller].on_runtime_result(now, key, id, &result);
-                self.triggers.add(&mut self.queue, op.work, now.mono, || Trigger::RuntimeReply { id });
-            }
+            Input::RuntimeDone { id, result } => self.runtime_done(now, id, result),
         }
     }
 
@@ -462,113 +417,6 @@ impl Engine {
             lines,
             forward_to,
         }));
-    }
-
-    /// Runtime requests past their deadline: give up on each and tell its controller the outcome
-    /// is unknown, as for a lost reply. A change is detached (it may still run inside the
-    /// runtime), anything else cancelled.
-    fn expire_deadlines(&mut self, now: Now) {
-        while let Some(&(deadline, id)) = self.deadlines.first()
-            && deadline <= now.mono
-        {
-            self.deadlines.pop_first();
-            let Some(op) = self.pending.swap_remove(&id) else { continue };
-            self.stats.runtime_timeouts += 1;
-            let (controller, key) = &op.work;
-            tracing::warn!(key = %key, op = %id, "runtime request timed out; giving up on it");
-            let waited = deadline.since(op.issued_at);
-            let error = crate::runtime::RuntimeError::Uncertain(if op.detaches {
-                format!(
-                    "no answer from the runtime within {waited:?}; the request may still be running inside it, and \
-                     this object's next change waits until it is done"
-                )
-            } else {
-                format!(
-                    "no answer from the runtime within {waited:?}; the request was cancelled and may have been applied"
-                )
-            });
-            if let Some(what) = &op.what {
-                let line = format!("{what}: {error}");
-                let key = key.clone();
-                self.log(now, &key, Channel::System, vec![line]);
-            }
-            self.controllers[*controller].on_runtime_result(now, key, id, &Err(error));
-            self.give_up(now, id, &op);
-            self.triggers.add(&mut self.queue, op.work, now.mono, || Trigger::RuntimeTimeout { id });
-        }
-    }
-
-    /// Stop waiting for runtime request `id`: detach it (a change that went) or cancel it.
-    fn give_up(&mut self, now: Now, id: OpId, op: &PendingOp) {
-        let detach = op.detaches.then(|| (op.work.clone(), op.what.clone()));
-        match self.gate.cancel(now.mono, id, detach) {
-            gate::Cancelled::Detached => {
-                self.detached.detached(&op.work);
-                self.outbox.push_back(Output::Detach { id });
-            }
-            gate::Cancelled::Dropped => self.outbox.push_back(Output::Cancel { id }),
-            gate::Cancelled::WasHeld | gate::Cancelled::Unknown => {}
-        }
-    }
-
-    /// Detached requests whose patience ran out: cancel them for good, so their objects' next
-    /// changes may go.
-    fn abandon_detached(&mut self, now: Now) {
-        for (id, (work, what)) in self.gate.abandon_due(now.mono) {
-            self.stats.runtime_abandoned += 1;
-            self.outbox.push_back(Output::Cancel { id });
-            self.detached.left(now.mono, &work);
-            let key = work.1.clone();
-            self.triggers.add(&mut self.queue, work, now.mono, || Trigger::RuntimeTimeout { id });
-            if let Some(what) = what {
-                let patience = self.config.detached_patience;
-                let line =
-                    format!("{what}: still no answer {patience:?} after it was given up on; no longer waiting for it");
-                self.log(now, &key, Channel::System, vec![line]);
-            }
-        }
-    }
-
-    /// The reply to a detached request came: it has left the runtime. Its controller was told
-    /// long ago the outcome is unknown; it looks again now that its object's turn is free.
-    fn detached_answered(
-        &mut self,
-        now: Now,
-        id: OpId,
-        (work, what): (WorkKey, Option<Box<str>>),
-        result: &RuntimeResult,
-    ) {
-        self.detached.left(now.mono, &work);
-        if let Some(what) = what {
-            let outcome = match result {
-                Ok(_) => "done".to_string(),
-                Err(error) => error.to_string(),
-            };
-            self.log(
-                now,
-                &work.1,
-                Channel::System,
-                vec![format!("{what}: answered after it was given up on: {outcome}")],
-            );
-        }
-        self.triggers.add(&mut self.queue, work, now.mono, || Trigger::RuntimeReply { id });
-    }
-
-    /// Send the held runtime requests that may go now: their timeouts start here.
-    fn send_held(&mut self, now: Now) {
-        while let Some(held) = self.gate.next_to_send() {
-            let gate::Held { id, item: HeldRuntime { request, origin, timeout }, .. } = held;
-            let Some(op) = self.pending.get_mut(&id) else { continue };
-            let deadline = now.mono + timeout;
-            op.issued_at = now.mono;
-            op.deadline = Some(deadline);
-            self.deadlines.insert((deadline, id));
-            if let Some(what) = op.what.clone() {
-                let key = op.work.1.clone();
-                self.log(now, &key, Channel::System, vec![what.to_string()]);
-            }
-            self.outbox.push_back(Output::Runtime { id, request, origin });
-        }
     }
 
     /// The next request to perform, running due reconciles as needed.

@@ -4,7 +4,8 @@
 
 use super::{Engine, Trigger, Via, WorkKey};
 use crate::api::{ObjectKey, Resource as _};
-use crate::time::MonoTime;
+use crate::store::{EventType, WatchEvent};
+use crate::time::{MonoTime, Now};
 use std::sync::Arc;
 
 /// Namespaces not ours before a change (see `Engine::namespaces_not_ours`).
@@ -16,6 +17,37 @@ pub(super) enum NotOurs {
 }
 
 impl Engine {
+    /// A watch event: into the cache, then to the keys that watch it.
+    pub(super) fn watched(&mut self, now: Now, event: &WatchEvent) {
+        match event.event {
+            EventType::Added => {
+                self.seen_created.insert(event.object.metadata.uid.clone());
+            }
+            EventType::Deleted => {
+                self.seen_created.swap_remove(&event.object.metadata.uid);
+            }
+            EventType::Modified => {}
+        }
+        let others = self.namespaces_not_ours(Some(&event.object));
+        if let Some(change) = self.cache.apply_watched(event) {
+            self.note_gone_namespaces(event);
+            self.dispatch_change(now.mono, Via::Watch(event.event), change, &event.object);
+            self.dispatch_newly_ours(now.mono, others);
+        }
+    }
+
+    /// A fresh list of every kind at `resource_version` replaces the cache: what changed is
+    /// dispatched.
+    pub(super) fn resynced(&mut self, now: Now, objects: Vec<Arc<crate::api::Object>>, resource_version: u64) {
+        let others = self.namespaces_not_ours(None);
+        let changed = self.cache.resync(objects, resource_version);
+        self.gone_namespaces = self.namespaces_gone_with_objects_left();
+        for object in changed {
+            self.dispatch(now.mono, Via::Resync, &object);
+        }
+        self.dispatch_newly_ours(now.mono, others);
+    }
+
     /// Dispatch an object state the cache took, and the object it displaced, if any: that one is
     /// gone, and whoever watched it (its dependents' garbage collection) must hear so.
     pub(super) fn dispatch_change(
@@ -139,9 +171,9 @@ impl Engine {
     /// Keep `gone_namespaces` after a watch event the cache applied: a namespace deleted while
     /// objects of it are cached joins it; one created again leaves it, and so does one whose last
     /// cached object went.
-    pub(super) fn note_gone_namespaces(&mut self, event: &crate::store::WatchEvent) {
+    pub(super) fn note_gone_namespaces(&mut self, event: &WatchEvent) {
         let object = &event.object;
-        let deleted = event.event == crate::store::EventType::Deleted;
+        let deleted = event.event == EventType::Deleted;
         if object.kind == crate::api::Namespace::KIND {
             let name = &object.metadata.name;
             if !deleted {
