@@ -373,3 +373,62 @@ async fn the_objects_and_containers_of_a_vanished_namespace_are_collected() {
     eprintln!("the vanished namespace's leftovers were gone {:?} after the restart", restarted.elapsed());
     assert_eq!(daemon.stop(), Some(0));
 }
+
+/// Issue 48: `kubectl explain` prints drydock's kinds and fields with their descriptions (the
+/// Rust types' doc comments, served as OpenAPI v3 schemas), and `kubectl apply` of a manifest with
+/// an unknown spec field is refused as a Kubernetes API server refuses it (kubectl asks for
+/// `fieldValidation=Strict`), or accepted with a warning under `--validate=warn`.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_explains_drydocks_fields_and_refuses_unknown_ones() {
+    if !kubectl_or_skip("kubectl_explain") || docker_or_skip("kubectl_explain").await.is_none() {
+        return;
+    }
+    let ns = unique("explain");
+    let state_dir = std::env::temp_dir().join(unique("drydock-daemon-explain"));
+    let daemon = Daemon::start(&state_dir);
+    // kubectl wraps descriptions to its terminal's width: compare with the lines joined.
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mode = words(&daemon.ok(&["explain", "lc.spec.mode"]));
+    assert!(mode.contains("FIELD: mode <string>"), "{mode}");
+    assert!(
+        mode.contains(
+            "How the container relates to runtime containers: `session` (the default: created for this object"
+        ),
+        "{mode}"
+    );
+    let lc = words(&daemon.ok(&["explain", "lc"]));
+    assert!(lc.contains("KIND: LogicalContainer") && lc.contains("A logical container:"), "{lc}");
+    for field in ["apiVersion", "kind", "metadata", "spec", "status"] {
+        assert!(lc.contains(&format!("{field} <")), "kubectl explain lc lacks {field}: {lc}");
+    }
+    let spec = words(&daemon.ok(&["explain", "lc.spec"]));
+    for field in ["mode <string>", "image <string>", "containerName <string>", "env <[]Object>", "ports <[]Object>"] {
+        assert!(spec.contains(field), "kubectl explain lc.spec lacks {field}: {spec}");
+    }
+    let meta = words(&daemon.ok(&["explain", "pc.metadata"]));
+    assert!(meta.contains("resourceVersion <string>") && meta.contains("ownerReferences <[]Object>"), "{meta}");
+
+    daemon.ok(&["create", "namespace", &ns]);
+    let file = state_dir.join("typo.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: drydock.dev/v1\nkind: LogicalContainer\nmetadata: {{name: typo, namespace: {ns}}}\n\
+             spec:\n  image: {TEST_IMAGE}\n  foo: 1\n"
+        ),
+    )
+    .unwrap();
+    let text =
+        |out: &Output| format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = daemon.kubectl(&["apply", "-f", file.to_str().unwrap()]);
+    assert!(!out.status.success(), "an unknown field was applied: {}", text(&out));
+    assert!(text(&out).contains(r#"strict decoding error: unknown field "spec.foo""#), "{}", text(&out));
+    assert!(!daemon.kubectl(&["get", "lc", "-n", &ns, "typo"]).status.success(), "the refused apply created it");
+    // Warned about, not refused, when asked; a server-side dry run, so nothing runs on Docker.
+    let out = daemon.kubectl(&["apply", "--validate=warn", "--dry-run=server", "-f", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains(r#"Warning: unknown field "spec.foo""#), "{}", text(&out));
+
+    daemon.ok(&["delete", "ns", &ns]);
+    assert_eq!(daemon.stop(), Some(0), "the daemon must exit 0 on SIGTERM");
+}

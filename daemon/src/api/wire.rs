@@ -8,9 +8,12 @@
 //! - In: a body that is not a JSON object, names another `kind`/`apiVersion` than the URL, or
 //!   whose `resourceVersion` is not a number is a 400. Fields the store sets
 //!   (`uid`, timestamps, `generation`, `managedFields`, ...) are accepted and dropped; unknown
-//!   top-level, `metadata` and spec fields are dropped and reported as warnings (Kubernetes'
-//!   `Warn`, the default), dropped silently (`Ignore`), or refused with 400 (`Strict`). A spec
-//!   field is unknown when the kind's typed spec does not decode it.
+//!   fields, anywhere in the object (top level, `metadata` and its owner references, `spec`,
+//!   `status`), are dropped and reported as warnings (Kubernetes' `Warn`, the default), dropped
+//!   silently (`Ignore`), or refused with 400 (`Strict`: `strict decoding error: unknown field
+//!   "spec.foo"`, as the API server words it). A `spec` or `status` field is unknown when the
+//!   kind's schema ([`KindInfo::schema`]) does not list it, and a spec field also when the kind's
+//!   typed spec does not decode it.
 //! - `metadata.generateName` gives a name when the body has none.
 //!
 //! *Caveats*: metadata times are kept to the millisecond in the store but sent to the second.
@@ -47,6 +50,7 @@ impl FieldValidation {
 const TOP_LEVEL: [&str; 5] = ["apiVersion", "kind", "metadata", "spec", "status"];
 const META_KEPT: [&str; 7] =
     ["name", "namespace", "uid", "resourceVersion", "labels", "annotations", "ownerReferences"];
+const OWNER_FIELDS: [&str; 6] = ["apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"];
 const META_DROPPED: [&str; 8] = [
     "generation",
     "creationTimestamp",
@@ -127,6 +131,48 @@ fn prune_unknown_spec_fields(object: &mut Object, info: &KindInfo, warnings: &mu
     }
 }
 
+/// The fields of `value` that `schema` does not list, removed, each reported by its path from
+/// `path` (`spec.env[0].vaule`), as the API server prunes what a structural schema does not
+/// know. A schema that preserves unknown fields, has no `properties`, or combines subschemas
+/// (`oneOf`, `anyOf`, `allOf`) is trusted as is: the kind's own decoding checks what is there.
+fn prune_unknown(value: &mut Value, schema: &Value, path: &str, unknown: &mut Vec<String>) {
+    let Some(schema) = schema.as_object() else { return };
+    let preserves = schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+    if preserves || ["oneOf", "anyOf", "allOf"].iter().any(|k| schema.contains_key(*k)) {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            if properties.is_none() && additional.is_none() {
+                return;
+            }
+            map.retain(|field, child| {
+                let child_path = if path.is_empty() { field.clone() } else { format!("{path}.{field}") };
+                match properties.and_then(|p| p.get(field)).or(additional) {
+                    Some(child_schema) => {
+                        prune_unknown(child, child_schema, &child_path, unknown);
+                        true
+                    }
+                    None => {
+                        unknown.push(format!("unknown field \"{child_path}\""));
+                        false
+                    }
+                }
+            });
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    prune_unknown(item, item_schema, &format!("{path}[{i}]"), unknown);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Remove the field at `path` (`a.b[2].c`, as serde_path_to_error writes it); whether it was there.
 fn remove_path(value: &mut Value, path: &str) -> bool {
     let mut steps = Vec::new();
@@ -179,6 +225,13 @@ pub fn from_wire(body: Value, target: &Target, validation: FieldValidation) -> A
     for part in ["spec", "status"] {
         if map.get(part).is_some_and(Value::is_null) {
             map.remove(part);
+        }
+    }
+    if let Some(schema) = target.info.and_then(KindInfo::schema) {
+        for (part, part_schema) in [("spec", &schema.spec), ("status", &schema.status)] {
+            if let Some(value) = map.get_mut(part) {
+                prune_unknown(value, part_schema, part, &mut warnings);
+            }
         }
     }
     let mut value = Value::Object(map);
@@ -265,7 +318,15 @@ fn clean_metadata(
         meta.insert("resourceVersion".into(), Value::from(parse_resource_version_value(&rv)?));
     }
     if let Some(Value::Array(owners)) = meta.get_mut("ownerReferences") {
-        for owner in owners.iter_mut().filter_map(Value::as_object_mut) {
+        for (i, owner) in owners.iter_mut().enumerate() {
+            let Some(owner) = owner.as_object_mut() else { continue };
+            owner.retain(|field, _| {
+                let known = OWNER_FIELDS.contains(&field.as_str());
+                if !known {
+                    warnings.push(format!("unknown field \"metadata.ownerReferences[{i}].{field}\""));
+                }
+                known
+            });
             owner.remove("apiVersion");
         }
     }
@@ -418,6 +479,47 @@ mod tests {
         let wrong = json!({"metadata": {"name": "a"}, "spec": {"mode": "session", "image": 5}});
         let (object, _) = from_wire(wrong, &target, FieldValidation::Warn).unwrap();
         assert_eq!(object.spec["image"], 5);
+    }
+
+    #[test]
+    fn unknown_status_and_owner_reference_fields_are_found_by_the_schema() {
+        let registry = Registry::builtin();
+        let desc = kinds::by_plural(&registry, "drydock.dev/v1", "logicalcontainers").unwrap();
+        let target = Target { desc: &desc, namespace: Some("ns"), name: None, info: registry.get("LogicalContainer") };
+        let body = json!({"metadata": {"name": "a", "ownerReferences": [{"apiVersion": "v1", "kind": "Namespace",
+                "name": "ns", "uid": "u1", "colour": "red"}]},
+            "spec": {"image": "busybox", "ports": [{"containerPort": 80, "hostPrt": 8080}], "labels": {"any": "key"}},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime":
+                "2026-01-01T00:00:00Z", "extra": 1}], "bogus": true}});
+        let error = from_wire(body.clone(), &target, FieldValidation::Strict).unwrap_err();
+        assert_eq!(error.reason(), "BadRequest");
+        assert_eq!(
+            error.to_string(),
+            "strict decoding error: unknown field \"metadata.ownerReferences[0].colour\", \
+             unknown field \"spec.ports[0].hostPrt\", unknown field \"status.bogus\", \
+             unknown field \"status.conditions[0].extra\""
+        );
+        let (object, warnings) = from_wire(body.clone(), &target, FieldValidation::Warn).unwrap();
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
+        assert_eq!(object.spec["ports"], json!([{"containerPort": 80}]));
+        assert_eq!(object.spec["labels"], json!({"any": "key"}), "a map's keys are not fields");
+        assert_eq!(object.status.get("bogus"), None);
+        assert_eq!(object.status["conditions"][0].get("extra"), None);
+        assert_eq!(object.metadata.owner_references[0].uid.0, "u1");
+        let (object, warnings) = from_wire(body, &target, FieldValidation::Ignore).unwrap();
+        assert_eq!((warnings.len(), object.status.get("bogus")), (0, None));
+    }
+
+    #[test]
+    fn a_kind_without_a_schema_keeps_what_its_spec_and_status_hold() {
+        let registry = Registry::builtin();
+        let info = KindInfo::untyped("Gadget", true);
+        let desc = KindDesc { kind: "Gadget".into(), plural: "gadgets".into(), ..pc() };
+        let target = Target { desc: &desc, namespace: Some("ns"), name: None, info: Some(&info) };
+        let body = json!({"metadata": {"name": "a"}, "spec": {"anything": {"at": "all"}}, "status": {"free": 1}});
+        let (object, warnings) = from_wire(body, &target, FieldValidation::Strict).unwrap();
+        assert_eq!((object.spec["anything"]["at"].clone(), object.status["free"].clone()), (json!("all"), json!(1)));
+        assert!(warnings.is_empty() && registry.get("Gadget").is_none());
     }
 
     #[test]

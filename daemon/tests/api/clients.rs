@@ -160,26 +160,28 @@ async fn a_collection_delete_deletes_what_its_selectors_match() {
 
 #[tokio::test]
 async fn condition_times_are_rfc_3339_both_ways() {
+    // A namespace's status has conditions (a physical container's has none: its schema would
+    // drop them as unknown fields).
     let app = app();
     app.namespace().await;
-    app.container("a", json!({})).await;
-    let key = ObjectKey::new("PhysicalContainer", Some("demo"), "a");
+    let key = ObjectKey::cluster("Namespace", "demo");
     let mut object = (*app.store.get(&key).unwrap()).clone();
     let mut conditions = Vec::new();
     Condition::new("Ready", ConditionStatus::True, "Running", "up").set(&mut conditions, WallTime(1_796_099_625_250));
-    object.status = json!({"phase": "Running", "conditions": conditions});
+    object.status = json!({"phase": "Active", "conditions": conditions});
     app.store.execute(StoreRequest::UpdateStatus { object }).unwrap();
+    const NS: &str = "/api/v1/namespaces/demo";
 
-    let (_, got) = app.get(&format!("{PCS}/a")).await;
+    let (_, got) = app.get(NS).await;
     assert_eq!(got["status"]["conditions"][0]["lastTransitionTime"], "2026-12-01T04:33:45.250Z", "{got}");
     // Written back as read (kubectl edit, a typed client's update): the store keeps the time.
-    let (code, body) = app.put(&format!("{PCS}/a/status"), got.clone()).await;
+    let (code, body) = app.put(&format!("{NS}/status"), got.clone()).await;
     assert_eq!(code, StatusCode::OK, "{body}");
     let stored = app.store.get(&key).unwrap();
     assert_eq!(stored.status["conditions"][0]["lastTransitionTime"], 1_796_099_625_250u64);
     let mut bad = got;
     bad["status"]["conditions"][0]["lastTransitionTime"] = json!("yesterday");
-    let (code, body) = app.put(&format!("{PCS}/a/status"), bad).await;
+    let (code, body) = app.put(&format!("{NS}/status"), bad).await;
     assert_status(code, &body, 400, "BadRequest");
 }
 

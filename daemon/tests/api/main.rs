@@ -12,5 +12,6 @@ mod finalizers;
 mod hostile;
 mod kube_client;
 mod malformed;
+mod openapi;
 mod readiness;
 mod watch;

@@ -4,18 +4,23 @@
 //! runtime would refuse (or accept and then fail on, for ever).
 
 use super::validation::{Claim, FieldError, is_dns_label};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// An environment variable set in the container.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvVar {
+    /// The variable's name: not empty, without `=` or NUL.
     pub name: String,
+    /// Its value (empty by default).
     #[serde(default)]
     pub value: String,
 }
 
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// The transport protocol of a published port.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
     #[default]
@@ -23,41 +28,51 @@ pub enum Protocol {
     Udp,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A container port published on the host.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PortMapping {
+    /// `tcp` (the default) or `udp`.
     #[serde(default)]
     pub protocol: Protocol,
-    /// `None`: the runtime picks a host port.
+    /// The host port (1-65535); absent or 0: the runtime picks a free one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_port: Option<u16>,
+    /// The port inside the container (1-65535).
     pub container_port: u16,
+    /// The host address to bind (an IP address); absent: every address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_ip: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A bind mount of a host path, or a `ContainerVolume`, into the container.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Mount {
-    /// A host path or a volume name.
+    /// An absolute host path, or the name of a `ContainerVolume` in the same namespace.
     pub source: String,
+    /// The absolute path inside the container to mount it at (not `/`; each target once).
     pub target: String,
+    /// Mount it read-only.
     #[serde(default)]
     pub read_only: bool,
 }
 
 /// A file copied into the container before it starts (DCP's `createFiles`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CopiedFile {
     /// Absolute path of the file in the container; missing parent directories are made.
     pub destination: String,
+    /// The file's contents, as text.
     pub contents: String,
+    /// The file's permission bits, as a number (`0o644`, i.e. 420, by default).
     #[serde(default = "default_mode")]
     pub mode: u32,
-    /// Numeric owner and group (root's by default).
+    /// Numeric owner (root's by default).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub owner: u32,
+    /// Numeric group (root's by default).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub group: u32,
 }
@@ -70,10 +85,13 @@ fn default_mode() -> u32 {
     0o644
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A `ContainerNetwork` the container attaches to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NetworkAttachment {
+    /// The name of a `ContainerNetwork` in the same namespace (each network once).
     pub name: String,
+    /// Extra names (DNS labels) the container answers to on that network.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aliases: Vec<String>,
 }

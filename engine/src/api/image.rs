@@ -5,6 +5,7 @@ use super::object::Resource;
 use super::registry::KindInfo;
 use super::runtime_names::validate_image_reference;
 use super::validation::FieldError;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -12,7 +13,8 @@ use std::collections::BTreeMap;
 /// resource's life. Deleting it never removes the runtime image.
 pub struct ContainerImage;
 
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// When to pull the image.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PullPolicy {
     /// Pull even if present (once, to pin the id).
@@ -29,7 +31,7 @@ fn default_pull_retry_limit() -> u32 {
 }
 
 /// How to build an image instead of pulling it (`docker build`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ImageBuildSpec {
     /// Absolute path of the context directory on the runtime's host.
@@ -37,6 +39,7 @@ pub struct ImageBuildSpec {
     /// The Dockerfile's path inside the context (`Dockerfile` by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dockerfile: Option<String>,
+    /// Build arguments (`--build-arg`), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub build_args: BTreeMap<String, String>,
     /// The stage to build; the last one if none.
@@ -47,7 +50,9 @@ pub struct ImageBuildSpec {
     pub labels: BTreeMap<String, String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// An image the runtime must have: pulled per `pullPolicy` (or built), its first verified id
+/// pinned for the object's life.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerImageSpec {
     /// The reference to pull; with `build`, the tag the built image gets.
@@ -56,6 +61,8 @@ pub struct ContainerImageSpec {
     /// pulling it. Its output is the image's `stdout`, as a pull's is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<ImageBuildSpec>,
+    /// When to pull: `missing` (the default: only if not present), `always` (once, even if
+    /// present, to pin the id) or `never` (wait for the image to be present).
     #[serde(default)]
     pub pull_policy: PullPolicy,
     /// Retries after the first failed pull: 0 means exactly one attempt.
@@ -74,7 +81,8 @@ impl Default for ContainerImageSpec {
     }
 }
 
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// Where an image is in its life.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub enum ImagePhase {
     #[default]
     Pending,
@@ -87,19 +95,25 @@ pub enum ImagePhase {
     Unavailable,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What the image's controller observed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerImageStatus {
+    /// `Pending`, `Pulling`, `Ready`, `Failed` (terminal; `reason` says why) or `Unavailable`
+    /// (the pinned image disappeared; it is not pulled again).
     #[serde(default)]
     pub phase: ImagePhase,
     /// The first verified image id, pinned for the resource's life.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_id: Option<String>,
+    /// How many pulls (or builds) were attempted.
     #[serde(default)]
     pub pull_attempts: u32,
     /// Why the phase is `Failed`: one of [`super::reasons`].
+    #[schemars(description = "Why the phase is `Failed`: a machine-readable reason (CamelCase).")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The cause, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The last lines of pull progress.
@@ -154,6 +168,10 @@ pub fn kind_info() -> KindInfo {
     KindInfo::typed::<ContainerImage>(validate)
         .with_update_check::<ContainerImage>(validate_update)
         .with_names("containerimages", &["img", "imgs"])
+        .with_description(
+            "An image the runtime must have: pulled per pullPolicy (or built), its first verified id pinned \
+             for the object's life. Deleting it never removes the runtime image.",
+        )
         .with_settled::<ContainerImage>(|_, s| {
             matches!(s.phase, ImagePhase::Ready | ImagePhase::Failed | ImagePhase::Unavailable)
         })

@@ -10,11 +10,12 @@ use super::object::{Object, Resource};
 use super::registry::KindInfo;
 use super::runtime_names::{RUNTIME_NAME_RULE, is_container_name, validate_image_reference};
 use super::validation::{Claim, FieldError};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How a logical container relates to runtime containers.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LogicalMode {
     /// Created for this object and removed with it.
@@ -26,9 +27,15 @@ pub enum LogicalMode {
     Existing,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A container with a lifecycle policy: what to run, and whether it lives with this object, is
+/// reused across runs, or already exists.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LogicalContainerSpec {
+    /// How the container relates to runtime containers: `session` (the default: created for this
+    /// object and removed with it), `persistent` (reused across runs while its lifecycle key
+    /// matches; kept on delete) or `existing` (never created: adopted once a container of that
+    /// name exists).
     #[serde(default)]
     pub mode: LogicalMode,
     /// Inline image reference (the controller owns a ContainerImage for it).
@@ -40,29 +47,45 @@ pub struct LogicalContainerSpec {
     /// Digests of a build's inputs, supplied by the caller; they stand in for the image in the key.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub build_digests: Vec<String>,
+    /// The runtime container's name; defaults to `<namespace>-<name>`. Required for mode
+    /// `existing`: the container to adopt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_name: Option<String>,
+    /// Environment variables set in the container.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
+    /// Labels the runtime container carries; system labels (`drydock.dev/*`) are applied after
+    /// them and win.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// Container ports published on the host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<PortMapping>,
+    /// Bind mounts of host paths, and `ContainerVolume`s (a `source` that is not an absolute
+    /// path names one in the same namespace).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<Mount>,
+    /// Files copied into the container before its first start.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<CopiedFile>,
+    /// The command to run instead of the image's entrypoint; `args` are appended to it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// Arguments appended to `command`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    /// `ContainerNetwork`s in the same namespace to attach to, with aliases; none: the runtime's
+    /// default network.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<NetworkAttachment>,
     /// Used verbatim as the lifecycle key when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle_key: Option<String>,
+    /// One-way: once true the container is stopped and stays stopped.
     #[serde(default)]
     pub stop: bool,
+    /// Replace a runtime container of the same name even when drydock did not create it (without
+    /// it, such a name collision fails the object).
     #[serde(default)]
     pub replace: bool,
 }
@@ -71,7 +94,8 @@ pub struct LogicalContainerSpec {
 /// `PhysicalContainer` (and, for an inline image, an owned `ContainerImage`).
 pub struct LogicalContainer;
 
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// Where a logical container is in its life.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub enum LogicalPhase {
     #[default]
     Pending,
@@ -85,18 +109,25 @@ pub enum LogicalPhase {
     Failed,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What the logical container's controller observed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LogicalContainerStatus {
+    /// `Pending`, `Starting`, `Running`, `Exited`, `NotFound` (mode `existing`: no container of
+    /// that name yet) or `Failed` (terminal; `reason` says why).
     #[serde(default)]
     pub phase: LogicalPhase,
+    /// Observations of the controller, Kubernetes-style.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// The lifecycle key of the spec: `spec.lifecycleKey`, or a digest of the fields that define
+    /// the container's content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle_key: Option<String>,
     /// The backing PhysicalContainer, once created or adopted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backing_uid: Option<Uid>,
+    /// The runtime's id of the container, once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_id: Option<String>,
     /// Persistent: the workload that owns the runtime container, once recorded.
@@ -107,8 +138,13 @@ pub struct LogicalContainerStatus {
     pub startup_output: Vec<String>,
     /// Why the phase is `Failed`: the backing's reason, or one of the logical container's own
     /// ([`super::reasons`]).
+    #[schemars(
+        description = "Why the phase is `Failed`: the backing's reason, or one of the logical container's own \
+        (machine-readable, CamelCase)."
+    )]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The cause, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
@@ -195,6 +231,10 @@ pub fn kind_info() -> KindInfo {
         .with_update_check::<LogicalContainer>(validate_update)
         .with_claims::<LogicalContainer>(claims)
         .with_names("logicalcontainers", &["lc", "lcs"])
+        .with_description(
+            "A logical container: a container with a lifecycle policy (session, persistent or existing), \
+             realised by a backing PhysicalContainer (and, for an inline image, an owned ContainerImage).",
+        )
         .with_finalizer(super::names::FINALIZER_LOGICAL)
         .with_settled::<LogicalContainer>(|_, s| {
             matches!(

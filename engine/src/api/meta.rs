@@ -1,4 +1,5 @@
 use crate::time::WallTime;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use smol_str::SmolStr;
 use std::collections::BTreeMap;
@@ -6,9 +7,16 @@ use std::fmt;
 
 /// A unique object identity, never reused. Distinguishes an object from a later one of the same
 /// name.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Uid(pub String);
+
+/// The schema of a time as clients read and write it: an RFC 3339 string, as Kubernetes'
+/// `metav1.Time` (the store keeps milliseconds since the epoch; the daemon converts both ways).
+/// For `#[schemars(schema_with = ...)]` on a [`WallTime`] field.
+pub(crate) fn time_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "format": "date-time"})
+}
 
 impl fmt::Display for Uid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -100,7 +108,7 @@ pub struct OwnerReference {
 }
 
 /// Whether a [`Condition`] holds, as in Kubernetes.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ConditionStatus {
     True,
     False,
@@ -113,18 +121,25 @@ pub enum ConditionStatus {
 ///
 /// *Guarantees* (through [`Condition::set`]): `lastTransitionTime` changes only when `status`
 /// does, so rewriting the same observation does not change the object.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(description = "One observation a controller reports in an object's status, Kubernetes-style: a `type`, \
+    whether it holds, a machine-readable `reason` (CamelCase) and a human-readable `message`.")]
 pub struct Condition {
+    /// What the condition is about (`Ready`, `CleanupComplete`, ...).
     #[serde(rename = "type")]
     pub type_: String,
+    /// Whether it holds: `True`, `False` or `Unknown`.
     pub status: ConditionStatus,
+    /// Why, machine-readable (CamelCase).
     #[serde(default)]
     pub reason: String,
+    /// Why, in words.
     #[serde(default)]
     pub message: String,
     /// When `status` last changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "time_schema")]
     pub last_transition_time: Option<WallTime>,
 }
 

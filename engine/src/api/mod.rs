@@ -49,7 +49,7 @@ pub use namespace::{Namespace, NamespacePhase, NamespaceSpec, NamespaceStatus};
 pub use network::{ContainerNetwork, ContainerNetworkSpec};
 pub use object::{Object, ObjectKey, Resource, SmolStr, TypedError};
 pub use physical::{ContainerPhase, PhysicalContainer, PhysicalContainerSpec, PhysicalContainerStatus};
-pub use registry::{DRYDOCK_GROUP_VERSION, KindInfo, Registry};
+pub use registry::{DRYDOCK_GROUP_VERSION, KindInfo, KindSchema, Registry};
 pub use runtime_names::{familiar_image_reference, is_container_name, is_runtime_name, normalize_image_reference};
 pub use runtime_resource::{ResourcePhase, RuntimeResourceStatus};
 pub use volume::{ContainerVolume, ContainerVolumeSpec};

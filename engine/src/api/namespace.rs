@@ -3,25 +3,30 @@
 use super::meta::Condition;
 use super::object::Resource;
 use super::registry::KindInfo;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A namespace: the unit of cleanup. Deleting it deletes its children, and only then itself.
 pub struct Namespace;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// A namespace has nothing to ask for.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NamespaceSpec {}
 
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Whether a namespace is in use or being deleted.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum NamespacePhase {
     #[default]
     Active,
     Terminating,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What the namespace controller observed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NamespaceStatus {
+    /// `Active`, or `Terminating` once deleted, until its children are gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<NamespacePhase>,
     /// Children still waiting to be deleted while Terminating.
@@ -46,5 +51,6 @@ pub fn kind_info() -> KindInfo {
     KindInfo::typed::<Namespace>(|_| Vec::new())
         .with_group_version("v1")
         .with_names("namespaces", &["ns"])
+        .with_description("A namespace: the unit of cleanup. Deleting it deletes its children, and only then itself.")
         .with_finalizer(super::names::FINALIZER_NAMESPACE)
 }

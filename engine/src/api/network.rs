@@ -5,13 +5,15 @@ use super::object::{Object, Resource};
 use super::registry::KindInfo;
 use super::runtime_resource::{ResourcePhase, RuntimeResourceStatus, is_builtin_network, validate_source};
 use super::validation::{Claim, FieldError};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One runtime network that containers in its namespace attach to (`spec.networks`).
 pub struct ContainerNetwork;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// One runtime network: created by name, or tracked by id.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerNetworkSpec {
     /// Runtime network name to create; defaults to `<namespace>-<name>`.
@@ -107,6 +109,7 @@ pub fn kind_info() -> KindInfo {
         .with_update_check::<ContainerNetwork>(validate_update)
         .with_claims::<ContainerNetwork>(claims)
         .with_names("containernetworks", &["net", "nets"])
+        .with_description("One runtime network that containers in its namespace attach to (spec.networks).")
         .with_settled::<ContainerNetwork>(|_, s| s.phase != ResourcePhase::Pending)
         .with_runtime_object(RuntimeObject::Network)
         .with_cleanup_rank(30)

@@ -8,13 +8,15 @@ use super::object::{Object, Resource};
 use super::registry::KindInfo;
 use super::runtime_names::{RUNTIME_NAME_RULE, is_container_name, validate_image_reference};
 use super::validation::{Claim, FieldError, is_dns_label};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One runtime container, created from an image present in the runtime.
 pub struct PhysicalContainer;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// One runtime container: created from an image (or a `ContainerImage`), or tracked by id.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PhysicalContainerSpec {
     /// Image reference; the image must be present in the runtime. One of `image`, `imageRef` and
@@ -35,6 +37,7 @@ pub struct PhysicalContainerSpec {
     /// Keep the runtime container when this object is deleted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retain: bool,
+    /// Container ports published on the host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<PortMapping>,
     /// Bind mounts of host paths, and volumes: a `source` that is not an absolute path names a
@@ -52,8 +55,10 @@ pub struct PhysicalContainerSpec {
     /// Runtime container name; defaults to `<namespace>-<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_name: Option<String>,
+    /// The command to run instead of the image's entrypoint.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// Environment variables set in the container, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// Caller labels; system labels (`drydock.dev/*`) are applied after them and win.
@@ -70,7 +75,8 @@ impl PhysicalContainerSpec {
     }
 }
 
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// Where a physical container is in its life.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub enum ContainerPhase {
     /// Not created yet, or being created.
     #[default]
@@ -84,16 +90,23 @@ pub enum ContainerPhase {
     Failed,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What the physical container's controller observed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PhysicalContainerStatus {
+    /// `Pending`, `Running`, `Exited`, `Missing` (removed by someone else; never recreated) or
+    /// `Failed` (terminal; `reason` says why).
     #[serde(default)]
     pub phase: ContainerPhase,
+    /// The runtime's id of the container, once created (or tracked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_id: Option<String>,
+    /// The exit code, once it has exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
-    /// Why the phase is `Failed` or `Missing`: one of [`super::reasons`].
+    /// Why the phase is `Failed` or `Missing`: a machine-readable reason (CamelCase; see
+    /// [`super::reasons`]).
+    #[schemars(description = "Why the phase is `Failed` or `Missing`: a machine-readable reason (CamelCase).")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// In words; for a runtime failure, with the runtime's own message.
@@ -186,6 +199,7 @@ pub fn kind_info() -> KindInfo {
         .with_update_check::<PhysicalContainer>(validate_update)
         .with_claims::<PhysicalContainer>(claims)
         .with_names("physicalcontainers", &["pc", "pcs"])
+        .with_description("One runtime container, created from an image present in the runtime, or tracked by id.")
         .with_settled::<PhysicalContainer>(|_, s| {
             matches!(
                 s.phase,

@@ -2,6 +2,7 @@
 //! phases, its status, and the validation of its names.
 
 use super::validation::FieldError;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The networks every Docker host has: never created, replaced or removed by drydock (Docker
@@ -13,7 +14,8 @@ pub fn is_builtin_network(name: &str) -> bool {
     BUILTIN_NETWORKS.contains(&name)
 }
 
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// Where a network or volume is in its life.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub enum ResourcePhase {
     /// Not created (or found) yet.
     #[default]
@@ -27,17 +29,22 @@ pub enum ResourcePhase {
     Failed,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What the controller of a network or volume observed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RuntimeResourceStatus {
+    /// `Pending`, `Ready`, `Missing` (removed by someone else, or the one to track does not
+    /// exist; never recreated) or `Failed` (terminal; `reason` says why).
     #[serde(default)]
     pub phase: ResourcePhase,
     /// The runtime's id of it (a volume's is its name), once known; pinned for the object's life.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_id: Option<String>,
     /// Why the phase is `Failed` or `Missing`: one of [`super::reasons`].
+    #[schemars(description = "Why the phase is `Failed` or `Missing`: a machine-readable reason (CamelCase).")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The cause, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }

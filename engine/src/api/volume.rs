@@ -5,6 +5,7 @@ use super::object::{Object, Resource};
 use super::registry::KindInfo;
 use super::runtime_resource::{ResourcePhase, RuntimeResourceStatus, validate_source};
 use super::validation::{Claim, FieldError};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -20,7 +21,8 @@ fn is_true(b: &bool) -> bool {
     *b
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One runtime volume: created by name, or tracked by name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerVolumeSpec {
     /// Runtime volume name to create; defaults to `<namespace>-<name>`.
@@ -115,6 +117,10 @@ pub fn kind_info() -> KindInfo {
         .with_update_check::<ContainerVolume>(validate_update)
         .with_claims::<ContainerVolume>(claims)
         .with_names("containervolumes", &["vol", "vols"])
+        .with_description(
+            "One runtime volume that containers in its namespace mount (a mount whose source is the object's \
+             name). Retained by default: data outlives the object unless retain is false.",
+        )
         .with_settled::<ContainerVolume>(|_, s| s.phase != ResourcePhase::Pending)
         .with_runtime_object(RuntimeObject::Volume)
         .with_cleanup_rank(30)

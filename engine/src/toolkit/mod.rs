@@ -23,16 +23,19 @@
 //! use drydock_engine::runtime::{ContainerCreate, RuntimeError, RuntimeReply, RuntimeRequest, RuntimeResult};
 //! use drydock_engine::toolkit::{Cleanup, Finalizer, OpTracker, RetryPolicy, write_status};
 //! use drydock_engine::Now;
+//! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //! use std::time::Duration;
 //!
-//! /// A cluster-scoped kind: spec `{"image": ...}`, status `{"containerId": ...}`.
+//! /// A cluster-scoped kind: spec `{"image": ...}`, status `{"containerId": ...}`. Its types
+//! /// derive `JsonSchema` too: the schema the daemon serves (`kubectl explain`).
 //! struct Sleeper;
-//! #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+//! #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 //! struct SleeperSpec {
+//!     /// The image to sleep in.
 //!     image: String,
 //! }
-//! #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+//! #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 //! #[serde(rename_all = "camelCase")]
 //! struct SleeperStatus {
 //!     container_id: Option<String>,

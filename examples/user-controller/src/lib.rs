@@ -23,6 +23,7 @@ use drydock_scenarios::draw::{Ops, between, chance};
 use drydock_scenarios::sim::checker::{Happening, HappeningKind, Invariant, View};
 use drydock_scenarios::sim::workload::{ClientOp, Workload};
 use drydock_scenarios::{ChaCha8Rng, Components, RngCore, Scenario};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,14 +32,20 @@ use std::time::Duration;
 /// The kind: a set of identical containers.
 pub struct ContainerSet;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A set of identical containers. Deriving `JsonSchema` gives the kind its OpenAPI schema: the
+/// daemon serves it, `kubectl explain containersets.spec.replicas` prints these doc comments, and
+/// fields it does not list are unknown (refused under kubectl's `fieldValidation=Strict`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerSetSpec {
+    /// The image every container of the set runs.
     pub image: String,
+    /// How many containers the set keeps (at most 10).
     pub replicas: u32,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// What the set's controller counted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerSetStatus {
     /// Live containers the set owns, as its controller last counted them.
@@ -73,6 +80,7 @@ pub fn kind() -> KindInfo {
         errors
     })
     .with_group_version("example.dev/v1")
+    .with_description("A set of identical containers, each owned by the set.")
     // `up --wait` waits until every replica runs.
     .with_settled::<ContainerSet>(|spec, status| status.ready == spec.replicas)
 }
@@ -337,4 +345,18 @@ pub fn scenario(variant: Variant) -> Scenario {
         .converges_when("containersets-scaled", scaled)
         .workload(workload)
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kind_has_its_schema_from_its_types() {
+        let kind = kind();
+        let schema = kind.schema().map(|s| s.spec.clone()).unwrap_or_default();
+        let replicas = &schema["properties"]["replicas"];
+        assert_eq!(replicas["description"], "How many containers the set keeps (at most 10).", "{schema}");
+        assert_eq!(replicas["type"], "integer");
+    }
 }
