@@ -35,7 +35,8 @@ pub struct DaemonArgs {
     /// clusters is refused, not overwritten). [default: <state-dir>/kubeconfig]
     #[arg(long, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
-    /// How long in-flight requests may take to finish after SIGTERM or SIGINT.
+    /// How long in-flight requests may take to finish after SIGTERM or SIGINT (open watches and
+    /// `logs -f` followers are ended at once, not waited for).
     #[arg(long, value_name = "SECS", default_value_t = 10)]
     shutdown_grace_secs: u64,
 }

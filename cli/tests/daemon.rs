@@ -229,3 +229,64 @@ fn daemon_without_docker_fails_clearly() {
     assert!(stderr.contains("/nonexistent/docker.sock"), "{stderr}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"), "never ready");
 }
+
+/// SIGTERM with a `kubectl get -w` open: the watch ends as shutdown starts, so the daemon exits at
+/// once instead of waiting out its 10 s grace for the watch.
+#[tokio::test]
+async fn sigterm_ends_open_watches_at_once() {
+    const TEST: &str = "sigterm_ends_open_watches_at_once";
+    let Some(kubectl_bin) = kubectl_or_skip(TEST) else { return };
+    if docker_or_skip(TEST).await.is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let mut daemon = Daemon::start(&["--state-dir", state.to_str().unwrap(), "--shutdown-grace-secs", "10"], &[]);
+    // A namespace, so that the watch prints a row (on an empty list `get -w` prints nothing).
+    let created = Command::new(kubectl_bin)
+        .arg("--kubeconfig")
+        .arg(&daemon.kubeconfig)
+        .args(["create", "namespace", "watched"])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let mut watch = Command::new(kubectl_bin)
+        .arg("--kubeconfig")
+        .arg(&daemon.kubeconfig)
+        .args(["get", "namespaces", "-w", "--request-timeout", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let watch_out = collect(watch.stdout.take().unwrap());
+    let watch_err = collect(watch.stderr.take().unwrap());
+    // kubectl lists first, then opens the watch.
+    let listed = watch_out.recv_timeout(Duration::from_secs(20));
+    assert!(
+        listed.as_ref().is_ok_and(|l| l.contains("watched")),
+        "kubectl listed {listed:?}: {}",
+        daemon.stderr_so_far()
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(watch.try_wait().unwrap().is_none(), "the watch is open: {}", watch_err.try_iter().collect::<String>());
+
+    let sent = Instant::now();
+    let kill = Command::new("kill").args(["-TERM", &daemon.pid()]).status().unwrap();
+    assert!(kill.success());
+    let status = wait_with_timeout(&mut daemon.child, Duration::from_secs(15));
+    let took = sent.elapsed();
+    // The watch ended cleanly: kubectl's `get -w` returns 0 on its own.
+    let watch_status = wait_with_timeout(&mut watch, Duration::from_secs(5));
+    let _ = watch.kill();
+    let _ = watch.wait();
+    std::thread::sleep(Duration::from_millis(100));
+    let logs = daemon.stderr_so_far();
+    eprintln!("{TEST}: the daemon exited {:.3} s after SIGTERM with a watch open", took.as_secs_f64());
+    let status = status.unwrap_or_else(|| panic!("still running 15 s after SIGTERM: {logs}"));
+    assert_eq!(status.code(), Some(0), "{logs}");
+    // At once, not after the grace (10 s); the margin is for a loaded machine.
+    assert!(took < Duration::from_secs(3), "exited {took:?} after SIGTERM, waiting for the watch: {logs}");
+    assert!(!logs.contains("still open after the grace period"), "{logs}");
+    let kubectl_said: String = watch_err.try_iter().collect();
+    assert_eq!(watch_status.and_then(|s| s.code()), Some(0), "kubectl get -w: {kubectl_said}");
+}

@@ -117,18 +117,41 @@ fn merged_failing_shards_equal_the_unsharded_sweep_and_write_junit() {
     let suites: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testsuite")).collect();
     assert_eq!(suites.len(), 1);
     let suite = suites[0];
-    assert_eq!((suite.attribute("tests"), suite.attribute("failures")), (Some("1"), Some("1")));
+    // A test case per failing seed, and one for the seeds that passed (none here).
+    assert_eq!((suite.attribute("tests"), suite.attribute("failures")), (Some("31"), Some("30")));
     assert!(suite.attribute("time").unwrap().parse::<f64>().unwrap() >= 0.0);
-    let case = suite.children().find(|n| n.has_tag_name("testcase")).unwrap();
-    assert_eq!(case.attribute("name"), Some("rdd-namespaces-buggy seeds 0..30"));
-    let failed: Vec<_> = case.children().filter(|n| n.has_tag_name("failure")).collect();
-    assert_eq!(failed.len(), 30, "one <failure> per failing seed");
-    for (failure, expected) in failed.iter().zip(failures) {
-        assert_eq!(failure.attribute("type"), expected["invariant"].as_str());
-        let text = failure.text().unwrap();
+    let cases: Vec<_> = suite.children().filter(|n| n.has_tag_name("testcase")).collect();
+    assert_eq!(cases.len(), 31);
+    for (case, expected) in cases.iter().zip(failures) {
+        let seed = expected["seed"].as_u64().unwrap();
+        assert_eq!(case.attribute("name"), Some(format!("rdd-namespaces-buggy seed {seed}").as_str()));
+        let failed: Vec<_> = case.children().filter(|n| n.has_tag_name("failure")).collect();
+        assert_eq!(failed.len(), 1, "one <failure> in a seed's test case");
+        assert_eq!(failed[0].attribute("type"), expected["invariant"].as_str());
+        let text = failed[0].text().unwrap();
         assert!(text.contains(expected["message"].as_str().unwrap()), "{text}");
         assert!(text.contains(&format!("repro: {}", expected["repro"].as_str().unwrap())), "{text}");
     }
+    let rest = cases[30];
+    assert_eq!(rest.attribute("name"), Some("rdd-namespaces-buggy seeds 0..30: 0 seeds passed"));
+    assert_eq!(rest.children().filter(|n| n.has_tag_name("failure")).count(), 0);
+}
+
+/// A passing sweep is one passing test case, named by its range and how many seeds passed.
+#[test]
+fn junit_of_a_passing_sweep_is_one_passing_test_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("run.xml");
+    let out = drydock(&["sim", "run", "--scenario", "basic-calm", "--seeds", "3", "--junit", junit.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("not well-formed XML ({e}):\n{xml}"));
+    let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!((suite.attribute("tests"), suite.attribute("failures")), (Some("1"), Some("0")), "{xml}");
+    let cases: Vec<_> = suite.children().filter(|n| n.has_tag_name("testcase")).collect();
+    assert_eq!(cases.len(), 1, "{xml}");
+    assert_eq!(cases[0].attribute("name"), Some("basic-calm seeds 0..3: 3 seeds passed"));
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("failure")).count(), 0, "{xml}");
 }
 
 /// Messages with markup characters, quotes and non-ASCII come out of the JUnit XML as they went in;
@@ -144,6 +167,16 @@ fn junit_escapes_what_messages_hold() {
     let doc = roxmltree::Document::parse(&xml).unwrap();
     assert_eq!(doc.descendants().filter(|n| n.has_tag_name("failure")).count(), 4);
     assert!(xml.contains(" sim repro --scenario rdd-namespaces-buggy --seed 3</failure>"), "{xml}");
+    let names: Vec<_> =
+        doc.descendants().filter(|n| n.has_tag_name("testcase")).filter_map(|n| n.attribute("name")).collect();
+    assert_eq!(
+        names,
+        [0, 1, 2, 3]
+            .iter()
+            .map(|s| format!("rdd-namespaces-buggy seed {s}"))
+            .chain(["rdd-namespaces-buggy seeds 0..4: 0 seeds passed".into()])
+            .collect::<Vec<_>>()
+    );
 
     // Give a shard's result a message that needs escaping, and a nondeterministic seed.
     let files: Vec<PathBuf> = (1..=2).map(|k| run_shard(dir.path(), &range, k, 2)).collect();
@@ -165,6 +198,10 @@ fn junit_escapes_what_messages_hold() {
     assert!(failures[0].text().unwrap().contains(message), "{xml}");
     let nondeterministic = failures.iter().find(|f| f.attribute("type") == Some("nondeterministic")).unwrap();
     assert!(nondeterministic.text().unwrap().contains("--seed 2 --check-determinism"), "{xml}");
+    let case = nondeterministic.parent().unwrap();
+    assert_eq!(case.attribute("name"), Some("rdd-namespaces-buggy seed 2 determinism"), "its own test case");
+    let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!((suite.attribute("tests"), suite.attribute("failures")), (Some("6"), Some("5")), "{xml}");
 }
 
 #[test]

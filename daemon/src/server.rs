@@ -7,7 +7,8 @@
 //!
 //! *Guarantees*: on the signal the listener closes at once (no new connections), in-flight
 //! requests get up to [`DaemonOptions::shutdown_grace`] to finish (HTTP/2 connections get a
-//! GOAWAY, idle HTTP/1 connections are closed), then the driver stops, then the store is closed,
+//! GOAWAY, idle HTTP/1 connections are closed; open watches and followed logs end at once, their
+//! streams closed cleanly, see [`ApiOptions::stopping`]), then the driver stops, then the store is closed,
 //! and [`run`] returns `Ok`. Store writes are synchronous calls made inside a request or a driver
 //! turn, so stopping between them never cuts one in half. Nothing the daemon logs contains the
 //! token.
@@ -28,7 +29,7 @@
 //! [`serve_plain`] over any listener in plain HTTP (the tests on turmoil's simulated network,
 //! `daemon/tests/turmoil/`, which has no TLS).
 //!
-//! *Caveats*: connections still open after the grace period (a long watch, a stuck client) are
+//! *Caveats*: connections still open after the grace period (a slow request, a stuck client) are
 //! dropped when the runtime ends. The connection cap is shared by everyone who can reach the
 //! port: clients without the token can fill it (a connection that sends nothing is closed at the
 //! header-read timeout; one that asks only for `/livez` or `/readyz`, which need no token, is kept
@@ -259,7 +260,9 @@ pub async fn run_until(
     let kubeconfig_path = options.kubeconfig.clone().unwrap_or_else(|| state.default_kubeconfig_path());
     kubeconfig::write(&kubeconfig_path, &url, &certs.ca_pem, &token)?;
     let mut driver = Driver::with_components(&identity, store.clone(), docker, predecessor, &options.components);
-    let options_api = ApiOptions { token: Some(token), runtime_health: Some(driver.health()), ..ApiOptions::default() };
+    let (stop_api, stopping) = api::Stopping::channel();
+    let options_api =
+        ApiOptions { token: Some(token), runtime_health: Some(driver.health()), stopping, ..ApiOptions::default() };
     let router = api::router_with_logs(store.clone(), driver.logs(), options_api);
     let ready = Ready { addr, url, kubeconfig: kubeconfig_path, state_dir: state.path().to_path_buf(), identity };
     tracing::info!(url = %ready.url, kubeconfig = %ready.kubeconfig.display(), identity = %ready.identity, "ready");
@@ -267,6 +270,12 @@ pub async fn run_until(
 
     let (stop_driver, driver_stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = async {
+        // Open watches and followed logs end as shutdown starts, so the grace is for requests
+        // that finish by themselves.
+        let shutdown = async {
+            shutdown.await;
+            stop_api.send_replace(true);
+        };
         serve(listener, tls, router, shutdown, options.shutdown_grace).await;
         let _ = stop_driver.send(());
     };

@@ -264,9 +264,15 @@ pub fn test_registry_image() -> String {
 /// [`test_registry_image`], starting Debian's `docker-registry` if nothing listens there yet.
 /// Safe to call from parallel tests and processes.
 ///
-/// The registry is started as a detached child process (its own process group), with its config
-/// and storage in `$TMPDIR/drydock-registry-<port>/`, and is left running for later tests and runs
-/// to reuse; stop it with `kill $(cat $TMPDIR/drydock-registry-5487/pid)`.
+/// A registry this process starts lives as long as the process: it runs under a small shell that
+/// holds the read end of a pipe whose write end only this process holds, so when the process
+/// ends (passes, fails, panics or is killed) the shell stops the registry, removes the local
+/// images of the registry's references (`127.0.0.1:5487/...`: the test image's tag and what tests
+/// pulled) and deletes the registry's config and storage (`$TMPDIR/drydock-registry-<port>-<pid>/`).
+/// A registry some other process started is used as it is and left to that process.
+///
+/// *Caveats*: a process that uses another's registry loses it when that one ends (`cargo test`
+/// runs its test binaries one after the other, so that does not happen there).
 pub fn ensure_test_registry() -> Result<(), String> {
     static READY: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     READY.get_or_init(start_registry_and_push_test_image).clone()
@@ -305,6 +311,35 @@ fn registry_answers() -> Result<bool, String> {
     }
 }
 
+/// What the shell a registry runs under does: start it, and when its stdin closes (the test
+/// process ended) stop it and remove what it left: the local images of its references and its
+/// directory. A registry that exits by itself (its port taken) ends the shell, leaving the
+/// directory, with the log, to the caller. `$1` the binary, `$2` the config, `$3` the directory,
+/// `$4` the registry's address.
+const REGISTRY_SUPERVISOR: &str = r#"
+exec 3<&0
+"$1" serve "$2" </dev/null >"$3/log" 2>&1 &
+registry=$!
+echo "$registry" >"$3/pid"
+{ while read -r _ <&3; do :; done; : >"$3/stopping"; kill "$registry" 2>/dev/null; } &
+reader=$!
+wait "$registry"
+if [ -e "$3/stopping" ]; then
+  docker images --format '{{.Repository}} {{.Tag}} {{.ID}}' | while read -r repo tag id; do
+    case "$repo" in
+      "$4"/*) if [ "$tag" = "<none>" ]; then docker rmi "$id"; else docker rmi "$repo:$tag"; fi ;;
+    esac
+  done >/dev/null 2>&1
+  rm -rf "$3"
+else
+  kill "$reader" 2>/dev/null
+fi
+"#;
+
+/// The write ends of the pipes the supervisors of the registries this process started read:
+/// never closed but by the process's end, which is what stops them.
+static REGISTRY_LIFELINES: std::sync::Mutex<Vec<std::process::ChildStdin>> = std::sync::Mutex::new(Vec::new());
+
 fn start_registry() -> Result<(), String> {
     let binary = ["/usr/bin/docker-registry", "/usr/local/bin/docker-registry"]
         .iter()
@@ -312,7 +347,7 @@ fn start_registry() -> Result<(), String> {
         .find(|p| p.exists())
         .ok_or("no docker-registry binary: install Debian's docker-registry (apt-get install docker-registry)")?;
     let port = TEST_REGISTRY.rsplit(':').next().unwrap_or_default();
-    let dir = std::env::temp_dir().join(format!("drydock-registry-{port}"));
+    let dir = std::env::temp_dir().join(format!("drydock-registry-{port}-{}", std::process::id()));
     let storage = dir.join("storage");
     std::fs::create_dir_all(&storage).map_err(|e| format!("create {}: {e}", storage.display()))?;
     let config = dir.join("config.yml");
@@ -324,26 +359,39 @@ fn start_registry() -> Result<(), String> {
     );
     std::fs::write(&config, yaml).map_err(|e| format!("write {}: {e}", config.display()))?;
     let log_path = dir.join("log");
-    let log = std::fs::File::create(&log_path).map_err(|e| format!("create {}: {e}", log_path.display()))?;
-    let log_err = log.try_clone().map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let mut child = std::os::unix::process::CommandExt::process_group(
-        Command::new(&binary).arg("serve").arg(&config).stdin(Stdio::null()).stdout(log).stderr(log_err),
+    // Its own process group: a Ctrl-C of the tests reaches the tests, whose end then stops it,
+    // not the supervisor before it could clean up.
+    let mut supervisor = std::os::unix::process::CommandExt::process_group(
+        Command::new("sh")
+            .args(["-c", REGISTRY_SUPERVISOR, "drydock-test-registry"])
+            .arg(&binary)
+            .arg(&config)
+            .arg(&dir)
+            .arg(TEST_REGISTRY)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
         0,
     )
     .spawn()
-    .map_err(|e| format!("run {}: {e}", binary.display()))?;
-    let _ = std::fs::write(dir.join("pid"), child.id().to_string());
+    .map_err(|e| format!("run {} under sh: {e}", binary.display()))?;
+    match (supervisor.stdin.take(), REGISTRY_LIFELINES.lock()) {
+        (Some(lifeline), Ok(mut lifelines)) => lifelines.push(lifeline),
+        // Without its lifeline the supervisor stops the registry at once.
+        _ => return Err("cannot keep the registry's supervisor running".into()),
+    }
     for _ in 0..100 {
         if registry_answers()? {
             return Ok(());
         }
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Ok(Some(status)) = supervisor.try_wait() {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let _ = std::fs::remove_dir_all(&dir);
             // Another process may have started one first: then that one answers.
             std::thread::sleep(Duration::from_millis(200));
             if registry_answers()? {
                 return Ok(());
             }
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
             return Err(format!("docker-registry exited ({status}): {}", log.trim()));
         }
         std::thread::sleep(Duration::from_millis(100));

@@ -73,7 +73,12 @@ pub struct Failure {
     pub seed: Option<u64>,
     /// The violated invariant's (or eventual property's) name.
     pub invariant: String,
+    /// The failing seed's own message (for a saved regression, the replay's).
     pub message: String,
+    /// The shrunk run's message, if the failure was shrunk: the shrunk schedule is another run,
+    /// which may name other objects and counts than the seed's. The regressions file keeps this
+    /// one, since it saves the shrunk schedule.
+    pub shrunk_message: Option<String>,
     /// The failing schedule, shrunk unless shrinking is off.
     pub schedule: Schedule,
     /// Steps (actions and fault decisions) before and after shrinking.
@@ -100,6 +105,9 @@ impl fmt::Display for Failure {
             writeln!(f, "  failing seeds ({}): {}{more}", self.failing_seeds.len(), shown.join(", "))?;
         }
         writeln!(f, "  steps: {} (shrunk from {})", self.steps.1, self.steps.0)?;
+        if let Some(shrunk) = self.shrunk_message.as_ref().filter(|m| **m != self.message) {
+            writeln!(f, "  the shrunk run's message: {shrunk}")?;
+        }
         if let Some(path) = &self.saved_to {
             writeln!(f, "  saved to {} (commit it: it is replayed first on every run)", path.display())?;
             writeln!(f, "  replay: DRYDOCK_REPLAY={} {}", path.display(), self.repro)?;
@@ -244,7 +252,7 @@ impl SimTest {
         let mut file = load_regressions(path)?.unwrap_or_default();
         let entry = Regression {
             invariant: failure.invariant.clone(),
-            message: failure.message.clone(),
+            message: failure.shrunk_message.clone().unwrap_or_else(|| failure.message.clone()),
             schedule: failure.schedule.clone(),
         };
         if !file.entries.contains(&entry) {
@@ -292,6 +300,7 @@ impl SimTest {
                     seed: None,
                     invariant: v.invariant.clone(),
                     message: v.message.clone(),
+                    shrunk_message: None,
                     steps: (schedule.steps(), schedule.steps()),
                     schedule: schedule.clone(),
                     failing_seeds: Vec::new(),
@@ -337,15 +346,17 @@ impl SimTest {
         let shrink = self.shrink && env_u64("DRYDOCK_SHRINK") != Some(0);
         let schedule =
             if shrink { schedule.shrink(&(self.scenario.world)(), &violation.invariant).0 } else { schedule };
-        // The shrunk run's own words (other objects, other counts than the seed's).
-        let message = match shrink {
+        // The shrunk run's own words (other objects, other counts than the seed's), kept apart
+        // from the seed's: the seed's repro shows the seed's.
+        let shrunk_message = match shrink {
             true => self.replay(&schedule, false).violations.first().map(|v| v.message.clone()),
             false => None,
         };
         let mut failure = Failure {
             seed: Some(first.seed),
             invariant: violation.invariant.clone(),
-            message: message.unwrap_or_else(|| violation.message.clone()),
+            message: violation.message.clone(),
+            shrunk_message,
             steps: (before, schedule.steps()),
             schedule,
             failing_seeds: sweep.failures.iter().map(|r| r.seed).collect(),
@@ -421,12 +432,17 @@ fn env_path(name: &str) -> Option<PathBuf> {
 
 /// The `cargo test` command that runs this test alone, from what cargo and libtest say about it:
 /// the package (`CARGO_PKG_NAME`), the test binary (the executable's name without its hash) and
-/// the test (the thread's name, which libtest sets to the test's path).
+/// the test (the thread's name, which libtest sets to the test's path), and whether the test
+/// binary was asked to run ignored tests (`--ignored` or `--include-ignored` among its arguments,
+/// as `cargo test -- --ignored` and nextest's `--run-ignored` pass them). An `#[ignore]`d test runs
+/// only that way, so then the command adds `--include-ignored`, which runs the test whether it is
+/// ignored or not; a Rust test cannot otherwise ask whether it is itself `#[ignore]`d.
 #[derive(Clone, Debug)]
 struct ReproCommand {
     package: Option<String>,
     target: Option<String>,
     test: Option<String>,
+    include_ignored: bool,
 }
 
 impl ReproCommand {
@@ -439,7 +455,8 @@ impl ReproCommand {
             _ => s,
         });
         let test = std::thread::current().name().filter(|n| *n != "main").map(str::to_string);
-        ReproCommand { package: std::env::var("CARGO_PKG_NAME").ok(), target, test }
+        let include_ignored = asks_for_ignored_tests(std::env::args());
+        ReproCommand { package: std::env::var("CARGO_PKG_NAME").ok(), target, test, include_ignored }
     }
 
     fn command(&self) -> String {
@@ -459,8 +476,16 @@ impl ReproCommand {
         if let Some(test) = &self.test {
             command += &format!(" {test} --exact");
         }
+        if self.include_ignored {
+            command += " --include-ignored";
+        }
         command + " --nocapture"
     }
+}
+
+/// Whether a test binary's arguments ask it to run ignored tests.
+fn asks_for_ignored_tests(args: impl IntoIterator<Item = String>) -> bool {
+    args.into_iter().skip(1).any(|a| a == "--ignored" || a == "--include-ignored")
 }
 
 #[cfg(test)]
@@ -474,10 +499,30 @@ mod tests {
             package: Some("my-crate".into()),
             target: Some("simulation".into()),
             test: Some("widgets::pass".into()),
+            include_ignored: false,
         };
         assert_eq!(command.command(), "cargo test -p my-crate --test simulation -- widgets::pass --exact --nocapture");
-        let lib = ReproCommand { package: Some("my-crate".into()), target: Some("my_crate".into()), test: None };
+        let lib = ReproCommand {
+            package: Some("my-crate".into()),
+            target: Some("my_crate".into()),
+            test: None,
+            include_ignored: false,
+        };
         assert_eq!(lib.command(), "cargo test -p my-crate --lib -- --nocapture");
+        let ignored = ReproCommand { include_ignored: true, ..command };
+        assert_eq!(
+            ignored.command(),
+            "cargo test -p my-crate --test simulation -- widgets::pass --exact --include-ignored --nocapture"
+        );
+    }
+
+    #[test]
+    fn ignored_tests_are_asked_for_by_either_flag_after_the_binary() {
+        let args = |list: &[&str]| list.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        assert!(asks_for_ignored_tests(args(&["simulation-0123", "slow", "--ignored"])));
+        assert!(asks_for_ignored_tests(args(&["simulation-0123", "--include-ignored", "--exact", "slow"])));
+        assert!(!asks_for_ignored_tests(args(&["simulation-0123", "slow", "--exact", "--nocapture"])));
+        assert!(!asks_for_ignored_tests(args(&["--ignored"])), "the binary's own path is not an argument");
     }
 
     #[test]

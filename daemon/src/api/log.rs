@@ -12,6 +12,7 @@
 //!   a 404; a bad number is a 400. Nothing is streamed before these checks pass.
 //! - A follower ends when its source completes (the container exited and its output was drained,
 //!   a pull settled) or its object is deleted; it waits for a container not yet created.
+//! - The server's shutdown ([`super::ApiOptions::stopping`]) ends a follower at once.
 //! - Each request is its own [`Follower`]: a cursor into the hub. A slow client holds back only
 //!   its own response (the body is produced as the client takes it: backpressure, at most one
 //!   batch buffered); a client that falls behind the hub's window is told so in the stream
@@ -120,6 +121,7 @@ fn stream(
                         _ = hub_changed.changed() => {}
                         _ = store_changed.changed() => {}
                         () = tokio::time::sleep(RECHECK) => {}
+                        () = state.options.stopping.stopped() => break,
                     }
                 }
             }

@@ -84,6 +84,33 @@ pub struct ApiOptions {
     /// Docker's request timeout, so a supervisor hears of a hung runtime before the engine's
     /// requests time out).
     pub runtime_patience: Duration,
+    /// Fires when the server shuts down: every open watch and followed log then ends at once,
+    /// cleanly (the end of the stream, as at `timeoutSeconds`), so shutdown need not wait for
+    /// them. The default never fires.
+    pub stopping: Stopping,
+}
+
+/// The API's side of a server's shutdown: see [`ApiOptions::stopping`].
+#[derive(Clone, Debug, Default)]
+pub struct Stopping(Option<tokio::sync::watch::Receiver<bool>>);
+
+impl Stopping {
+    /// A signal, and what fires it: `send(true)` (or dropping it).
+    pub fn channel() -> (tokio::sync::watch::Sender<bool>, Stopping) {
+        let (fire, fired) = tokio::sync::watch::channel(false);
+        (fire, Stopping(Some(fired)))
+    }
+
+    /// Resolves once the signal has fired (never, for the default).
+    pub async fn stopped(&self) {
+        match &self.0 {
+            // An error is the sender gone: the server is gone too.
+            Some(fired) => {
+                let _ = fired.clone().wait_for(|stop| *stop).await;
+            }
+            None => std::future::pending().await,
+        }
+    }
 }
 
 impl Default for ApiOptions {
@@ -95,6 +122,7 @@ impl Default for ApiOptions {
             continue_ttl: Duration::from_secs(300),
             runtime_health: None,
             runtime_patience: Duration::from_secs(60),
+            stopping: Stopping::default(),
         }
     }
 }

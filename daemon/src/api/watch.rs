@@ -11,6 +11,8 @@
 //! - `allowWatchBookmarks=true`: a `BOOKMARK` (an object with only `metadata.resourceVersion`)
 //!   when the store moved on with changes the watch filtered out, and after a quiet interval.
 //! - `timeoutSeconds` ends the stream after that long; a dropped client ends it at once.
+//! - The server's shutdown ([`super::ApiOptions::stopping`]) ends the stream at once, cleanly, as
+//!   `timeoutSeconds` does: the client sees the end of the watch, not a broken connection.
 //!
 //! - With selectors, an object that starts matching is `ADDED` and one that stops matching is
 //!   `DELETED`, like Kubernetes, from any version: a watch from a version first works out which
@@ -401,6 +403,7 @@ async fn wait(
         },
         () = until_deadline => Wake::End,
         () = tokio::time::sleep(plan.state.bookmark_interval) => Wake::Quiet,
+        () = plan.state.options.stopping.stopped() => Wake::End,
     }
 }
 

@@ -110,3 +110,68 @@ fn a_convergence_condition_never_met_fails_convergence_with_its_name() {
     assert_eq!(violation.invariant, "convergence");
     assert!(violation.message.contains("[widgets-blue] no widget is blue"), "{}", violation.message);
 }
+
+/// No widget is bigger than 3; the message counts the widgets there are, which the shrunk run
+/// (without the other widget) counts differently from the seed.
+#[derive(Default)]
+struct SmallWidgetsCounted;
+
+impl Invariant for SmallWidgetsCounted {
+    fn name(&self) -> &str {
+        "widgets-stay-small"
+    }
+
+    fn description(&self) -> &str {
+        "no widget is bigger than 3"
+    }
+
+    fn check(&self, view: &View<'_>) -> Result<(), String> {
+        let widgets = view.store.list(Some("Widget"), None);
+        match widgets.iter().find(|w| size(w) > Some(3)) {
+            Some(big) => Err(format!("{} has size {:?} among {} widgets", big.key(), size(big), widgets.len())),
+            None => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn the_seed_is_reported_with_its_own_message_and_the_shrunk_run_with_its_own() {
+    let scenario = calm(Scenario::builder("widgets-counted").invariant(|| SmallWidgetsCounted));
+    let failure = SimTest::new(scenario).seeds(1).without_regressions().first_failure().unwrap();
+    assert_eq!(failure.seed, Some(0));
+    assert!(failure.message.ends_with("has size Some(5) among 2 widgets"), "the seed's own: {failure}");
+    let shrunk = failure.shrunk_message.as_deref().unwrap_or_default();
+    assert!(shrunk.ends_with("has size Some(5) among 1 widgets"), "the shrunk run's own: {failure}");
+    let text = failure.to_string();
+    assert!(text.contains(&format!("  message:   {}\n", failure.message)), "{text}");
+    assert!(text.contains(&format!("  the shrunk run's message: {shrunk}\n")), "{text}");
+    assert!(text.contains("repro: DRYDOCK_SEED=0 "), "{text}");
+}
+
+/// Run by `the_printed_repro_of_an_ignored_test_runs_it`, through `--ignored`.
+#[test]
+#[ignore = "run through --ignored by the_printed_repro_of_an_ignored_test_runs_it"]
+fn an_ignored_harness_test() {
+    let scenario = calm(Scenario::builder("widgets").invariant(|| SmallWidgets));
+    let failure = SimTest::new(scenario).seeds(1).without_regressions().first_failure().unwrap();
+    println!("repro: {}", failure.repro);
+    assert!(failure.repro.contains(" -- builder::an_ignored_harness_test --exact --include-ignored"), "{failure}");
+}
+
+#[test]
+fn the_printed_repro_of_an_ignored_test_runs_it() {
+    let exe = std::env::current_exe().unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&exe).args(args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{args:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        stdout
+    };
+    let first = run(&["builder::an_ignored_harness_test", "--exact", "--ignored", "--nocapture"]);
+    assert!(first.contains("1 passed"), "{first}");
+    let repro = first.lines().find_map(|l| l.strip_prefix("repro: ")).unwrap_or_else(|| panic!("no repro: {first}"));
+    // What the repro hands the test binary, after cargo's `--`.
+    let (_, test_args) = repro.split_once(" -- ").unwrap_or_else(|| panic!("{repro}"));
+    let again = run(&test_args.split_whitespace().collect::<Vec<_>>());
+    assert!(again.contains("test result: ok. 1 passed"), "the repro runs the ignored test: {again}");
+}

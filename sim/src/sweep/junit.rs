@@ -5,31 +5,33 @@ use crate::markup::escape;
 use std::fmt::Write as _;
 
 impl SweepSummary {
-    /// The summary as a JUnit XML document: one `<testsuite>` holding one `<testcase>` for the
-    /// scenario's seed range (named like `basic seeds 0..60`, with the shard if one), which has
-    /// one `<failure>` per failing seed (its invariant as the type; its message, fault plan and
-    /// `repro` command) and one per nondeterministic seed (with the command `check` gives for
-    /// it). `tests` and `failures` count test cases (one, failed or not), `time` is the wall time.
+    /// The summary as a JUnit XML document: one `<testsuite>` holding one `<testcase>` per failing
+    /// seed (named like `basic seed 17`, with a `<failure>`: its invariant as the type; its
+    /// message, fault plan and `repro` command), one per nondeterministic seed (`basic seed 17
+    /// determinism`, with the command `check` gives for it), then one for the seeds that passed
+    /// (named like `basic seeds 0..60: 58 seeds passed`, with the shard if one; there even when
+    /// none did, so a report always names the range). `tests` and `failures` count these test
+    /// cases; `time` is the sweep's wall time, on the suite and the passing case (a seed's own
+    /// time is not measured).
     ///
     /// *Guarantees*: well-formed XML 1.0 in UTF-8 whatever the messages hold: markup characters
     /// are escaped, and characters XML cannot carry at all (most control characters) are written
     /// as U+FFFD.
     pub fn junit(&self, check: impl Fn(u64) -> String) -> String {
-        let failed = !self.passed();
+        let failed_cases = self.failures.len() + self.nondeterministic.len();
+        let tests = failed_cases + 1;
         let time = format!("{:.3}", self.wall_seconds);
-        let name = self.testcase_name();
+        let classname = attr(&format!("drydock.sim.{}", self.scenario));
         let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
         // Writing to a String cannot fail.
         let _ = writeln!(
             xml,
-            "<testsuites name=\"drydock sim\" tests=\"1\" failures=\"{}\" errors=\"0\" time=\"{time}\">",
-            u8::from(failed)
+            "<testsuites name=\"drydock sim\" tests=\"{tests}\" failures=\"{failed_cases}\" errors=\"0\" time=\"{time}\">"
         );
         let _ = writeln!(
             xml,
-            "  <testsuite name=\"{}\" tests=\"1\" failures=\"{}\" errors=\"0\" skipped=\"0\" time=\"{time}\">",
+            "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failed_cases}\" errors=\"0\" skipped=\"0\" time=\"{time}\">",
             attr(&format!("drydock sim {}", self.scenario)),
-            u8::from(failed)
         );
         xml.push_str("    <properties>\n");
         let mut properties = vec![
@@ -62,16 +64,11 @@ impl SweepSummary {
             let _ = writeln!(xml, "      <property name=\"{name}\" value=\"{}\"/>", attr(&value));
         }
         xml.push_str("    </properties>\n");
-        let _ = writeln!(
-            xml,
-            "    <testcase classname=\"{}\" name=\"{}\" time=\"{time}\">",
-            attr(&format!("drydock.sim.{}", self.scenario)),
-            attr(&name)
-        );
         for f in &self.failures {
             let _ = writeln!(
                 xml,
-                "      <failure type=\"{}\" message=\"{}\">{}</failure>",
+                "    <testcase classname=\"{classname}\" name=\"{}\">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>",
+                attr(&self.seed_name(f.seed)),
                 attr(&f.invariant),
                 attr(&format!("seed {} [{}] {}", f.seed, f.invariant, f.message)),
                 text(&format!(
@@ -83,7 +80,8 @@ impl SweepSummary {
         for seed in &self.nondeterministic {
             let _ = writeln!(
                 xml,
-                "      <failure type=\"nondeterministic\" message=\"{}\">{}</failure>",
+                "    <testcase classname=\"{classname}\" name=\"{}\">\n      <failure type=\"nondeterministic\" message=\"{}\">{}</failure>\n    </testcase>",
+                attr(&format!("{} determinism", self.seed_name(*seed))),
                 attr(&format!("seed {seed}: two runs gave different digests")),
                 text(&format!(
                     "seed {seed} is nondeterministic: two runs of it gave different trace digests\ncheck: {}",
@@ -91,6 +89,11 @@ impl SweepSummary {
                 ))
             );
         }
+        let name = self.testcase_name();
+        let passed = self.passed_seeds();
+        let passed_name = format!("{name}: {passed} {} passed", if passed == 1 { "seed" } else { "seeds" });
+        let _ =
+            writeln!(xml, "    <testcase classname=\"{classname}\" name=\"{}\" time=\"{time}\">", attr(&passed_name));
         let _ = writeln!(
             xml,
             "      <system-out>{}</system-out>",
@@ -105,6 +108,21 @@ impl SweepSummary {
         );
         xml.push_str("    </testcase>\n  </testsuite>\n</testsuites>\n");
         xml
+    }
+
+    /// One seed's test case: `basic seed 17`, `basic size 1000 seed 17`.
+    fn seed_name(&self, seed: u64) -> String {
+        match self.size {
+            Some(size) => format!("{} size {size} seed {seed}", self.scenario),
+            None => format!("{} seed {seed}", self.scenario),
+        }
+    }
+
+    /// The seeds that ran and neither failed nor were nondeterministic.
+    fn passed_seeds(&self) -> u64 {
+        let bad: std::collections::BTreeSet<u64> =
+            self.failures.iter().map(|f| f.seed).chain(self.nondeterministic.iter().copied()).collect();
+        self.seeds.saturating_sub(bad.len() as u64)
     }
 
     /// The scenario and the seeds of the sweep: `basic seeds 0..60`, `basic seeds 0..60 shard 2/3`.

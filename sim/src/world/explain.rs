@@ -228,7 +228,20 @@ pub(super) fn diff(before: Option<&Object>, after: Option<&Object>) -> Vec<Field
                 m.remove(noise);
             }
         }
-        serde_json::json!({ "metadata": metadata, "spec": o.spec, "status": o.status })
+        let (mut spec, mut status) = (Value::clone(&o.spec), o.status.clone());
+        // Times as a user reads them everywhere else (kubectl, `drydock get`): RFC 3339, not the
+        // store's milliseconds since the epoch.
+        as_rfc3339(metadata.get_mut("deletionTimestamp"));
+        if let Some(Value::Array(conditions)) = status.get_mut("conditions") {
+            for condition in conditions {
+                as_rfc3339(condition.get_mut("lastTransitionTime"));
+            }
+        }
+        if o.kind == "Lease" {
+            as_rfc3339(spec.get_mut("acquireTime"));
+            as_rfc3339(spec.get_mut("renewTime"));
+        }
+        serde_json::json!({ "metadata": metadata, "spec": spec, "status": status })
     };
     let mut changes = Vec::new();
     walk("", &parts(before), &parts(after), &mut changes);
@@ -292,6 +305,35 @@ fn render(path: &str, value: &Value) -> Option<String> {
     Some(truncate(text))
 }
 
+/// A time the store keeps as milliseconds since the epoch, as RFC 3339 in UTC
+/// (`2026-01-01T00:00:31.541Z`; no fraction when it is whole seconds), in place.
+fn as_rfc3339(value: Option<&mut Value>) {
+    if let Some(value) = value
+        && let Some(millis) = value.as_u64()
+    {
+        *value = Value::String(rfc3339(millis));
+    }
+}
+
+fn rfc3339(millis: u64) -> String {
+    let (secs, ms) = (millis / 1000, millis % 1000);
+    let (days, day_secs) = (secs / 86_400, secs % 86_400);
+    // The proleptic Gregorian date of a day count from 1970-01-01 (Howard Hinnant's
+    // civil_from_days), for days >= 0.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    let (hour, minute, second) = (day_secs / 3600, day_secs % 3600 / 60, day_secs % 60);
+    let fraction = if ms == 0 { String::new() } else { format!(".{ms:03}") };
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}{fraction}Z")
+}
+
 fn truncate(mut text: String) -> String {
     if text.chars().count() > MAX_VALUE {
         text = text.chars().take(MAX_VALUE).collect::<String>() + "…";
@@ -332,6 +374,27 @@ mod tests {
                 after: Some("[Namespace/rancher-desktop (controller)]".into()),
             }],
             "the resource version is left out; the reference reads as Kind/name"
+        );
+    }
+
+    #[test]
+    fn times_read_as_rfc3339_not_epoch_milliseconds() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_767_225_631_541), "2026-01-01T00:00:31.541Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_709_251_199_999), "2024-02-29T23:59:59.999Z");
+        let before = namespace(vec![]);
+        let mut after = before.clone();
+        after.metadata.deletion_timestamp = Some(drydock_engine::WallTime(1_767_225_631_555));
+        after.status = serde_json::json!({"conditions": [{"type": "CleanupComplete", "status": "False",
+            "lastTransitionTime": 1_767_225_631_541_u64}]});
+        let text: Vec<String> = diff(Some(&before), Some(&after)).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "set metadata.deletionTimestamp to 2026-01-01T00:00:31.555Z",
+                r#"set status.conditions to [{"lastTransitionTime":"2026-01-01T00:00:31.541Z","status":"False","type":"CleanupComplete"}]"#,
+            ]
         );
     }
 
