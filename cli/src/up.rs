@@ -6,10 +6,10 @@ use clap::Args;
 use drydock_adapters::{Components, DockerRuntime, Driver, Predecessor, Runtime, SharedStore};
 use drydock_engine::api::{Namespace, Object, ObjectKey, Resource, names};
 use drydock_engine::runtime::{RuntimeReply, RuntimeRequest};
-use drydock_engine::store::{DeleteOptions, EventType, StoreReply, StoreRequest};
+use drydock_engine::store::{DeleteOptions, EventType, StoreError, StoreReply, StoreRequest};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,14 +20,20 @@ pub struct UpArgs {
     /// or `{items: [...]}`.
     #[arg(short = 'f', long = "file")]
     file: PathBuf,
-    /// Where the objects are kept between runs (a SQLite store and a lock) [default: `.drydock`
-    /// beside the manifest]. A re-run over the same state finds its objects and adopts their
-    /// containers, even after a crash.
-    #[arg(long)]
+    /// The project the objects belong to: its state is kept in `.drydock/NAME/` beside the
+    /// manifest [default: the manifest's file name, so each manifest has its own state,
+    /// e.g. `.drydock/demo.yaml/`]. Manifests run under one project share one state, and
+    /// `drydock down -p NAME` in the manifest's folder tears down all of them.
+    #[arg(short = 'p', long = "project", value_name = "NAME", value_parser = crate::state::project_name, conflicts_with = "state_dir")]
+    project: Option<String>,
+    /// Keep the state (a SQLite store of the objects, a lock and the engine's identity) in DIR
+    /// instead of `.drydock/<project>/` beside the manifest. A re-run over the same state finds
+    /// its objects and adopts their containers, even after a crash.
+    #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// Return once every object has settled (running, exited, ready or failed), leaving them
-    /// running: exit 0 if none failed, 1 if any did or the wait timed out. `drydock down -f FILE`
-    /// tears them down.
+    /// running: exit 0 if none failed, 1 if any did or the wait timed out. `drydock down` with
+    /// the same -f (and -p or --state-dir, if given) tears them down.
     #[arg(long)]
     wait: bool,
     /// How long `--wait` waits for the objects to settle.
@@ -43,11 +49,17 @@ pub struct UpArgs {
 
 #[derive(Args)]
 pub struct DownArgs {
-    /// The manifest `drydock up` ran (its state dir is found beside it).
-    #[arg(short = 'f', long = "file", required_unless_present = "state_dir")]
+    /// The manifest `drydock up` ran: its state is in `.drydock/<file name>/` beside it (or
+    /// `.drydock/NAME/` with -p). Only its own objects are torn down, not those of other
+    /// manifests in the same folder.
+    #[arg(short = 'f', long = "file", required_unless_present_any = ["state_dir", "project"])]
     file: Option<PathBuf>,
-    /// The state dir `drydock up --state-dir` used.
-    #[arg(long)]
+    /// The project `drydock up -p NAME` ran under: its state is in `.drydock/NAME/` beside the
+    /// manifest given with -f, or in the current directory without -f.
+    #[arg(short = 'p', long = "project", value_name = "NAME", value_parser = crate::state::project_name, conflicts_with = "state_dir")]
+    project: Option<String>,
+    /// The state dir `drydock up --state-dir DIR` used.
+    #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// How long teardown may take before what is left is reported. After a run that was killed
     /// (no clean stop recorded), deleted containers are confirmed gone only 30 s after start, in
@@ -61,19 +73,70 @@ pub struct DownArgs {
 pub fn run(args: &UpArgs, components: &Components, program: &str) -> Result<ExitCode> {
     // Validate before touching Docker or the state: a bad manifest creates nothing.
     let objects = crate::manifest::load(&args.file, components.registry())?;
-    let state_dir = args.state_dir.clone().unwrap_or_else(|| crate::state::beside(&args.file));
+    let state_dir =
+        crate::state::resolve(Some(&args.file), args.project.as_deref(), args.state_dir.as_deref(), program)?;
+    let down = down_command(program, Some(&args.file), args.project.as_deref(), args.state_dir.as_deref());
     // The store holds specs and env values: its files are the user's alone, as the daemon's are.
     drydock_daemon::state_dir::restrict_umask();
-    block_on(up(args, state_dir, objects, components, program))
+    block_on(up(args, state_dir, objects, components, &down))
 }
 
 pub fn down(args: &DownArgs, components: &Components) -> Result<ExitCode> {
-    let state_dir = match (&args.state_dir, &args.file) {
-        (Some(dir), _) => dir.clone(),
-        (None, Some(file)) => crate::state::beside(file),
-        (None, None) => anyhow::bail!("give -f FILE or --state-dir DIR"),
-    };
+    let program = program_name();
+    let state_dir =
+        crate::state::resolve(args.file.as_deref(), args.project.as_deref(), args.state_dir.as_deref(), &program)?;
+    if !state_dir.exists() {
+        let what = match (&args.file, &args.project) {
+            (_, Some(project)) => format!("project {project}"),
+            (Some(file), None) => file.display().to_string(),
+            (None, None) => "that state dir".to_string(),
+        };
+        let mut message =
+            format!("no drydock state for {what} at {}: nothing was brought up with it", state_dir.display());
+        if args.state_dir.is_none() {
+            let others = crate::state::projects_beside(&state_dir);
+            if !others.is_empty() {
+                message.push_str(&format!(
+                    "; state dirs beside it: {} (an `up` with -p NAME needs the same -p here)",
+                    others.join(", ")
+                ));
+            }
+        }
+        anyhow::bail!(message);
+    }
     block_on(down_in(state_dir, Duration::from_secs(args.teardown_timeout_secs), components))
+}
+
+/// The `down` that tears down what an `up` with these options left.
+fn down_command(program: &str, file: Option<&Path>, project: Option<&str>, state_dir: Option<&Path>) -> String {
+    let mut command = format!("{program} down");
+    if let Some(dir) = state_dir {
+        return format!("{command} --state-dir {}", shell_word(&dir.display().to_string()));
+    }
+    if let Some(file) = file {
+        command.push_str(&format!(" -f {}", shell_word(&file.display().to_string())));
+    }
+    if let Some(project) = project {
+        command.push_str(&format!(" -p {project}"));
+    }
+    command
+}
+
+/// `word` as a shell reads it back: as it is if it holds nothing special, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+    if plain { word.to_string() } else { format!("'{}'", word.replace('\'', "'\\''")) }
+}
+
+/// The name this program was run by (`drydock`, or a user's binary built on it), for messages.
+fn program_name() -> String {
+    std::env::args_os()
+        .next()
+        .as_deref()
+        .map(Path::new)
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "drydock".to_string())
 }
 
 fn block_on(future: impl std::future::Future<Output = Result<ExitCode>>) -> Result<ExitCode> {
@@ -87,19 +150,25 @@ async fn up(
     state_dir: PathBuf,
     objects: Vec<Object>,
     components: &Components,
-    program: &str,
+    down: &str,
 ) -> Result<ExitCode> {
     let docker = Arc::new(DockerRuntime::connect().await?);
     let state = crate::state::UpState::open(&state_dir, components)?;
     let store = state.store.clone();
     let since = store.read(|s| s.resource_version());
-    let mut applied = Vec::new();
-    for object in objects {
-        let key = object.key();
-        let outcome = apply(&store, object).with_context(|| format!("apply {key}"))?;
-        println!("  {:<40} {outcome}", key.to_string());
-        applied.push(key);
-    }
+    let applied = match apply_all(&store, objects, &args.file, &state_dir, down) {
+        Ok(applied) => applied,
+        Err(error) => {
+            // The engine never ran: no request of this run is in flight, so the next run need not
+            // wait for any, unless an earlier one left some.
+            if state.predecessor == Predecessor::StoppedCleanly
+                && let Err(e) = state.record_clean_stop()
+            {
+                eprintln!("warning: {e:#}; the next run will wait for this one's requests as after a crash");
+            }
+            return Err(error);
+        }
+    };
     println!(
         "applied {} objects from {} (state in {}); engine running as {}{}",
         applied.len(),
@@ -116,7 +185,7 @@ async fn up(
         tokio::time::sleep(Duration::from_millis(50)).await; // let the printer catch up
         printer.abort();
         stop(driver, &state).await;
-        println!("left running; `{program} down -f {}` tears them down", args.file.display());
+        println!("left running; `{down}` tears them down");
         return Ok(code);
     }
     driver.run(shutdown_signal()).await;
@@ -160,6 +229,76 @@ async fn down_in(state_dir: PathBuf, timeout: Duration, components: &Components)
     teardown(driver, &state, docker.as_ref(), applied, timeout).await
 }
 
+/// Apply `objects` in order, after checking that every one can be: nothing is changed when an
+/// object an earlier run left cannot become what the manifest says.
+fn apply_all(
+    store: &SharedStore,
+    objects: Vec<Object>,
+    file: &Path,
+    state: &Path,
+    down: &str,
+) -> Result<Vec<ObjectKey>> {
+    check_updates(store, &objects, file, state, down)?;
+    let mut applied = Vec::new();
+    for object in objects {
+        let key = object.key();
+        let outcome = apply(store, object).with_context(|| format!("apply {key}"))?;
+        println!("  {:<40} {outcome}", key.to_string());
+        applied.push(key);
+    }
+    Ok(applied)
+}
+
+/// Refuse, before anything changes, a manifest whose objects an earlier run left in the state
+/// and cannot become what the manifest says (a logical or physical container's spec, an image's,
+/// is immutable but for `stop`), or are still being deleted; naming each and what to do.
+fn check_updates(store: &SharedStore, objects: &[Object], file: &Path, state: &Path, down: &str) -> Result<()> {
+    let mut problems = Vec::new();
+    let mut deleting = Vec::new();
+    for object in objects {
+        let Some(existing) = store.get(&object.key()) else { continue };
+        if existing.metadata.is_deleting() {
+            deleting.push(object.key().to_string());
+            continue;
+        }
+        match store.dry_run(StoreRequest::Update { object: updated(&existing, object) }) {
+            Ok(_) => {}
+            Err(StoreError::Invalid { errors, .. }) => {
+                let fields: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.path, e.message)).collect();
+                problems.push(format!("{} ({})", object.key(), fields.join("; ")));
+            }
+            Err(other) => return Err(other).with_context(|| format!("check {}", object.key())),
+        }
+    }
+    if !deleting.is_empty() {
+        anyhow::bail!(
+            "{} still being deleted from an earlier run over {}; wait for that run's teardown (or run `{down}`) and run again",
+            deleting.join(", "),
+            state.display()
+        );
+    }
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "{}: cannot change what an earlier run left in {}: {}. Its objects still exist there (`up --wait` \
+             leaves them running); run `{down}` first to delete them (persistent and retained containers are kept; \
+             a persistent one is then reused or replaced by its lifecycle key), then run up again",
+            file.display(),
+            state.display(),
+            problems.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `existing` with the spec, labels and annotations `object` gives it.
+fn updated(existing: &Object, object: &Object) -> Object {
+    let mut next = existing.clone();
+    next.spec = object.spec.clone();
+    next.metadata.labels = object.metadata.labels.clone();
+    next.metadata.annotations = object.metadata.annotations.clone();
+    next
+}
+
 /// Create `object`, or bring the stored one's spec, labels and annotations in line with it.
 fn apply(store: &SharedStore, object: Object) -> Result<&'static str> {
     let key = object.key();
@@ -170,11 +309,7 @@ fn apply(store: &SharedStore, object: Object) -> Result<&'static str> {
     if existing.metadata.is_deleting() {
         anyhow::bail!("{key} is still being deleted from an earlier run; wait for it to go and run again");
     }
-    let mut next = (*existing).clone();
-    next.spec = object.spec;
-    next.metadata.labels = object.metadata.labels;
-    next.metadata.annotations = object.metadata.annotations;
-    let reply = store.execute(StoreRequest::Update { object: next })?;
+    let reply = store.execute(StoreRequest::Update { object: updated(&existing, &object) })?;
     let StoreReply::Object(stored) = reply else { anyhow::bail!("the store answered an update with a list") };
     Ok(if stored.metadata.resource_version == existing.metadata.resource_version { "unchanged" } else { "configured" })
 }

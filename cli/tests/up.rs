@@ -2,22 +2,45 @@
 #![allow(clippy::unwrap_used)]
 
 use drydock_adapters::testing::{
-    RemoveOnDrop, TEST_IMAGE, docker_bounded, docker_names_with, docker_or_skip, ensure_test_image,
+    RemoveOnDrop, TEST_IMAGE, docker_bounded, docker_names_with, docker_or_skip, ensure_test_image, running_names_with,
 };
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Write a manifest into a directory of its own: `drydock up` keeps its state beside the
-/// manifest, and tests running at once must not share it.
-fn manifest(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("drydock-up-test-{}", std::process::id())).join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// A manifest in a temporary directory of its own (`drydock up` keeps its state beside the
+/// manifest, and tests running at once must not share it), removed with it.
+struct Manifest {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Manifest {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Manifest {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
+}
+
+impl AsRef<Path> for Manifest {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn manifest(name: &str, text: &str) -> Manifest {
+    let dir = tempfile::Builder::new().prefix("drydock-up-test-").tempdir().unwrap();
+    let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
-    path
+    Manifest { path, _dir: dir }
 }
 
 fn unique(prefix: &str) -> String {
@@ -25,7 +48,7 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{}", std::process::id(), nanos % 100_000)
 }
 
-fn up_fails(path: &PathBuf) -> String {
+fn up_fails(path: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_drydock")).arg("up").arg("-f").arg(path).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "stdout: {}", String::from_utf8_lossy(&out.stdout));
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -99,12 +122,12 @@ async fn up_runs_a_manifest_on_docker_and_tears_down_on_sigterm() {
 
 /// Run `drydock up -f path` until each of `keys` has been shown Running, then SIGTERM it and
 /// return its whole output (it must exit 0).
-fn up_until_running(path: &PathBuf, keys: &[String]) -> String {
+fn up_until_running(path: &Path, keys: &[String]) -> String {
     up_until_running_then(path, keys, || {})
 }
 
 /// The same, calling `while_running` before the SIGTERM.
-fn up_until_running_then(path: &PathBuf, keys: &[String], while_running: impl FnOnce()) -> String {
+fn up_until_running_then(path: &Path, keys: &[String], while_running: impl FnOnce()) -> String {
     let mut child = Command::new(env!("CARGO_BIN_EXE_drydock"))
         .arg("up")
         .arg("-f")
@@ -338,7 +361,7 @@ async fn starts_that_can_never_succeed_end_failed_with_dockers_message() {
     let _ = std::fs::remove_file(&proxy.socket);
 }
 
-fn drydock(args: &[&str], path: &PathBuf) -> std::process::Output {
+fn drydock(args: &[&str], path: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_drydock")).args(args).arg("-f").arg(path).output().unwrap()
 }
 
@@ -433,4 +456,187 @@ async fn a_rerun_after_a_crash_finds_its_objects_and_adopts_its_containers() {
     assert!(!output.contains("stranger"), "{output}");
     assert!(output.contains("nothing left"), "{output}");
     assert!(docker_names_with(&ns).is_empty(), "runtime containers left behind");
+}
+
+#[test]
+fn a_wrong_api_version_is_refused_naming_the_one_served() {
+    let path = manifest(
+        "api-version.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: fine}}\n---\n\
+             apiVersion: v1\nkind: PhysicalContainer\nmetadata: {{name: web, namespace: fine}}\nspec: {{image: {TEST_IMAGE}}}\n"
+        ),
+    );
+    let stderr = up_fails(&path);
+    assert!(
+        stderr.contains("object #2")
+            && stderr.contains("field apiVersion")
+            && stderr.contains("served as drydock.dev/v1"),
+        "{stderr}"
+    );
+}
+
+/// A manifest in `folder`, beside any others there.
+fn manifest_in(folder: &std::path::Path, name: &str, text: &str) -> PathBuf {
+    std::fs::create_dir_all(folder).unwrap();
+    let path = folder.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn drydock_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_drydock")).args(args).current_dir(dir).output().unwrap();
+    eprintln!(
+        "$ drydock {}\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A `.drydock` from before state was per manifest (a store directly in it, shared by every
+/// manifest of the folder) is neither used as one manifest's nor lost: `up` and `down` refuse,
+/// saying how to tear it down; `--state-dir` still reaches it.
+#[test]
+fn an_old_shared_state_dir_is_refused_with_what_to_do() {
+    let folder = std::env::temp_dir().join(unique("drydock-up-legacy"));
+    manifest_in(&folder, "a.yaml", "kind: Namespace\nmetadata: {name: legacy}\n");
+    let old = folder.join(".drydock");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("store.db"), "an earlier version's store").unwrap();
+    for args in [&["up", "--wait", "-f", "a.yaml"][..], &["down", "-f", "a.yaml"], &["up", "-f", "a.yaml", "-p", "x"]] {
+        let out = drydock_in(&folder, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("./.drydock holds a store of an earlier drydock version"), "{stderr}");
+        assert!(
+            stderr.contains("drydock down --state-dir ./.drydock") && stderr.contains("rm -r ./.drydock"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(old.join("store.db")).unwrap(), "an earlier version's store", "untouched");
+    assert_eq!(std::fs::read_dir(&old).unwrap().count(), 1, "nothing added beside it");
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+#[test]
+fn a_project_name_is_a_plain_name() {
+    let folder = std::env::temp_dir().join(unique("drydock-up-project"));
+    manifest_in(&folder, "a.yaml", "kind: Namespace\nmetadata: {name: plain}\n");
+    for bad in ["../x", ".hidden", "a/b", ""] {
+        let out = drydock_in(&folder, &["up", "-f", "a.yaml", "-p", bad]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "-p {bad:?}: {stderr}");
+        assert!(stderr.contains("a project name is"), "{stderr}");
+    }
+    let both = drydock_in(&folder, &["down", "-p", "x", "--state-dir", "elsewhere"]);
+    assert_eq!(both.status.code(), Some(2), "-p and --state-dir together are refused");
+    assert!(!folder.join(".drydock").exists(), "nothing was created");
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+/// Issue 48: manifests in one folder have a state each: `down -f b.yaml` tears down b.yaml's
+/// objects only (and, for a manifest never brought up, nothing), and `-p NAME` puts several
+/// under one state that `down -p NAME` tears down together.
+#[tokio::test]
+async fn down_of_one_manifest_leaves_the_objects_of_another_in_the_same_folder() {
+    if docker_or_skip("up_state_per_manifest").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let (ns_a, ns_b) = (unique("pera"), unique("perb"));
+    let _cleanup = (RemoveOnDrop(ns_a.clone()), RemoveOnDrop(ns_b.clone()));
+    let folder = std::env::temp_dir().join(unique("drydock-up-folder"));
+    let sleeper = "[sh, -c, \"trap 'exit 0' TERM; while true; do sleep 1; done\"]";
+    let stack = |ns: &str| {
+        format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n---\n\
+             apiVersion: drydock.dev/v1\nkind: PhysicalContainer\nmetadata: {{name: web, namespace: {ns}}}\n\
+             spec: {{image: '{TEST_IMAGE}', command: {sleeper}}}\n"
+        )
+    };
+    manifest_in(&folder, "a.yaml", &stack(&ns_a));
+    manifest_in(&folder, "b.yaml", &stack(&ns_b));
+    let (web_a, web_b) = (vec![format!("{ns_a}-web")], vec![format!("{ns_b}-web")]);
+    let ok = |args: &[&str]| {
+        let out = drydock_in(&folder, args);
+        assert_eq!(out.status.code(), Some(0), "drydock {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    // a.yaml up; b.yaml was never brought up: its down finds no state and touches nothing.
+    let up_a = ok(&["up", "--wait", "-f", "a.yaml"]);
+    assert!(up_a.contains("state in ./.drydock/a.yaml") && up_a.contains("`drydock down -f a.yaml`"), "{up_a}");
+    let none = drydock_in(&folder, &["down", "-f", "b.yaml"]);
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert_eq!(none.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no drydock state for b.yaml") && stderr.contains("beside it: a.yaml"), "{stderr}");
+    assert_eq!(running_names_with(&ns_a), web_a, "a.yaml's container still runs");
+
+    // b.yaml up and down: a.yaml's container still runs.
+    ok(&["up", "--wait", "-f", "b.yaml"]);
+    assert_eq!(running_names_with(&ns_b), web_b);
+    let down_b = ok(&["down", "-f", "b.yaml"]);
+    assert!(down_b.contains("tearing down 2 objects") && down_b.contains("nothing left"), "{down_b}");
+    assert!(docker_names_with(&ns_b).is_empty(), "b.yaml's container removed");
+    assert_eq!(running_names_with(&ns_a), web_a, "down -f b.yaml left a.yaml's container running");
+
+    // down -f a.yaml removes a.yaml's.
+    let down_a = ok(&["down", "-f", "a.yaml"]);
+    assert!(down_a.contains("tearing down 2 objects") && down_a.contains("nothing left"), "{down_a}");
+    assert!(docker_names_with(&ns_a).is_empty(), "a.yaml's container removed");
+
+    // One project for both: one state, torn down together by `down -p NAME` in the folder.
+    let up_a = ok(&["up", "--wait", "-f", "a.yaml", "-p", "both"]);
+    assert!(up_a.contains("state in ./.drydock/both") && up_a.contains("`drydock down -f a.yaml -p both`"), "{up_a}");
+    ok(&["up", "--wait", "-f", "b.yaml", "-p", "both"]);
+    assert_eq!((running_names_with(&ns_a), running_names_with(&ns_b)), (web_a.clone(), web_b.clone()));
+    let down = ok(&["down", "-p", "both"]);
+    assert!(down.contains("tearing down 4 objects") && down.contains("nothing left"), "{down}");
+    assert!(docker_names_with(&ns_a).is_empty() && docker_names_with(&ns_b).is_empty(), "{down}");
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+/// What the refusal of an old shared `.drydock` advises works: `down --state-dir` tears down what
+/// it holds (its containers with it), and once it is removed, `up` keeps its state per manifest.
+#[tokio::test]
+async fn an_old_shared_state_dir_is_torn_down_as_the_refusal_says() {
+    if docker_or_skip("up_legacy_state").await.is_none() {
+        return;
+    }
+    ensure_test_image().unwrap();
+    let ns = unique("legacy");
+    let _cleanup = RemoveOnDrop(ns.clone());
+    let folder = std::env::temp_dir().join(unique("drydock-up-legacy-docker"));
+    let sleeper = "[sh, -c, \"trap 'exit 0' TERM; while true; do sleep 1; done\"]";
+    manifest_in(
+        &folder,
+        "a.yaml",
+        &format!(
+            "kind: Namespace\nmetadata: {{name: {ns}}}\n---\n\
+             kind: PhysicalContainer\nmetadata: {{name: web, namespace: {ns}}}\nspec: {{image: '{TEST_IMAGE}', command: {sleeper}}}\n"
+        ),
+    );
+    // The layout of earlier versions: the store directly in `.drydock` beside the manifest.
+    let old = drydock_in(&folder, &["up", "--wait", "-f", "a.yaml", "--state-dir", ".drydock"]);
+    assert_eq!(old.status.code(), Some(0), "{}", String::from_utf8_lossy(&old.stderr));
+    assert!(folder.join(".drydock/store.db").is_file());
+    let refused = drydock_in(&folder, &["up", "--wait", "-f", "a.yaml"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert_eq!(running_names_with(&ns), vec![format!("{ns}-web")], "the refusal touched nothing");
+
+    let down = drydock_in(&folder, &["down", "--state-dir", "./.drydock"]);
+    let down_out = String::from_utf8_lossy(&down.stdout);
+    assert_eq!(down.status.code(), Some(0), "{down_out}{}", String::from_utf8_lossy(&down.stderr));
+    assert!(down_out.contains("tearing down 2 objects") && down_out.contains("nothing left"), "{down_out}");
+    assert!(docker_names_with(&ns).is_empty(), "torn down");
+    std::fs::remove_dir_all(folder.join(".drydock")).unwrap();
+    let up = drydock_in(&folder, &["up", "--wait", "-f", "a.yaml"]);
+    assert_eq!(up.status.code(), Some(0), "{}", String::from_utf8_lossy(&up.stderr));
+    assert!(folder.join(".drydock/a.yaml/store.db").is_file(), "per manifest from now on");
+    let down = drydock_in(&folder, &["down", "-f", "a.yaml"]);
+    assert_eq!(down.status.code(), Some(0), "{}", String::from_utf8_lossy(&down.stderr));
+    assert!(docker_names_with(&ns).is_empty());
+    let _ = std::fs::remove_dir_all(&folder);
 }
