@@ -7,8 +7,8 @@
 //! would:
 //!
 //! ```sh
-//! cargo build --release -p drydock
-//! cargo run --release -p drydock --example api_bench -- --seconds 5 --concurrency 8
+//! cargo build --release -p drydock-cli
+//! cargo run --release -p drydock-cli --example api_bench -- --seconds 5 --concurrency 8
 //! ```
 //!
 //! *Caveats*: the machine is shared and noisy; run it a few times and quote medians. The creates
@@ -219,7 +219,9 @@ fn start_daemon(drydock: &PathBuf, state: &PathBuf) -> Result<(Child, PathBuf)> 
         .env("DRYDOCK_LOG", "warn")
         .stdout(Stdio::piped())
         .spawn()
-        .with_context(|| format!("start {} (build it first: cargo build --release -p drydock)", drydock.display()))?;
+        .with_context(|| {
+            format!("start {} (build it first: cargo build --release -p drydock-cli)", drydock.display())
+        })?;
     let stdout = child.stdout.take().context("no stdout")?;
     let mut lines = BufReader::new(stdout).lines();
     while let Some(line) = lines.next() {

@@ -21,14 +21,20 @@
 //! ```
 
 mod bench;
+#[cfg(feature = "production")]
 mod client;
+#[cfg(feature = "production")]
 mod daemon;
 mod jobs;
 mod logging;
+#[cfg(feature = "production")]
 mod manifest;
+#[cfg(feature = "production")]
 mod runtime_diff;
 pub mod sim;
+#[cfg(feature = "production")]
 mod state;
+#[cfg(feature = "production")]
 mod up;
 
 use clap::{CommandFactory, FromArgMatches, Subcommand};
@@ -54,28 +60,38 @@ enum Command {
     Sim(sim::SimCommand),
     /// Apply a manifest (keeping its objects in a state dir beside it), run the engine against
     /// Docker, and tear everything down on Ctrl-C or SIGTERM; with --wait, return once all settled.
+    #[cfg(feature = "production")]
     Up(up::UpArgs),
     /// Run the engine against Docker with a Kubernetes-style API over HTTPS (bearer token, its
     /// own CA) and write a kubeconfig for kubectl; stop cleanly on SIGTERM or Ctrl-C.
+    #[cfg(feature = "production")]
     Daemon(daemon::DaemonArgs),
     /// Check the simulated runtime against the local Docker (`runtime diff`).
     #[command(subcommand)]
+    #[cfg(feature = "production")]
     Runtime(runtime_diff::RuntimeCommand),
-    /// Tear down what `drydock up --wait` left running (by its manifest or state dir).
+    /// Tear down what `drydock up --wait` left running (by its manifest, project or state dir).
+    #[cfg(feature = "production")]
     Down(up::DownArgs),
     /// Create or update the objects of a manifest in a running daemon (kubectl apply).
+    #[cfg(feature = "production")]
     Apply(client::ApplyArgs),
     /// Show objects as a table, or as json, yaml or names (kubectl get).
+    #[cfg(feature = "production")]
     Get(client::GetArgs),
     /// Delete objects by name or by manifest (kubectl delete).
+    #[cfg(feature = "production")]
     Delete(client::DeleteArgs),
     /// Show one object in detail (kubectl describe).
+    #[cfg(feature = "production")]
     Describe(client::DescribeArgs),
     /// Wait until an object meets a condition or is deleted (kubectl wait).
+    #[cfg(feature = "production")]
     Wait(client::WaitArgs),
     /// Print an object's log: a container's output, an image's pull output, drydock's own
     /// diagnostics (kubectl logs); with -f, follow it until the container exits or the object
     /// is deleted.
+    #[cfg(feature = "production")]
     Logs(client::LogsArgs),
 }
 
@@ -127,7 +143,9 @@ impl Drydock {
         // noise unless asked for with DRYDOCK_LOG.
         let default_level = match command {
             Command::Sim(_) => "error",
+            #[cfg(feature = "production")]
             Command::Daemon(_) => "info",
+            #[cfg(feature = "production")]
             _ => "warn",
         };
         logging::init(default_level, matches!(command, Command::Sim(_)));
@@ -136,15 +154,25 @@ impl Drydock {
                 let program = invocation(&self.name);
                 sim::run(command, &sim::Catalog { scenarios: &self.scenarios, program: &program })
             }
+            #[cfg(feature = "production")]
             Command::Up(args) => up::run(&args, &self.components, &self.name),
+            #[cfg(feature = "production")]
             Command::Daemon(args) => daemon::run(args, &self.components),
+            #[cfg(feature = "production")]
             Command::Down(args) => up::down(&args, &self.components),
+            #[cfg(feature = "production")]
             Command::Runtime(command) => runtime_diff::run(command),
+            #[cfg(feature = "production")]
             Command::Apply(args) => client::apply(&args, self.components.registry()),
+            #[cfg(feature = "production")]
             Command::Get(args) => client::get(&args),
+            #[cfg(feature = "production")]
             Command::Delete(args) => client::delete(&args, self.components.registry()),
+            #[cfg(feature = "production")]
             Command::Describe(args) => client::describe(&args),
+            #[cfg(feature = "production")]
             Command::Wait(args) => client::wait(&args),
+            #[cfg(feature = "production")]
             Command::Logs(args) => client::logs(&args),
         };
         match result {
@@ -161,9 +189,10 @@ impl Drydock {
 
 /// How the commands `sim` prints (repro, check, replay) start, so that they run this very
 /// binary as printed: `DRYDOCK_COMMAND` if set (a CI job whose report is read elsewhere says
-/// `cargo run --release -p drydock --`); `name` when the first `name` on `PATH` is this binary
-/// (it is installed); `cargo run [--release] -p drydock --` (a user's binary: `--bin NAME`) when
-/// this binary is in a cargo target directory and not installed; else this binary's path.
+/// `cargo run --release -p drydock-cli --`); `name` when the first `name` on `PATH` is this binary
+/// (it is installed); `cargo run [--release] -p drydock-cli [--no-default-features] --` (a user's
+/// binary: `--bin NAME`) when this binary is in a cargo target directory and not installed; else
+/// this binary's path.
 fn invocation(name: &str) -> String {
     if let Ok(given) = std::env::var("DRYDOCK_COMMAND")
         && !given.trim().is_empty()
@@ -201,7 +230,10 @@ fn cargo_run(exe: &std::path::Path) -> Option<String> {
     };
     let which = match (example, stem) {
         (true, _) => format!("--example {}", shell_word(stem)),
-        (false, "drydock") => "-p drydock".to_string(),
+        // A binary built without the production part is run as it was built: the printed
+        // command then builds no more than the one that printed it.
+        (false, "drydock") if cfg!(feature = "production") => "-p drydock-cli".to_string(),
+        (false, "drydock") => "-p drydock-cli --no-default-features".to_string(),
         (false, _) => format!("--bin {}", shell_word(stem)),
     };
     Some(format!("cargo run{profile} {which} --"))

@@ -281,7 +281,7 @@ fn switch_bug_on() -> Result<()> {
     if !bugs::AVAILABLE {
         anyhow::bail!(
             "DRYDOCK_BUG is set, but this drydock was built without bug switches: build it with \
-             `cargo run --release -p drydock --features bug-switches -- ...`, or unset DRYDOCK_BUG"
+             `cargo run --release -p drydock-cli --features bug-switches -- ...`, or unset DRYDOCK_BUG"
         );
     }
     let bug = Bug::named(&name).with_context(|| {

@@ -230,7 +230,7 @@ fn ctrl_c_ends_a_sweep_with_the_summary_and_saves_failing_schedules() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The README's `DRYDOCK_BUG=lease-expiry-by-timestamps ... sim run --scenario pull-storm --seeds 300`:
+/// docs/simulator.md's `DRYDOCK_BUG=lease-expiry-by-timestamps ... sim run --scenario pull-storm --seeds 300`:
 /// with the switches built in (the workspace's test build has them), the sweep catches the bug put
 /// back; without them the binary refuses rather than run a sweep that tests nothing.
 #[test]

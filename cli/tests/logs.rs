@@ -265,7 +265,7 @@ spec:
 
 /// Lines a second of one follower of a container printing as fast as it can, through the daemon
 /// and through `docker logs -f`, both attached before the first line. Run it by name:
-/// `cargo test -p drydock --test logs -- --ignored --nocapture log_throughput`.
+/// `cargo test -p drydock-cli --test logs -- --ignored --nocapture log_throughput`.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "a measurement, not a check: run it by name"]
 async fn log_throughput() {

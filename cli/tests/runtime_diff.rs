@@ -1,4 +1,4 @@
-//! `drydock runtime diff` as the README tells a user to type it, against this machine's Docker.
+//! `drydock runtime diff` as docs/runtime-conformance.md tells a user to type it, against this machine's Docker.
 
 use std::process::Command;
 

@@ -114,7 +114,7 @@ fn the_printed_repro_command_reproduces_the_failure() {
     for (command, group) in printed.iter().zip(summary["groups"].as_array().unwrap()) {
         // Not installed (no drydock on PATH), built by cargo: cargo runs it.
         assert!(command.starts_with("cargo run"), "{command}");
-        assert!(command.contains(" -p drydock -- sim repro --scenario rdd-namespaces-buggy --seed "), "{command}");
+        assert!(command.contains(" -p drydock-cli -- sim repro --scenario rdd-namespaces-buggy --seed "), "{command}");
         assert_eq!(command, group["repro"].as_str().unwrap());
         let args = arguments(command);
         let again = Command::new(BIN).args(&args).output().unwrap();
@@ -150,12 +150,12 @@ fn the_printed_commands_start_as_the_binary_is_found() {
     let out = Command::new(BIN)
         .args(args)
         .env("PATH", &bin)
-        .env("DRYDOCK_COMMAND", "cargo run --release -p drydock --")
+        .env("DRYDOCK_COMMAND", "cargo run --release -p drydock-cli --")
         .output()
         .unwrap();
     assert_eq!(
         repro_lines(&stdout(&out)),
-        vec!["cargo run --release -p drydock -- sim repro --scenario rdd-namespaces-buggy --seed 0".to_string()],
+        vec!["cargo run --release -p drydock-cli -- sim repro --scenario rdd-namespaces-buggy --seed 0".to_string()],
         "{}",
         stdout(&out)
     );
@@ -193,7 +193,7 @@ fn zero_jobs_are_refused() {
     assert!(stderr(&out).contains("\"two\" is not a number of threads"), "{}", stderr(&out));
 }
 
-/// `sim bench --json` gives every figure the README's Speed table quotes, measured: throughput,
+/// `sim bench --json` gives every figure the Speed table of docs/simulator.md quotes, measured: throughput,
 /// peak memory, and a cost per event in CPU time at each size, after an unmeasured warm-up seed.
 #[test]
 fn bench_measures_throughput_memory_and_cost_per_event_by_size() {

@@ -51,7 +51,7 @@ impl std::fmt::Display for Difference {
 const HEADER: &str = "\
 # Trace digests of seeds 0..50 of every scenario (default faults) and of every schedule in the
 # regression corpus. A behaviour change shows up as a diff of this file; a refactor changes none.
-# Regenerate on purpose with: cargo run --release -p drydock -- sim golden --update
+# Regenerate on purpose with: cargo run --release -p drydock-cli -- sim golden --update
 ";
 
 impl Golden {

@@ -17,7 +17,7 @@ pub mod examples;
 pub mod golden;
 pub mod harness;
 /// The guide: your controller under drydock's simulator, from a kind to 10,000 seeds in CI.
-#[doc = include_str!("../../docs/simulation-testing.md")]
+#[doc = include_str!("../README.md")]
 pub mod guide {}
 mod logical;
 mod logs;

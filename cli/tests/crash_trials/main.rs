@@ -16,7 +16,7 @@
 //! 4. all this within [`CONVERGE_BOUND`] of the restart: every physical and logical container
 //!    (and owned image) settled, no object deleting, and the Docker check holding.
 //!
-//! `cargo test -p drydock --test crash_trials` runs seeds 1..=5. The ignored `many_kill9_trials`
+//! `cargo test -p drydock-cli --test crash_trials` runs seeds 1..=5. The ignored `many_kill9_trials`
 //! runs `DRYDOCK_CRASH_TRIALS` (20) trials from `DRYDOCK_CRASH_START` (1); `DRYDOCK_CRASH_SEED=S`
 //! reruns one seed. The ignored `restart_converge_20_containers` times restarts over 20 running
 //! containers (`DRYDOCK_CRASH_RESTARTS`, 5).
@@ -293,7 +293,7 @@ fn run_trials(test: &str, seeds: impl IntoIterator<Item = u64>) {
             println!("{}", report.line());
         }
         let failed: Vec<u64> = reports.iter().filter(|r| !r.problems.is_empty()).map(|r| r.seed).collect();
-        assert!(failed.is_empty(), "kill -9 trials failed for seeds {failed:?} (details above; rerun one with DRYDOCK_CRASH_SEED=S cargo test -p drydock --test crash_trials -- --ignored many_kill9_trials --nocapture)");
+        assert!(failed.is_empty(), "kill -9 trials failed for seeds {failed:?} (details above; rerun one with DRYDOCK_CRASH_SEED=S cargo test -p drydock-cli --test crash_trials -- --ignored many_kill9_trials --nocapture)");
     });
 }
 

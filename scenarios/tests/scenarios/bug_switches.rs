@@ -3,7 +3,7 @@
 //!
 //! A regression schedule pins a run; this pins the bug. When an engine change moves a bug out of
 //! its sweep's reach, this test fails and says so: find a sweep that catches it again with
-//! `cargo run --release -p drydock --features bug-switches -- sim run ...` and `DRYDOCK_BUG=NAME`,
+//! `cargo run --release -p drydock-cli --features bug-switches -- sim run ...` and `DRYDOCK_BUG=NAME`,
 //! and update its entry here. Sweeps stop at the first seed that catches the bug.
 
 use drydock_engine::bugs::{self, Bug};

@@ -13,7 +13,7 @@ fn every_run_gives_its_pinned_digest() {
     assert!(
         differences.is_empty(),
         "{} of {} runs differ from {}:\n{}\nIf the behaviour change is intended, run \
-         `cargo run --release -p drydock -- sim golden --update` and commit the reviewed diff.",
+         `cargo run --release -p drydock-cli -- sim golden --update` and commit the reviewed diff.",
         differences.len(),
         actual.digests.len(),
         golden::default_path().display(),

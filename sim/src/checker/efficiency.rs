@@ -28,7 +28,7 @@ pub struct WorkLimits {
 }
 
 impl Default for WorkLimits {
-    /// Chosen from what healthy runs do (see the README): a few times the most any object of a
+    /// Chosen from what healthy runs do (see docs/simulator.md): a few times the most any object of a
     /// 2,000-seed `mixed` sweep needs in one minute after the heal, and far below what a loop
     /// retrying every 200 ms does (300 a minute).
     fn default() -> Self {
