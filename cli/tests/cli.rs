@@ -100,9 +100,9 @@ fn replay_runs_a_saved_schedule_and_shrink_refuses_a_passing_seed() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not fail"));
 
-    let bad = std::env::temp_dir().join(format!("drydock-not-a-schedule-{}.json", std::process::id()));
-    std::fs::write(&bad, "{}").unwrap();
-    let out = drydock(&["sim", "replay", bad.to_str().unwrap()]);
+    let bad = tempfile::Builder::new().prefix("drydock-not-a-schedule-").suffix(".json").tempfile().unwrap();
+    std::fs::write(bad.path(), "{}").unwrap();
+    let out = drydock(&["sim", "replay", bad.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a drydock schedule"));
 }
