@@ -18,10 +18,9 @@ use drydock_engine::api::{Registry, names};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use support::{Daemon, eventually, unique};
+use support::{Daemon, drydock_in, eventually, unique};
 
 /// The examples' names are fixed: one test at a time.
 static EXAMPLES: Mutex<()> = Mutex::new(());
@@ -229,18 +228,6 @@ async fn every_example_applies_with_kubectl_runs_and_deletes() {
         );
     }
     assert_eq!(daemon.stop(), Some(0), "the daemon must exit 0 on SIGTERM");
-}
-
-/// `drydock ARGS` run in `dir`, printed.
-fn drydock_in(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_drydock")).args(args).current_dir(dir).output().unwrap();
-    eprintln!(
-        "$ drydock {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// `drydock ARGS` in `dir`, which must exit 0; its stdout.

@@ -1,6 +1,8 @@
 //! `drydock up`: bad manifests are refused whole; a good one runs on Docker and tears down.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use drydock_adapters::testing::{
     RemoveOnDrop, TEST_IMAGE, docker_bounded, docker_names_with, docker_or_skip, ensure_test_image, running_names_with,
 };
@@ -9,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use support::{drydock_in, unique};
 
 /// A manifest in a temporary directory of its own (`drydock up` keeps its state beside the
 /// manifest, and tests running at once must not share it), removed with it.
@@ -41,11 +44,6 @@ fn manifest(name: &str, text: &str) -> Manifest {
     let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
     Manifest { path, _dir: dir }
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("{prefix}-{}-{}", std::process::id(), nanos % 100_000)
 }
 
 fn up_fails(path: &Path) -> String {
@@ -482,17 +480,6 @@ fn manifest_in(folder: &std::path::Path, name: &str, text: &str) -> PathBuf {
     let path = folder.join(name);
     std::fs::write(&path, text).unwrap();
     path
-}
-
-fn drydock_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_drydock")).args(args).current_dir(dir).output().unwrap();
-    eprintln!(
-        "$ drydock {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// A `.drydock` from before state was per manifest (a store directly in it, shared by every

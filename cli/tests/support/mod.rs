@@ -10,6 +10,24 @@ use std::time::{Duration, Instant};
 
 pub const KUBECTL: &str = "kubectl";
 
+/// `out`, after printing it as a transcript (`$ program args`, then what it wrote), so a failing
+/// test shows every command it ran.
+pub fn transcript(program: &str, args: &[&str], out: Output) -> Output {
+    eprintln!(
+        "$ {program} {}\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `drydock ARGS` run in `dir`, printed.
+pub fn drydock_in(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_drydock")).args(args).current_dir(dir).output().unwrap();
+    transcript("drydock", args, out)
+}
+
 pub fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     format!("{prefix}-{}-{}", std::process::id(), nanos % 100_000)
@@ -57,13 +75,7 @@ impl Daemon {
 
     pub fn kubectl(&self, args: &[&str]) -> Output {
         let out = Command::new(KUBECTL).arg("--kubeconfig").arg(&self.kubeconfig).args(args).output().unwrap();
-        eprintln!(
-            "$ kubectl {}\n{}{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        transcript("kubectl", args, out)
     }
 
     /// kubectl that must succeed; its stdout.
@@ -87,13 +99,7 @@ impl Daemon {
     /// drydock's own client verb `args`, with this daemon's kubeconfig.
     pub fn verb(&self, args: &[&str]) -> Output {
         let out = self.drydock(args).output().unwrap();
-        eprintln!(
-            "$ drydock {}\n{}{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        transcript("drydock", args, out)
     }
 
     /// drydock's client verb `args`, with this daemon's kubeconfig, not yet run.
