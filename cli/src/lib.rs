@@ -159,7 +159,7 @@ impl Drydock {
             #[cfg(feature = "production")]
             Command::Daemon(args) => daemon::run(args, &self.components),
             #[cfg(feature = "production")]
-            Command::Down(args) => up::down(&args, &self.components),
+            Command::Down(args) => up::down(&args, &self.components, &self.name),
             #[cfg(feature = "production")]
             Command::Runtime(command) => runtime_diff::run(command),
             #[cfg(feature = "production")]
@@ -240,7 +240,7 @@ fn cargo_run(exe: &std::path::Path) -> Option<String> {
 }
 
 /// `word` as one shell word: as it is if it needs no quoting, else in single quotes.
-fn shell_word(word: &str) -> String {
+pub(crate) fn shell_word(word: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
     if !word.is_empty() && word.chars().all(plain) {
         word.to_string()

@@ -81,10 +81,10 @@ pub fn run(args: &UpArgs, components: &Components, program: &str) -> Result<Exit
     block_on(up(args, state_dir, objects, components, &down))
 }
 
-pub fn down(args: &DownArgs, components: &Components) -> Result<ExitCode> {
-    let program = program_name();
+/// `program` is the command line's name, for the commands it prints.
+pub fn down(args: &DownArgs, components: &Components, program: &str) -> Result<ExitCode> {
     let state_dir =
-        crate::state::resolve(args.file.as_deref(), args.project.as_deref(), args.state_dir.as_deref(), &program)?;
+        crate::state::resolve(args.file.as_deref(), args.project.as_deref(), args.state_dir.as_deref(), program)?;
     if !state_dir.exists() {
         let what = match (&args.file, &args.project) {
             (_, Some(project)) => format!("project {project}"),
@@ -111,32 +111,15 @@ pub fn down(args: &DownArgs, components: &Components) -> Result<ExitCode> {
 fn down_command(program: &str, file: Option<&Path>, project: Option<&str>, state_dir: Option<&Path>) -> String {
     let mut command = format!("{program} down");
     if let Some(dir) = state_dir {
-        return format!("{command} --state-dir {}", shell_word(&dir.display().to_string()));
+        return format!("{command} --state-dir {}", crate::shell_word(&dir.display().to_string()));
     }
     if let Some(file) = file {
-        command.push_str(&format!(" -f {}", shell_word(&file.display().to_string())));
+        command.push_str(&format!(" -f {}", crate::shell_word(&file.display().to_string())));
     }
     if let Some(project) = project {
         command.push_str(&format!(" -p {project}"));
     }
     command
-}
-
-/// `word` as a shell reads it back: as it is if it holds nothing special, else single-quoted.
-fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
-    if plain { word.to_string() } else { format!("'{}'", word.replace('\'', "'\\''")) }
-}
-
-/// The name this program was run by (`drydock`, or a user's binary built on it), for messages.
-fn program_name() -> String {
-    std::env::args_os()
-        .next()
-        .as_deref()
-        .map(Path::new)
-        .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "drydock".to_string())
 }
 
 fn block_on(future: impl std::future::Future<Output = Result<ExitCode>>) -> Result<ExitCode> {
