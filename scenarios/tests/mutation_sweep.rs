@@ -18,7 +18,9 @@
 //!
 //! *Configuration* (environment):
 //! - `DRYDOCK_MUTANTS_SEEDS`: seeds per scenario, at most 1,000 (default 4);
-//! - `DRYDOCK_MUTANTS_JOBS`: worker threads (default: the machine's cores).
+//! - `DRYDOCK_MUTANTS_JOBS`: worker threads (default: the machine's cores);
+//! - `DRYDOCK_MUTANTS_TRACE=SCENARIO:SEED`: run that one seed instead and print its trace and
+//!   digest (a mutant cannot be replayed by the `drydock` binary, which does not hold it).
 //!
 //! It prints one line that `tools/mutants` reads, `DRYDOCK-MUTANTS {json}`, with `killed`,
 //! and, for a kill, `invariant`, `scenario`, `seed`, `seeds_run` (how many seeds ran in all, the
@@ -41,6 +43,9 @@ struct Kill {
 }
 
 fn main() -> ExitCode {
+    if let Ok(which) = std::env::var("DRYDOCK_MUTANTS_TRACE") {
+        return print_trace(&which);
+    }
     let seeds = match env_number("DRYDOCK_MUTANTS_SEEDS", 4) {
         Ok(n) if (1..=MAX_SEEDS).contains(&n) => n,
         Ok(n) => return usage(&format!("DRYDOCK_MUTANTS_SEEDS={n}: give 1 to {MAX_SEEDS}")),
@@ -173,6 +178,24 @@ fn run(scenario: &Scenario, seed: u64) -> Option<Kill> {
             Some(Kill { invariant: "panic".into(), message })
         }
     }
+}
+
+fn print_trace(which: &str) -> ExitCode {
+    let Some((name, seed)) = which.split_once(':') else {
+        return usage(&format!("DRYDOCK_MUTANTS_TRACE={which}: give SCENARIO:SEED"));
+    };
+    let (Some(scenario), Ok(seed)) = (drydock_scenarios::find(name), seed.parse::<u64>()) else {
+        return usage(&format!("DRYDOCK_MUTANTS_TRACE={which}: no scenario {name:?} or no seed number {seed:?}"));
+    };
+    let report = scenario.run_with(seed, true, &FaultSelection::Default);
+    for event in report.trace.iter().flatten() {
+        println!("{}", event.line);
+    }
+    for v in &report.violations {
+        println!("VIOLATION {}: {}", v.invariant, v.message);
+    }
+    println!("{name} seed {seed}: digest {}, {} events, ok {}", report.digest, report.events, report.ok);
+    if report.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 fn env_number(name: &str, default: u64) -> Result<u64, String> {
