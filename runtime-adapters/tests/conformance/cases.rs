@@ -2087,6 +2087,48 @@ pub async fn runtime_diff_seed_455607_sequence_94<R: Runtime>(fx: &Fx<R>) {
     .await;
 }
 
+/// Found by `drydock runtime diff --seed 908288` (sequence 19, shrunk to 5 steps): the
+/// simulated runtime disagreed with Docker at the last step. (Docker joins a starting
+/// container's networks in turn, `bridge` first, and publishes its ports as it joins the first:
+/// c0's host port, taken by c1, is the 500 before its own network, which was never made, is
+/// looked up; the model looked every network up first and answered the 404.) The volume's
+/// labels name the run, here the case: `drydock.diff.run` is `fx.case`, the sequence `0`.
+pub async fn runtime_diff_seed_908288_sequence_19<R: Runtime>(fx: &Fx<R>) {
+    use drydock_runtime_diff::ops::*;
+    let together = format!(
+        r##"[{{"labels":{{"drydock.diff.run":"{}","drydock.diff.sequence":"0"}},"volume":"v0"}},{{"error":"Transient"}}]"##,
+        fx.case
+    );
+    fx.replay(&[
+        (
+            Op::Create {
+                c: 0,
+                program: Program::Default,
+                image: ImageChoice::Base,
+                volume: None,
+                network: None,
+                port: Some(PortChoice::Fixed),
+            },
+            r##""created""##,
+        ),
+        (
+            Op::Create {
+                c: 1,
+                program: Program::Default,
+                image: ImageChoice::Base,
+                volume: None,
+                network: None,
+                port: Some(PortChoice::Fixed),
+            },
+            r##""created""##,
+        ),
+        (Op::Connect { n: NetworkChoice::Own(0), c: 0, alias: false }, r##""done""##),
+        (Op::Start { c: 1 }, r##""done""##),
+        (Op::Together(Box::new(Op::VolumeCreate { v: 0 }), Box::new(Op::Start { c: 0 })), &together),
+    ])
+    .await;
+}
+
 // Issue 44: the shell model (`$VAR`, pipes, `for`, `printf`, scripts run by path, files a
 // process writes), each expectation as Docker 20.10's busybox `sh` showed it.
 

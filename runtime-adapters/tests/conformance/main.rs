@@ -167,6 +167,7 @@ conformance! {
     stop_waits_for_a_process_that_ends_within_the_grace_period,
     runtime_diff_seed_44_sequence_6,
     runtime_diff_seed_455607_sequence_94,
+    runtime_diff_seed_908288_sequence_19,
     a_removal_in_progress_shows_removing_and_refuses_a_second_remove_and_a_start,
     an_ambiguous_id_prefix_is_invalid_not_not_found,
     a_mount_source_without_a_slash_creates_a_volume_that_outlives_the_container,

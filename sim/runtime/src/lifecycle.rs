@@ -156,20 +156,17 @@ impl SimRuntime {
             }
             ContainerState::Created | ContainerState::Exited => {}
         }
-        // Docker connects the container's networks before it publishes ports (both are the
-        // network's allocation); a network gone since is a 404, aliases on a built-in one a 400.
-        let networks = match self.resolve_attachments(&id) {
-            Ok(networks) => networks,
-            Err(error) => {
-                let (RuntimeError::NotFound(message)
-                | RuntimeError::Invalid(message)
-                | RuntimeError::Conflict(message)
-                | RuntimeError::Uncertain(message)
-                | RuntimeError::Transient(message)) = &error;
-                self.fail_start(&id, message, None);
-                return Err(error);
-            }
-        };
+        // Docker connects the container's networks one by one, `bridge` first (a network gone
+        // since is a 404, aliases on a built-in one a 400), and publishes the ports as it joins
+        // the first (that endpoint carries them): a port taken fails the start before a later
+        // network is looked up (`drydock runtime diff --seed 908288` saw the 500 for a
+        // container on `bridge` and on a network that did not exist).
+        let (networks, refused) = self.resolve_attachments(&id);
+        if networks.is_empty()
+            && let Some(error) = refused
+        {
+            return Err(self.refuse_start(&id, error));
+        }
         let ports = match self.publish_ports(&id) {
             Ok(ports) => ports,
             Err(message) => {
@@ -177,6 +174,13 @@ impl SimRuntime {
                 return Err(RuntimeError::Transient(format!("500: {message}")));
             }
         };
+        if let Some(error) = refused {
+            // Docker leaves the networks it had joined, releasing the ports (20.10.24: `network
+            // connect` and `network disconnect` of `bridge`, and the 404).
+            self.other_events("network connect", networks.len());
+            self.other_events("network disconnect", networks.len());
+            return Err(self.refuse_start(&id, error));
+        }
         let command = self.containers.get(&id).map(|c| c.command.as_slice()).unwrap_or_default();
         if !command.is_empty()
             && let Err(failure) = shell::check_exec(command, &self.file_system(&id))
@@ -313,6 +317,18 @@ impl SimRuntime {
         let started = self.containers.get(id).and_then(|c| c.started_at).unwrap_or(now);
         let kill_at = now.0.saturating_sub(started.0);
         self.process_outcome(id, Signals { term_at: None, kill_at: Some(kill_at) });
+    }
+
+    /// A start of container `id` is refused with `error` (its message recorded, as any failed
+    /// start's). Returns `error`.
+    fn refuse_start(&mut self, id: &str, error: RuntimeError) -> RuntimeError {
+        let (RuntimeError::NotFound(message)
+        | RuntimeError::Invalid(message)
+        | RuntimeError::Conflict(message)
+        | RuntimeError::Uncertain(message)
+        | RuntimeError::Transient(message)) = &error;
+        self.fail_start(id, message, None);
+        error
     }
 
     /// A start failed: the container keeps its state, with Docker's error and an exit code

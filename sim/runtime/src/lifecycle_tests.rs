@@ -289,6 +289,33 @@ fn a_container_on_no_network_publishes_nothing() {
     assert!(info(&rt, &id).ports.is_empty(), "{:?}", info(&rt, &id).ports);
 }
 
+/// Docker 20.10.24 joins a starting container's networks in turn, `bridge` first, and publishes
+/// its ports as it joins the first: a host port taken is the 500 before a later network that is
+/// gone is looked up (`drydock runtime diff --seed 908288`, sequence 19); with the port free,
+/// that network is the 404; on no `bridge`, the network gone comes first.
+#[test]
+fn a_start_publishes_its_ports_on_the_first_network_before_looking_up_the_next() {
+    let mut rt = runtime();
+    let holder = with_port(&mut rt, "holder", Some(8080));
+    let id = with_port(&mut rt, "web", Some(8080));
+    let connect = RuntimeRequest::ConnectNetwork { network: "gone".into(), container: id.clone(), aliases: Vec::new() };
+    rt.execute(&connect).expect("recorded, unchecked");
+    start(&mut rt, &holder).expect("the port is free");
+    match start(&mut rt, &id) {
+        Err(RuntimeError::Transient(m)) => assert!(m.ends_with("port is already allocated"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    stop(&mut rt, &holder, 0);
+    assert_eq!(start(&mut rt, &id), Err(RuntimeError::NotFound("network gone not found".into())));
+    assert!(info(&rt, &id).ports.is_empty(), "the ports are released: {:?}", info(&rt, &id).ports);
+    assert_eq!(info(&rt, &id).state, ContainerState::Created);
+    start(&mut rt, &holder).expect("the port is free again");
+    rt.execute(&RuntimeRequest::DisconnectNetwork { network: "bridge".into(), container: id.clone() })
+        .expect("disconnected from bridge");
+    assert_eq!(start(&mut rt, &id), Err(RuntimeError::NotFound("network gone not found".into())));
+    rt.check().expect("consistent");
+}
+
 #[test]
 fn the_logs_of_a_container_being_removed_are_refused() {
     let mut rt = runtime();

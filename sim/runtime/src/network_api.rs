@@ -19,7 +19,9 @@
 //!   attachment, keyed by the network's name, or by what it was given when no such network
 //!   exists: nothing is checked, a second connect changes nothing. Its start looks each one up
 //!   (by the id it was last attached to, if it ever ran) and fails with 404 "network X not
-//!   found", recording the error and exit code 128 as any failed start, while one is gone.
+//!   found", recording the error and exit code 128 as any failed start, while one is gone. It
+//!   joins them in turn, `bridge` first, and publishes the ports as it joins the first: a port
+//!   taken fails it (500) before a later network is looked up.
 //! - A running container has an endpoint on each of its networks: the network's inspect lists
 //!   it (and only running ones). Connecting it needs the network (404), and a second connect is
 //!   403 "endpoint with name c1 already exists in network n1" (`Conflict`); disconnecting it
@@ -317,22 +319,25 @@ impl SimRuntime {
     }
 
     /// The network each of container `id`'s attachments names now, as a start looks them up
-    /// (Docker's `allocateNetwork`: the default `bridge` first, then the others): attachment key
-    /// -> network id; or the first refusal: 404 "network X not found" for a network gone, 400
-    /// for aliases on a built-in network (Docker's create takes them; attaching refuses them).
-    pub(crate) fn resolve_attachments(&self, id: &str) -> Result<BTreeMap<String, String>, RuntimeError> {
-        let Some(record) = self.containers.get(id) else { return Ok(BTreeMap::new()) };
-        let (bridge, others): (Vec<_>, Vec<_>) = record.networks.iter().partition(|(key, _)| *key == DEFAULT_NETWORK);
+    /// (Docker's `allocateNetwork`: the default `bridge` first, then the others, each joined
+    /// before the next is looked up): attachment key -> network id, for those found before the
+    /// first refusal, and that refusal: 404 "network X not found" for a network gone, 400 for
+    /// aliases on a built-in network (Docker's create takes them; attaching refuses them).
+    pub(crate) fn resolve_attachments(&self, id: &str) -> (BTreeMap<String, String>, Option<RuntimeError>) {
         let mut resolved = BTreeMap::new();
+        let Some(record) = self.containers.get(id) else { return (resolved, None) };
+        let (bridge, others): (Vec<_>, Vec<_>) = record.networks.iter().partition(|(key, _)| *key == DEFAULT_NETWORK);
         for (key, attachment) in bridge.into_iter().chain(others) {
             let wanted = attachment.network_id.as_deref().unwrap_or(key);
             let Ok(network) = self.networks.find(wanted) else {
-                return Err(RuntimeError::NotFound(format!("network {wanted} not found")));
+                return (resolved, Some(RuntimeError::NotFound(format!("network {wanted} not found"))));
             };
-            check_aliases(network, &attachment.aliases)?;
+            if let Err(refused) = check_aliases(network, &attachment.aliases) {
+                return (resolved, Some(refused));
+            }
             resolved.insert(key.clone(), network.id.clone());
         }
-        Ok(resolved)
+        (resolved, None)
     }
 
     /// Container `id` started on the networks `resolved` found: each attachment remembers its
