@@ -89,6 +89,13 @@ pub enum Bug {
     /// A planted bug, not one found: an object's cleanup ran while a change given up on could
     /// still land: a create the stalled runtime made afterwards outlived its object.
     CleanupBesideDetachedChange,
+    /// A planted bug, the mutant `delete field message` in the image controller's `advance` that
+    /// mutation testing found surviving (issue 49): a failed image kept its earlier message (a
+    /// wait, or none) instead of the runtime's words for why it failed.
+    FailedImageKeepsOldMessage,
+    /// A planted bug, the mutant `delete field reason` in `Failure::status` that mutation testing
+    /// found surviving: a failed physical container kept its earlier reason (usually none).
+    FailedWithoutReason,
 }
 
 impl Bug {
@@ -115,6 +122,8 @@ impl Bug {
         Bug::RuntimeBoundIgnored,
         Bug::ChangeSentBesideItsCopy,
         Bug::CleanupBesideDetachedChange,
+        Bug::FailedImageKeepsOldMessage,
+        Bug::FailedWithoutReason,
     ];
 
     /// Its name on the command line: kebab case.
@@ -141,6 +150,8 @@ impl Bug {
             Bug::RuntimeBoundIgnored => "runtime-bound-ignored",
             Bug::ChangeSentBesideItsCopy => "change-sent-beside-its-copy",
             Bug::CleanupBesideDetachedChange => "cleanup-beside-detached-change",
+            Bug::FailedImageKeepsOldMessage => "failed-image-keeps-old-message",
+            Bug::FailedWithoutReason => "failed-without-reason",
         }
     }
 

@@ -218,6 +218,11 @@ impl ContainerImageController {
                 Some((reason, message)) => (Some(reason.to_string()), Some(message)),
                 None => (status.reason.clone(), status.message.clone()),
             };
+            let message = if crate::bugs::on(crate::bugs::Bug::FailedImageKeepsOldMessage) {
+                status.message.clone()
+            } else {
+                message
+            };
             let next = ContainerImageStatus { phase: ImagePhase::Failed, reason, message, ..(*status).clone() };
             write_status::<ContainerImage>(ctx, obj, &status, next);
             return Ok(Action::done());

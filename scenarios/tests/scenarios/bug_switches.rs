@@ -191,6 +191,23 @@ const CATCHES: &[Catch] = &[
         seeds: 300,
         invariant: "finalizer-after-runtime-cleanup",
     },
+    // Planted from a surviving mutant (docs/mutation-testing.md): the mutation sweep's kill
+    // was resources seed 0.
+    Catch {
+        bug: Bug::FailedImageKeepsOldMessage,
+        scenario: "resources",
+        faults: "default",
+        seeds: 100,
+        invariant: "failure-quotes-the-runtime",
+    },
+    // Planted from a surviving mutant: the mutation sweep's kill was session seed 0.
+    Catch {
+        bug: Bug::FailedWithoutReason,
+        scenario: "session",
+        faults: "default",
+        seeds: 100,
+        invariant: "terminal-status-has-reason",
+    },
 ];
 
 #[test]

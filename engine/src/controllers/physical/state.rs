@@ -110,7 +110,11 @@ impl Failure {
     pub(super) fn status(&self, status: &PhysicalContainerStatus) -> PhysicalContainerStatus {
         PhysicalContainerStatus {
             phase: ContainerPhase::Failed,
-            reason: Some(self.reason.to_string()),
+            reason: if crate::bugs::on(crate::bugs::Bug::FailedWithoutReason) {
+                status.reason.clone()
+            } else {
+                Some(self.reason.to_string())
+            },
             message: Some(self.message.clone()),
             exit_code: self.exit_code.or(status.exit_code),
             ..status.clone()

@@ -5,7 +5,7 @@
 //! Adding one: write its type next to its kin (`containers`: runtime containers and whom they
 //! were created for; `cleanup`: what must be gone before an object leaves; `ownership`;
 //! `deletion`: what the engine deletes; `images`; `logical`; `resources`: networks, volumes,
-//! files; `logs`; `reconciles`; `backpressure`: what the runtime is sent under load; `caches`: what a process knows) and add a line here. The table's order is the order they are checked in, so it decides which one a
+//! files; `logs`; `failures`: what a terminal failure says; `reconciles`; `backpressure`: what the runtime is sent under load; `caches`: what a process knows) and add a line here. The table's order is the order they are checked in, so it decides which one a
 //! state violating two of them is reported under.
 
 mod backpressure;
@@ -14,6 +14,7 @@ mod cleanup;
 mod containers;
 mod content;
 mod deletion;
+mod failures;
 mod images;
 mod logical;
 mod logs;
@@ -92,6 +93,8 @@ invariants! {
     WorkloadRecordedBeforeLeaseRelease = ("workload-recorded-before-lease-release", "a persistent logical container records its workload before releasing its startup lease", logical::WorkloadRecordedBeforeLeaseRelease),
     LogFollowersEnd = ("log-followers-end", "a log follower never waits once its source is complete (the container's output drained, the pull settled) or its object is deleted: it ends at its reader's next read", logs::LogFollowersEnd),
     LogLinesInOrderOnce = ("log-lines-in-order-once", "a log reader sees each line in order, once, as the container printed it; one that keeps up reads all of a backing's lines before moving to the next, and never comes back", logs::LogLinesInOrderOnce),
+    FailureQuotesTheRuntime = ("failure-quotes-the-runtime", "a status turning Failed because the runtime refused something (CreateRefused, ImageNotFound, ReferenceRefused, BuildFailed, FileCopyFailed, StartFailed) quotes the runtime's own words: its message contains an answer the runtime gave that object's requests", failures::FailureQuotesTheRuntime),
+    TerminalStatusHasReason = ("terminal-status-has-reason", "a status turning Failed or Missing names its reason (the machine-readable word beside its message)", failures::TerminalStatusHasReason),
     SystemRecordsTerminalFailures = ("system-records-terminal-failures", "every terminal failure (a status turning Failed) is in its object's system stream, with its message, before the status is stored", logs::SystemRecordsTerminalFailures),
     UniqueResourceOwner = ("unique-resource-owner", "no two runtime networks, and no two runtime volumes, carry the same owner uid label", resources::UniqueResourceOwner),
     NoResourceLeakAfterNamespaceDelete = ("no-resource-leak-after-namespace-delete", "when a namespace is gone, no network or volume created for it remains, unless retained or (a volume) used by a container of another namespace or none at some time (convergence requires it gone once unused)", resources::NoResourceLeakAfterNamespaceDelete),

@@ -112,6 +112,8 @@ fn a_terminal_failure_stored_without_its_system_line_is_caught() {
         let pc = fx.pc("a", busybox(), "c1");
         let mut failed = (*pc).clone();
         failed.status["phase"] = "Failed".into();
+        // A reason of the engine's own finding: no runtime answer to quote (failures.rs).
+        failed.status["reason"] = "NameTaken".into();
         failed.status["message"] = "exec: no such file".into();
         (pc, StoreRequest::UpdateStatus { object: failed })
     };

@@ -10,6 +10,7 @@ mod caches;
 mod cleanup;
 mod containers;
 mod deletion;
+mod failures;
 mod images;
 mod logical;
 mod logs;
