@@ -260,13 +260,18 @@ async fn sigterm_ends_open_watches_at_once() {
         .unwrap();
     let watch_out = collect(watch.stdout.take().unwrap());
     let watch_err = collect(watch.stderr.take().unwrap());
-    // kubectl lists first, then opens the watch.
-    let listed = watch_out.recv_timeout(Duration::from_secs(20));
-    assert!(
-        listed.as_ref().is_ok_and(|l| l.contains("watched")),
-        "kubectl listed {listed:?}: {}",
-        daemon.stderr_so_far()
-    );
+    // kubectl lists first, then opens the watch. Its output comes in chunks as written: the
+    // header may come alone, before the row.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut listed = String::new();
+    while !listed.contains("watched") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match watch_out.recv_timeout(left) {
+            Ok(chunk) => listed.push_str(&chunk),
+            Err(_) => break,
+        }
+    }
+    assert!(listed.contains("watched"), "kubectl listed {listed:?}: {}", daemon.stderr_so_far());
     std::thread::sleep(Duration::from_millis(1000));
     assert!(watch.try_wait().unwrap().is_none(), "the watch is open: {}", watch_err.try_iter().collect::<String>());
 
