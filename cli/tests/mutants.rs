@@ -4,6 +4,8 @@
 //! runs per mutant is `scenarios/tests/mutation_sweep.rs`, which `cargo test` runs short.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -21,13 +23,7 @@ fn tool(args: &[&str], work: &Path, triage: &Path, results: &Path) -> Output {
         .env("DRYDOCK_MUTANTS_RESULTS", results)
         .output()
         .unwrap();
-    eprintln!(
-        "$ tools/mutants {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    support::transcript("tools/mutants", args, out)
 }
 
 /// One mutant's outcome as cargo-mutants writes it, and its log with the sweep's record.
