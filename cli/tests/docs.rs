@@ -55,6 +55,14 @@ fn the_readmes_main_command_builds_the_simulator_alone_and_its_sweep_passes() {
     assert!(stdout.contains("PASS: mixed, 1000 seeds (0..1000), 0 failures"), "{stdout}");
 }
 
+/// The target triple rustc builds for by default here, as `rustc -vV` names it.
+fn host_platform() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc).arg("-vV").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines().find_map(|line| line.strip_prefix("host: ")).unwrap().trim().to_string()
+}
+
 /// A crate of a user's, made of a `[dependencies]` block the docs show, with their
 /// `../drydock/` paths pointed at this checkout.
 fn resolve_as_a_users_crate(toml: &str) -> std::process::Output {
@@ -65,10 +73,15 @@ fn resolve_as_a_users_crate(toml: &str) -> std::process::Output {
     std::fs::write(dir.path().join("Cargo.toml"), manifest).unwrap();
     std::fs::create_dir(dir.path().join("src")).unwrap();
     std::fs::write(dir.path().join("src/lib.rs"), "").unwrap();
-    // Resolution only (`cargo metadata`): the crates are the workspace's, already checked.
+    // The workspace's lock, so the user's crate resolves to the versions the workspace's build
+    // already downloaded: left alone, cargo would pick the newest versions the index knows.
+    std::fs::copy(workspace().join("Cargo.lock"), dir.path().join("Cargo.lock")).unwrap();
+    // Resolution only (`cargo metadata`): the crates are the workspace's, already checked. For
+    // this machine's platform only: a build downloads just its own platform's crates, and the
+    // test runs offline (CI failed here on `anstyle-wincon`, a Windows-only crate).
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", &host_platform()])
         .current_dir(dir.path())
         .env("CARGO_TARGET_DIR", dir.path().join("target"))
         .output()
