@@ -7,7 +7,9 @@
 //! (4 seeds of each scenario) that must pass.
 //!
 //! *Guarantees*
-//! - Seeds run seed-major (seed 0 of every scenario, then seed 1 of every scenario, ...), so a
+//! - The regression corpus (`scenarios/regressions/*.json`) is replayed first, in file-name
+//!   order: each is a race some seed once found, rarer than the sweep's seeds would reach again.
+//! - Then seeds run seed-major (seed 0 of every scenario, then seed 1 of every scenario, ...), so a
 //!   mutant that one scenario catches at once is not kept waiting behind another's thousand
 //!   seeds.
 //! - The failure reported is the first in that order, whatever the threads' timing: a worker
@@ -24,7 +26,8 @@
 //!
 //! It prints one line that `tools/mutants` reads, `DRYDOCK-MUTANTS {json}`, with `killed`,
 //! and, for a kill, `invariant`, `scenario`, `seed`, `seeds_run` (how many seeds ran in all, the
-//! killing one included) and `message`.
+//! killing one included; a regression counts as one) and `message`. A regression's kill names
+//! scenario `regression:FILE` and the seed its schedule came from.
 
 // The wall time a sweep took, for the report and cargo-mutants' timeout, is this test program's
 // own clock, never the simulation's (the scenarios' clippy.toml keeps `Instant` out of those).
@@ -32,6 +35,7 @@
 
 use drydock_faults::FaultSelection;
 use drydock_scenarios::Scenario;
+use drydock_scenarios::schedule::Schedule;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -65,35 +69,43 @@ fn main() -> ExitCode {
     // deliberately buggy example controller) would kill every mutant.
     let scenarios: Vec<&Scenario> = drydock_scenarios::all().iter().filter(|s| !s.expect_failures).collect();
     let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+    let regressions =
+        match drydock_scenarios::golden::regression_schedules(&drydock_scenarios::golden::regressions_dir()) {
+            Ok(found) => found,
+            Err(e) => return usage(&format!("the regression corpus: {e}")),
+        };
     println!(
-        "mutation sweep: {seeds} seeds of each of {} scenarios ({}), {jobs} threads",
+        "mutation sweep: {} regression schedules, then {seeds} seeds of each of {} scenarios ({}), {jobs} threads",
+        regressions.len(),
         scenarios.len(),
         names.join(", ")
     );
 
     let started = Instant::now();
-    let sweep = Sweep::new(&scenarios, seeds);
+    let sweep = Sweep::new(&scenarios, &regressions, seeds);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| sweep.work());
         }
     });
     let elapsed = started.elapsed().as_secs_f64();
-    let (first_failure, kill) = sweep.into_first_failure();
+    let (first_failure, kill) = sweep.first_failure();
     let record = match (first_failure, kill) {
         (Some(index), Some(kill)) => {
-            let (scenario, seed) = sweep_item(&scenarios, index);
+            let (scenario, seed) = match sweep.item(index) {
+                Item::Regression(name, schedule) => (format!("regression:{name}"), schedule.seed),
+                Item::Seed(scenario, seed) => (scenario.name.to_string(), seed),
+            };
             println!(
-                "mutation sweep: KILLED by {} in {} seed {seed}, after {} seeds ({elapsed:.1} s): {}",
+                "mutation sweep: KILLED by {} in {scenario} seed {seed}, after {} seeds ({elapsed:.1} s): {}",
                 kill.invariant,
-                scenario.name,
                 index + 1,
                 kill.message
             );
             serde_json::json!({
                 "killed": true,
                 "invariant": kill.invariant,
-                "scenario": scenario.name,
+                "scenario": scenario,
                 "seed": seed,
                 "seeds_run": index + 1,
                 "message": kill.message,
@@ -101,7 +113,7 @@ fn main() -> ExitCode {
             })
         }
         _ => {
-            let total = seeds * scenarios.len() as u64;
+            let total = sweep.items;
             println!("mutation sweep: every one of {total} seeds passed ({elapsed:.1} s)");
             serde_json::json!({ "killed": false, "seeds_run": total, "seconds": elapsed })
         }
@@ -110,10 +122,11 @@ fn main() -> ExitCode {
     if record["killed"] == true { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
-/// The sweep's items in order, item `i` being seed `i / n` of scenario `i % n`, and where the
-/// first failure among those run is.
+/// The sweep's items in order (the regressions, then item `r + i` being seed `i / n` of scenario
+/// `i % n`), and where the first failure among those run is.
 struct Sweep<'a> {
     scenarios: &'a [&'a Scenario],
+    regressions: &'a [(String, Schedule)],
     items: u64,
     next: AtomicU64,
     /// The index of the first failing item found so far (`u64::MAX`: none); no item past it starts.
@@ -123,10 +136,11 @@ struct Sweep<'a> {
 }
 
 impl<'a> Sweep<'a> {
-    fn new(scenarios: &'a [&'a Scenario], seeds: u64) -> Self {
+    fn new(scenarios: &'a [&'a Scenario], regressions: &'a [(String, Schedule)], seeds: u64) -> Self {
         Sweep {
             scenarios,
-            items: seeds * scenarios.len() as u64,
+            regressions,
+            items: regressions.len() as u64 + seeds * scenarios.len() as u64,
             next: AtomicU64::new(0),
             first_failure: AtomicU64::new(u64::MAX),
             kill: Mutex::new(None),
@@ -140,8 +154,7 @@ impl<'a> Sweep<'a> {
             if index >= self.items || index > self.first_failure.load(Ordering::SeqCst) {
                 return;
             }
-            let (scenario, seed) = sweep_item(self.scenarios, index);
-            if let Some(kill) = run(scenario, seed) {
+            if let Some(kill) = run(self.item(index)) {
                 self.first_failure.fetch_min(index, Ordering::SeqCst);
                 let mut slot = self.kill.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
                 if slot.as_ref().is_none_or(|(found, _)| index < *found) {
@@ -155,25 +168,42 @@ impl<'a> Sweep<'a> {
         }
     }
 
-    fn into_first_failure(self) -> (Option<u64>, Option<Kill>) {
-        let kill = self.kill.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    fn first_failure(&self) -> (Option<u64>, Option<Kill>) {
+        let kill = self.kill.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
         match kill {
             Some((index, kill)) => (Some(index), Some(kill)),
             None => (None, None),
         }
     }
+
+    fn item(&self, index: u64) -> Item<'a> {
+        let r = self.regressions.len() as u64;
+        if index < r {
+            let (name, schedule) = &self.regressions[index as usize];
+            return Item::Regression(name, schedule);
+        }
+        let n = self.scenarios.len() as u64;
+        Item::Seed(self.scenarios[((index - r) % n) as usize], (index - r) / n)
+    }
 }
 
-fn sweep_item<'a>(scenarios: &[&'a Scenario], index: u64) -> (&'a Scenario, u64) {
-    let n = scenarios.len() as u64;
-    (scenarios[(index % n) as usize], index / n)
+/// One run of the sweep.
+enum Item<'a> {
+    /// A schedule of the regression corpus, by file name.
+    Regression(&'a str, &'a Schedule),
+    Seed(&'a Scenario, u64),
 }
 
-/// Run one seed; what killed it, if anything did.
-fn run(scenario: &Scenario, seed: u64) -> Option<Kill> {
-    match catch_unwind(AssertUnwindSafe(|| scenario.run_with(seed, false, &FaultSelection::Default))) {
-        Ok(report) if report.ok => None,
-        Ok(report) => Some(match report.violations.first() {
+/// Run one item; what killed it, if anything did.
+fn run(item: Item<'_>) -> Option<Kill> {
+    let outcome = catch_unwind(AssertUnwindSafe(|| match item {
+        Item::Regression(_, schedule) => schedule.replay(false),
+        Item::Seed(scenario, seed) => Ok(scenario.run_with(seed, false, &FaultSelection::Default)),
+    }));
+    match outcome {
+        Ok(Err(why)) => Some(Kill { invariant: "replay".into(), message: why }),
+        Ok(Ok(report)) if report.ok => None,
+        Ok(Ok(report)) => Some(match report.violations.first() {
             Some(v) => Kill { invariant: v.invariant.clone(), message: v.message.clone() },
             None => Kill { invariant: "unknown".into(), message: "the run failed with no violation named".into() },
         }),

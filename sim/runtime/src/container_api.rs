@@ -8,11 +8,26 @@ use super::containers::{CreatedWith, SimContainer};
 use super::references::check_reference;
 use super::{SimRuntime, not_found};
 use drydock_engine::WallTime;
+use drydock_engine::api::container::{Mount, PortMapping};
 use drydock_engine::runtime::{
     ContainerCreate, ContainerInfo, ContainerState, EventAction, RuntimeError, RuntimeEvent, RuntimeReply,
     RuntimeResult,
 };
 use std::collections::BTreeMap;
+
+/// What a container was created with: its image (`Image`), command (`Config.Cmd`, or its
+/// image's), environment (`Config.Env`, the create's own), ports (`HostConfig.PortBindings`),
+/// mounts and labels.
+#[derive(Clone, Copy, Debug)]
+pub struct Creation<'a> {
+    /// `None` for a container inserted with an image that was not present.
+    pub image_id: Option<&'a str>,
+    pub command: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    pub ports: &'a [PortMapping],
+    pub mounts: &'a [Mount],
+    pub labels: &'a BTreeMap<String, String>,
+}
 
 impl SimRuntime {
     pub fn containers(&self) -> impl Iterator<Item = &ContainerInfo> {
@@ -26,6 +41,19 @@ impl SimRuntime {
 
     pub fn container(&self, id_or_name: &str) -> Option<&ContainerInfo> {
         self.containers.resolve(id_or_name).ok().and_then(|id| self.containers.get(&id)).map(SimContainer::info)
+    }
+
+    /// What container `id` (a full id) was created with, as `docker inspect` shows it.
+    pub fn created_with(&self, id: &str) -> Option<Creation<'_>> {
+        let c = self.containers.get(id)?;
+        Some(Creation {
+            image_id: c.image_id(),
+            command: &c.command,
+            env: &c.env,
+            ports: &c.requested_ports,
+            mounts: &c.mounts,
+            labels: c.info().labels.as_ref(),
+        })
     }
 
     /// When a container's main process will end by itself, if it runs and will.

@@ -96,6 +96,11 @@ impl SimContainer {
         &self.info.id
     }
 
+    /// The id of the image it was created from, if that image was present.
+    pub(crate) fn image_id(&self) -> Option<&str> {
+        self.image_id.as_deref()
+    }
+
     pub(crate) fn state(&self) -> ContainerState {
         self.info.state
     }

@@ -66,6 +66,9 @@ pub(crate) struct ImageStore {
     images: BTreeMap<String, SimImage>,
     /// Normalized reference -> image id.
     refs: BTreeMap<String, String>,
+    /// Every (normalized reference, image id) pair this store has ever had: a container made
+    /// from a tag that moved since still ran an image the tag named.
+    named: BTreeSet<(String, String)>,
 }
 
 impl ImageStore {
@@ -87,10 +90,16 @@ impl ImageStore {
         }
         self.unset_ref(reference);
         self.refs.insert(reference.to_string(), id.to_string());
+        self.named.insert((reference.to_string(), id.to_string()));
         if let Some(image) = self.images.get_mut(id) {
             image.refs.insert(reference.to_string());
         }
         true
+    }
+
+    /// Whether `reference` (normalized) has ever pointed at image `id`.
+    pub(crate) fn has_named(&self, reference: &str, id: &str) -> bool {
+        self.named.contains(&(reference.to_string(), id.to_string()))
     }
 
     /// Take `reference` from the image it points to, if any.

@@ -31,6 +31,12 @@ impl SimRuntime {
         self.images.resolve(reference).is_some()
     }
 
+    /// Whether `reference` has ever named image `id` here (by tag or digest, pulled, built,
+    /// tagged or loaded), even if it names another image now.
+    pub fn has_named(&self, reference: &str, id: &str) -> bool {
+        self.images.has_named(&reference_key(reference), id)
+    }
+
     /// Docker's `GET /images/{name}/json`: a reference outside the grammar is refused (400),
     /// an unknown one is `NotFound`.
     pub(super) fn inspect_image(&self, reference: &str) -> RuntimeResult {

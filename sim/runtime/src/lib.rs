@@ -72,6 +72,7 @@ mod test_support;
 mod volume_api;
 mod volumes;
 
+pub use container_api::Creation;
 pub use event_log::EVENTS_KEPT;
 pub use image_store::DEFAULT_IMAGE_COMMAND;
 pub use journal::Journal;

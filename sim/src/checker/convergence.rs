@@ -17,6 +17,7 @@ pub fn desired_equals_actual(view: &View<'_>) -> Result<(), String> {
     runtime_resources_settled(view)?;
     containers_settled(view)?;
     logicals_settled(view)?;
+    super::runs_as_specified::containers_run_their_specs(view)?;
     leases_released(view)?;
     runtime_accounted_for(view)?;
     dependents_have_owners(view)?;
@@ -94,7 +95,7 @@ fn logicals_settled(view: &View<'_>) -> Result<(), String> {
         let backing = view.store.get(&ObjectKey::namespaced(
             PhysicalContainer::KIND,
             ns,
-            &drydock_engine::controllers::logical::backing_name(&lc.metadata.name),
+            &super::naming::backing_name(&lc.metadata.name),
         ));
         let backing_phase = backing.and_then(|b| b.status::<PhysicalContainer>().ok()).map(|s| s.phase);
         let ok = match status.phase {
@@ -117,6 +118,10 @@ fn logicals_settled(view: &View<'_>) -> Result<(), String> {
         }
         if spec.mode == LogicalMode::Persistent && status.runtime_id.is_some() && status.workload.is_none() {
             return Err(format!("{key}: persistent and running, but no workload recorded"));
+        }
+        // The workload is what keeps a persistent container across sessions: nothing else has one.
+        if spec.mode != LogicalMode::Persistent && status.workload.is_some() {
+            return Err(format!("{key}: mode {:?}, but a workload is recorded", spec.mode));
         }
     }
     Ok(())
@@ -147,7 +152,11 @@ fn waits_for_unready_image(view: &View<'_>, pc: &Object, spec: &drydock_engine::
     let Some(name) = &spec.image_ref else { return false };
     match view.store.get(&ObjectKey::namespaced(ContainerImage::KIND, ns, name)) {
         None => true,
-        Some(image) => image_settled(view, image) == Some(false),
+        // A Failed image fails its containers (ImageFailed): waiting on it is not settled.
+        Some(image) => {
+            let failed = image.status::<ContainerImage>().is_ok_and(|s| s.phase == ImagePhase::Failed);
+            !failed && image_settled(view, image) == Some(false)
+        }
     }
 }
 
@@ -218,7 +227,10 @@ fn containers_settled(view: &View<'_>) -> Result<(), String> {
             // Waiting for an image that will never be Ready, with nothing created yet.
             ContainerPhase::Pending => status.runtime_id.is_none() && waits_for_unready_image(view, &pc, &spec),
             ContainerPhase::Running => state == Some(ContainerState::Running) && !spec.stop,
-            ContainerPhase::Exited => state.is_some_and(|s| s != ContainerState::Running),
+            // Exited once started: a container never started is Exited only if asked to stop.
+            ContainerPhase::Exited => {
+                state.is_some_and(|s| s != ContainerState::Running && (s != ContainerState::Created || spec.stop))
+            }
             ContainerPhase::Missing => status.runtime_id.is_some() && runtime.is_none(),
             ContainerPhase::Failed => true,
         };

@@ -16,6 +16,8 @@ mod convergence;
 pub mod efficiency;
 mod happening;
 mod invariants;
+mod naming;
+mod runs_as_specified;
 
 pub use changes::{Changes, Recorded};
 pub use convergence::desired_equals_actual;

@@ -144,7 +144,7 @@ impl Invariant for HarvestOnlyLeftovers {
 
     fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
         let Happening::RuntimeSent { process, request, issuer, .. } = happening else { return };
-        if issuer.kind != drydock_engine::controllers::harvest::HARVEST_KIND {
+        if issuer.kind != crate::checker::naming::HARVEST_KIND {
             return;
         }
         let identity = crate::facts::process_identity(*process);

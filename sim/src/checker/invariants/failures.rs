@@ -145,6 +145,62 @@ impl Invariant for TerminalStatusHasReason {
     }
 }
 
+/// A physical container turning `Failed` with `NetworksRefused` has networks Docker 20.10 would
+/// refuse, by the checker's own reading of its spec: aliases on a built-in network (`bridge`,
+/// `host`, `none`), or `host` or `none` beside another network. Docker allows everything else,
+/// so refusing it would fail a container that runs.
+#[derive(Default)]
+pub(super) struct NetworksRefusedAsDockerWould {
+    seen: Seen,
+}
+
+impl Invariant for NetworksRefusedAsDockerWould {
+    named!(NetworksRefusedAsDockerWould);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::StoreApplying]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Happening::StoreApplying { request: StoreRequest::UpdateStatus { object }, .. } = happening else { return };
+        let text = |name: &str| object.status.get(name).and_then(Value::as_str).unwrap_or_default();
+        if object.kind != PhysicalContainer::KIND
+            || text("phase") != "Failed"
+            || text("reason") != reasons::NETWORKS_REFUSED
+        {
+            return;
+        }
+        let Some(stored) = view.store.get(&object.key()).filter(|o| o.metadata.uid == object.metadata.uid) else {
+            return;
+        };
+        let Ok(spec) = stored.spec::<PhysicalContainer>() else { return };
+        let ns = stored.metadata.namespace.as_deref().unwrap_or_default();
+        // The built-in network a ContainerNetwork object tracks, if it tracks one.
+        let built_in = |name: &str| {
+            let network = view.store.get(&ObjectKey::namespaced(ContainerNetwork::KIND, ns, name))?;
+            let tracked = network.spec.get("networkId").and_then(Value::as_str)?;
+            ["bridge", "host", "none"].contains(&tracked).then(|| tracked.to_string())
+        };
+        let refused = spec.networks.iter().any(|attachment| {
+            built_in(&attachment.name).is_some_and(|network| {
+                !attachment.aliases.is_empty() || (network != "bridge" && spec.networks.len() > 1)
+            })
+        });
+        if !refused {
+            self.seen.flag(format!(
+                "{} is about to be stored Failed (NetworksRefused: {:?}), but Docker would take its networks {:?}",
+                object.key(),
+                text("message"),
+                spec.networks
+            ));
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
 fn error_text(error: &RuntimeError) -> &str {
     let (RuntimeError::NotFound(text)
     | RuntimeError::Conflict(text)

@@ -3,8 +3,11 @@
 use super::named;
 use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
 use crate::runtime::reference_key;
-use drydock_engine::api::{ContainerImage, Lease, ObjectKey, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::api::{
+    ContainerImage, ImagePhase, Lease, ObjectKey, PhysicalContainer, PullPolicy, Resource, Uid, names,
+};
 use drydock_engine::runtime::{RuntimeError, RuntimeRequest};
+use drydock_engine::store::StoreRequest;
 use drydock_engine::{OpId, WallTime};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -251,6 +254,73 @@ impl Invariant for PinnedImageHonoured {
                         create.name,
                         pc.key(),
                         create.image
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
+/// A `ContainerImage` with pull policy `always` (not a build) first says Ready only after its
+/// reference was pulled in this object's life: a local image of that name may be stale (a push
+/// moved the tag in the registry), which is what the policy is for. By the simulator's own
+/// reading of references (normalized), counting any pull of the reference the runtime applied.
+#[derive(Default)]
+pub(super) struct AlwaysPullsBeforeReady {
+    /// Per `always` image object (by uid): its normalized reference, and whether it has been
+    /// pulled since the object was created.
+    objects: BTreeMap<Uid, (String, bool)>,
+    seen: Seen,
+}
+
+impl Invariant for AlwaysPullsBeforeReady {
+    named!(AlwaysPullsBeforeReady);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[
+            HappeningKind::ClientWrote,
+            HappeningKind::StoreApplied,
+            HappeningKind::StoreApplying,
+            HappeningKind::RuntimeApplied,
+        ]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        if let Some(object) = happening.written_object().filter(|o| o.kind == ContainerImage::KIND)
+            && let Ok(spec) = object.spec::<ContainerImage>()
+            && spec.pull_policy == PullPolicy::Always
+            && spec.build.is_none()
+        {
+            // Known from its first write, its create: a pull after that counts.
+            let entry = self.objects.entry(object.metadata.uid.clone()).or_insert((String::new(), false));
+            entry.0 = reference_key(&spec.image);
+            return;
+        }
+        match happening {
+            Happening::RuntimeApplied { request: RuntimeRequest::PullImage { reference }, result: Ok(_), .. } => {
+                let pulled = reference_key(reference);
+                for (key, done) in self.objects.values_mut() {
+                    *done |= *key == pulled;
+                }
+            }
+            Happening::StoreApplying { request, .. } => {
+                let StoreRequest::UpdateStatus { object } = request else { return };
+                let Some((_, pulled)) = self.objects.get(&object.metadata.uid) else { return };
+                let Ok(spec) = object.spec::<ContainerImage>() else { return };
+                let ready = object.status::<ContainerImage>().is_ok_and(|s| s.phase == ImagePhase::Ready);
+                let stored = view.store.get(&object.key()).filter(|o| o.metadata.uid == object.metadata.uid);
+                let was_ready =
+                    stored.is_some_and(|o| o.status::<ContainerImage>().is_ok_and(|s| s.phase == ImagePhase::Ready));
+                if ready && !was_ready && !pulled {
+                    self.seen.flag(format!(
+                        "{} (pull policy always) is about to say Ready without a pull of {} since it was created",
+                        object.key(),
+                        spec.image
                     ));
                 }
             }

@@ -3,13 +3,13 @@
 use super::containers::recorded_owner;
 use super::content::Content;
 use super::named;
+use crate::checker::naming::{holder_uid, startup_lease_name};
 use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
+use drydock_engine::OpId;
 use drydock_engine::api::logical::{LogicalContainer, LogicalContainerSpec, LogicalMode};
 use drydock_engine::api::{ContainerImage, Lease, Object, ObjectKey, PhysicalContainer, Resource, Uid, names};
-use drydock_engine::controllers::logical::startup_lease_name;
 use drydock_engine::runtime::{ContainerCreate, ContainerInfo, RuntimeRequest};
 use drydock_engine::store::StoreRequest;
-use drydock_engine::{OpId, lease};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -361,7 +361,8 @@ fn holds(view: &View<'_>, child: &Object) -> Result<(), String> {
     Ok(())
 }
 
-/// A persistent logical container records its workload before releasing its startup lease.
+/// A persistent logical container records its workload before releasing its startup lease; and
+/// the only lease a logical container holds is that startup lease, keyed by its runtime name.
 #[derive(Default)]
 pub(super) struct WorkloadRecordedBeforeLeaseRelease {
     seen: Seen,
@@ -380,12 +381,16 @@ impl Invariant for WorkloadRecordedBeforeLeaseRelease {
         let Some(lease) = happening.written_object() else { return };
         let Some(spec) = (lease.kind == Lease::KIND).then(|| lease.spec::<Lease>().ok()).flatten() else { return };
         let startup = lease.metadata.name == startup_lease_name(&spec.key);
-        if spec.holder.is_some() || !startup {
+        if let Some(holder) = &spec.holder {
+            self.held_as_its_startup_lease(view, lease, &spec.key, holder);
+            return;
+        }
+        if !startup {
             return;
         }
         let Some(claims) = view.facts.leases.of(&lease.metadata.name) else { return };
         for holder in claims.keys() {
-            let Some(lc) = lease::holder_uid(holder).and_then(|uid| logical(view, uid)) else { continue };
+            let Some(lc) = holder_uid(holder).and_then(|uid| logical(view, uid)) else { continue };
             let persistent = lc.spec::<LogicalContainer>().is_ok_and(|s| s.mode == LogicalMode::Persistent);
             let recorded = lc.status::<LogicalContainer>().is_ok_and(|s| s.workload.is_some());
             if persistent && !lc.metadata.is_deleting() && !recorded {
@@ -397,6 +402,23 @@ impl Invariant for WorkloadRecordedBeforeLeaseRelease {
 
     fn check(&self, _view: &View<'_>) -> Result<(), String> {
         self.seen.check()
+    }
+}
+
+impl WorkloadRecordedBeforeLeaseRelease {
+    /// A lease a logical container holds is its startup lease: keyed by its runtime name, and
+    /// named for that key (so that two engines starting one container contend for one lease).
+    fn held_as_its_startup_lease(&mut self, view: &View<'_>, lease: &Object, key: &str, holder: &str) {
+        let Some(lc) = holder_uid(holder).and_then(|uid| logical(view, uid)) else { return };
+        let Ok(spec) = lc.spec::<LogicalContainer>() else { return };
+        let runtime_name = spec.runtime_name(lc.metadata.namespace.as_deref().unwrap_or_default(), &lc.metadata.name);
+        if key != runtime_name || lease.metadata.name != startup_lease_name(&runtime_name) {
+            self.seen.flag(format!(
+                "{holder} holds lease {} keyed {key:?} for {}, whose runtime name is {runtime_name:?}",
+                lease.metadata.name,
+                lc.key()
+            ));
+        }
     }
 }
 

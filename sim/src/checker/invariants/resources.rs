@@ -327,3 +327,48 @@ impl Invariant for FilesBeforeStart {
         self.seen.check()
     }
 }
+
+/// An object standing for a runtime network or volume that said `Failed` or `Missing` says so for
+/// the rest of its life (its uid), across its engine's crashes: the runtime refused it for good,
+/// or removed it behind drydock's back, and making it again would make it under a record that
+/// says otherwise (DCP's policy). A client re-creating the object gets a new uid, a new life.
+#[derive(Default)]
+pub(super) struct ResourceEndIsFinal {
+    /// The terminal phase each object (by uid) reached.
+    ended: BTreeMap<Uid, String>,
+    seen: Seen,
+}
+
+impl Invariant for ResourceEndIsFinal {
+    named!(ResourceEndIsFinal);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::StoreApplied]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        let Some(object) = happening.written_object() else { return };
+        let stands_for_a_resource =
+            view.store.registry().get(&object.kind).is_some_and(|k| k.runtime_object().is_some());
+        if !stands_for_a_resource {
+            return;
+        }
+        let phase = object.status.get("phase").and_then(serde_json::Value::as_str).unwrap_or_default();
+        match self.ended.get(&object.metadata.uid) {
+            Some(ended) if ended != phase => self.seen.flag(format!(
+                "{} (uid {}) said {ended}, and now says {phase:?}",
+                object.key(),
+                object.metadata.uid.0
+            )),
+            Some(_) => {}
+            None if matches!(phase, "Failed" | "Missing") => {
+                self.ended.insert(object.metadata.uid.clone(), phase.to_string());
+            }
+            None => {}
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}

@@ -76,3 +76,52 @@ fn a_failed_or_missing_status_without_a_reason_is_caught() {
     fx.observe(Happening::StoreApplying { process: 0, id: OpId(8), request: &request });
     assert_eq!(fx.violated(), None, "{}", fx.message());
 }
+
+/// Network object `name` tracking runtime network `tracked`.
+fn network(fx: &mut Fixture, name: &str, tracked: &str) {
+    use drydock_engine::api::{ContainerNetwork, ContainerNetworkSpec};
+    let spec = ContainerNetworkSpec { network_id: Some(tracked.into()), ..Default::default() };
+    fx.store
+        .create(WallTime(1), Object::from_spec::<ContainerNetwork>(ObjectMeta::named(Some("ns"), name), &spec))
+        .unwrap();
+}
+
+/// Physical container `a` attached to `networks` (object name, aliases), about to be stored
+/// Failed with NetworksRefused.
+fn refused_with(fx: &mut Fixture, networks: &[(&str, &[&str])]) -> StoreRequest {
+    use drydock_engine::api::container::NetworkAttachment;
+    let networks = networks
+        .iter()
+        .map(|(name, aliases)| NetworkAttachment {
+            name: name.to_string(),
+            aliases: aliases.iter().map(|a| a.to_string()).collect(),
+        })
+        .collect();
+    let pc = fx.pc("a", PhysicalContainerSpec { networks, ..busybox() }, "c1");
+    let mut next = (*pc).clone();
+    next.status["phase"] = "Failed".into();
+    next.status["reason"] = "NetworksRefused".into();
+    next.status["message"] = "spec.networks[0]: refused".into();
+    StoreRequest::UpdateStatus { object: next }
+}
+
+#[test]
+fn a_networks_refusal_docker_would_not_make_is_caught() {
+    for allowed in [&[("bridge", &[][..]), ("mine", &[][..])][..], &[("mine", &["db"][..])][..]] {
+        let mut fx = Fixture::new();
+        network(&mut fx, "bridge", "bridge");
+        network(&mut fx, "mine", "ns-mine");
+        let request = refused_with(&mut fx, allowed);
+        fx.observe(Happening::StoreApplying { process: 0, id: OpId(8), request: &request });
+        assert_eq!(fx.violated().as_deref(), Some("networks-refused-as-docker-would"), "{allowed:?}");
+    }
+    for refused in [&[("host", &[][..]), ("mine", &[][..])][..], &[("bridge", &["db"][..])][..]] {
+        let mut fx = Fixture::new();
+        network(&mut fx, "bridge", "bridge");
+        network(&mut fx, "host", "host");
+        network(&mut fx, "mine", "ns-mine");
+        let request = refused_with(&mut fx, refused);
+        fx.observe(Happening::StoreApplying { process: 0, id: OpId(8), request: &request });
+        assert_ne!(fx.violated().as_deref(), Some("networks-refused-as-docker-would"), "{refused:?}: {}", fx.message());
+    }
+}

@@ -165,3 +165,33 @@ fn ready_long_after_the_engine_was_told_the_pinned_image_is_gone_is_caught() {
     w.observe(Happening::Crashed { process: 0 });
     assert_eq!(at(&w, 36), None);
 }
+
+#[test]
+fn an_always_image_ready_without_a_pull_in_its_life_is_caught() {
+    use drydock_engine::api::PullPolicy;
+    for pulled in [None, Some("busybox:latest"), Some("alpine")] {
+        let mut w = Fixture::new();
+        let spec =
+            ContainerImageSpec { image: "busybox".into(), pull_policy: PullPolicy::Always, ..Default::default() };
+        let created = w
+            .store
+            .create(WallTime(1), Object::from_spec::<ContainerImage>(ObjectMeta::named(Some("ns"), "img"), &spec))
+            .unwrap();
+        w.observe(Happening::ClientWrote { object: &created });
+        if let Some(reference) = pulled {
+            let pull = RuntimeRequest::PullImage { reference: reference.into() };
+            w.applied(3, &pull, None);
+        }
+        let mut ready = (*created).clone();
+        ready.set_status::<ContainerImage>(&ContainerImageStatus {
+            phase: ImagePhase::Ready,
+            image_id: Some("sha256:abc".into()),
+            ..Default::default()
+        });
+        let request = StoreRequest::UpdateStatus { object: ready };
+        w.observe(Happening::StoreApplying { process: 0, id: OpId(4), request: &request });
+        // `busybox:latest` is `busybox`, normalized; `alpine` is another image.
+        let want = (pulled != Some("busybox:latest")).then_some("always-pulls-before-ready");
+        assert_eq!(w.violated().as_deref(), want, "pulled {pulled:?}: {}", w.message());
+    }
+}

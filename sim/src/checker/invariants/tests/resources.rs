@@ -39,3 +39,26 @@ fn starting_a_container_without_all_its_copied_files_is_caught() {
     w.applied(2, &RuntimeRequest::StartContainer { id: "c2".into() }, None);
     assert_eq!(w.violated(), None);
 }
+
+#[test]
+fn a_network_that_failed_saying_ready_later_is_caught() {
+    use drydock_engine::api::{ContainerNetwork, ContainerNetworkSpec};
+    let mut w = Fixture::new();
+    let meta = ObjectMeta::named(Some("ns"), "net");
+    let object = Object::from_spec::<ContainerNetwork>(meta, &ContainerNetworkSpec::default());
+    let created = match w.store.execute(WallTime(1), StoreRequest::Create { object }) {
+        Ok(StoreReply::Object(o)) => o,
+        other => panic!("create: {other:?}"),
+    };
+    let status = |w: &Fixture, phase: &str| {
+        let mut next = (**w.store.get(&created.key()).unwrap()).clone();
+        next.status = serde_json::json!({ "phase": phase, "reason": "CreateRefused", "message": "refused" });
+        StoreRequest::UpdateStatus { object: next }
+    };
+    w.store_applied(status(&w, "Failed"));
+    assert_eq!(w.violated(), None, "{}", w.message());
+    w.store_applied(status(&w, "Failed"));
+    assert_eq!(w.violated(), None, "saying Failed again is fine: {}", w.message());
+    w.store_applied(status(&w, "Ready"));
+    assert_eq!(w.violated().as_deref(), Some("resource-end-is-final"), "{}", w.message());
+}
