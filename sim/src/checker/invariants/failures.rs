@@ -114,7 +114,8 @@ impl Invariant for FailureQuotesTheRuntime {
 }
 
 /// A status turning `Failed` or `Missing` names its reason: the machine-readable word beside the
-/// message (`drydock_engine::api::reasons`), which clients and `kubectl` columns switch on.
+/// message (`drydock_engine::api::reasons`), which clients and `kubectl` columns switch on. An
+/// image turning `Unavailable` (gone from the runtime, never pulled again) says why, in either.
 #[derive(Default)]
 pub(super) struct TerminalStatusHasReason {
     seen: Seen,
@@ -137,6 +138,10 @@ impl Invariant for TerminalStatusHasReason {
                 object.key(),
                 text("message")
             ));
+        }
+        // An image gone from the runtime for good (it is not pulled again) says so in words.
+        if phase == "Unavailable" && text("reason").is_empty() && text("message").is_empty() {
+            self.seen.flag(format!("{} is about to be stored Unavailable saying nothing of why", object.key()));
         }
     }
 

@@ -125,3 +125,15 @@ fn a_networks_refusal_docker_would_not_make_is_caught() {
         assert_ne!(fx.violated().as_deref(), Some("networks-refused-as-docker-would"), "{refused:?}: {}", fx.message());
     }
 }
+
+#[test]
+fn an_unavailable_status_saying_nothing_of_why_is_caught() {
+    let mut fx = Fixture::new();
+    let (_, request) = turning(&mut fx, "Unavailable", None, "");
+    fx.observe(Happening::StoreApplying { process: 0, id: OpId(8), request: &request });
+    assert_eq!(fx.violated().as_deref(), Some("terminal-status-has-reason"));
+    let mut fx = Fixture::new();
+    let (_, request) = turning(&mut fx, "Unavailable", None, "image sha256:1 was removed from the runtime");
+    fx.observe(Happening::StoreApplying { process: 0, id: OpId(8), request: &request });
+    assert_eq!(fx.violated(), None, "{}", fx.message());
+}

@@ -150,3 +150,23 @@ fn writing_to_an_object_a_write_found_gone_is_caught_a_write_that_crossed_the_an
     assert_eq!(w.violated().as_deref(), Some("notfound-is-final"));
     assert!(w.message().contains(&pc.metadata.uid.0), "{}", w.message());
 }
+
+#[test]
+fn runtime_requests_beyond_the_pace_in_one_window_are_caught_spread_over_two_are_not() {
+    let inspect = RuntimeRequest::InspectContainer { id: "c1".into() };
+    // 50 at 10.0-19.8 s, then 50 more from 20 s: two windows, each at the budget.
+    let mut w = Fixture::new();
+    for n in 0..100u64 {
+        w.runtime.set_now(WallTime(10_000 + n * 200));
+        sent(&mut w, n, &inspect);
+    }
+    assert_eq!(w.violated(), None, "{}", w.message());
+    // A crash starts the count again; the 51st in one window of one life is a loop.
+    w.observe(Happening::Crashed { process: 0 });
+    for n in 0..51u64 {
+        w.runtime.set_now(WallTime(40_000 + n));
+        sent(&mut w, 100 + n, &inspect);
+    }
+    assert_eq!(w.violated().as_deref(), Some("runtime-requests-paced"));
+    assert!(w.message().contains("51 runtime requests for PhysicalContainer/ns/c"), "{}", w.message());
+}
