@@ -246,6 +246,18 @@ fn containers_settled(view: &View<'_>) -> Result<(), String> {
         {
             return Err(format!("{key} records runtime container {}, which was not created for it", c.name));
         }
+        // The exit code a stopped or failed container reports is the one its runtime container
+        // recorded.
+        if let Some(c) = runtime
+            && matches!(status.phase, ContainerPhase::Exited | ContainerPhase::Failed)
+            && c.exit_code.is_some()
+            && status.exit_code != c.exit_code
+        {
+            return Err(format!(
+                "{key}: phase {:?} with exit code {:?}, but its runtime container exited {:?}",
+                status.phase, status.exit_code, c.exit_code
+            ));
+        }
         if spec.stop && state == Some(ContainerState::Running) {
             return Err(format!("{key}: stop requested but the runtime container is running"));
         }

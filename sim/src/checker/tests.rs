@@ -476,6 +476,22 @@ impl Settled {
         }
     }
 
+    /// The object says Exited with exit code `code` (its runtime container's, when it agrees).
+    fn set_exited(&mut self, code: Option<i64>) {
+        let mut next = (*latest(&self.store, &self.pc)).clone();
+        next.set_status::<PhysicalContainer>(&PhysicalContainerStatus {
+            phase: ContainerPhase::Exited,
+            runtime_id: Some(self.id.clone()),
+            exit_code: code,
+            ..Default::default()
+        });
+        self.store.update_status(next).unwrap();
+    }
+
+    fn runtime_exit_code(&self) -> Option<i64> {
+        self.runtime.container(&self.id).unwrap().exit_code
+    }
+
     fn set_runtime_state(&mut self, state: ContainerState) {
         let c = self.runtime.container(&self.id).unwrap().clone();
         self.runtime.insert(container(&c.id, &c.name, (*c.labels).clone(), state));
@@ -494,8 +510,12 @@ fn converged_accepts_every_settled_phase() {
     let mut s = Settled::new();
     // Exited, with an exited container.
     s.set_runtime_state(ContainerState::Exited);
-    set_pc_status(&mut s.store, &s.pc, ContainerPhase::Exited, Some(&s.id));
+    s.set_exited(s.runtime_exit_code());
     assert_eq!(s.check(), Ok(()));
+    // ... but not with another exit code than its runtime container's.
+    assert!(s.runtime_exit_code().is_some());
+    s.set_exited(Some(3));
+    s.assert_unsettled("but its runtime container exited");
     // Missing: recorded, but removed behind our back.
     s.runtime.remove_externally(&s.id);
     set_pc_status(&mut s.store, &s.pc, ContainerPhase::Missing, Some(&s.id));
@@ -567,7 +587,7 @@ fn converged_when_stop_requested_and_container_exited() {
     let mut s = Settled::new();
     set_stop(&mut s.store, &s.pc);
     s.set_runtime_state(ContainerState::Exited);
-    set_pc_status(&mut s.store, &s.pc, ContainerPhase::Exited, Some(&s.id));
+    s.set_exited(s.runtime_exit_code());
     assert_eq!(s.check(), Ok(()));
 }
 

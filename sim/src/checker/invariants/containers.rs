@@ -6,6 +6,7 @@
 use super::named;
 use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
 use crate::facts::is_process_identity;
+use drydock_engine::OpId;
 use drydock_engine::api::{
     ContainerNetwork, ContainerVolume, Namespace, Object, ObjectKey, PhysicalContainer, Resource, Uid, names,
 };
@@ -125,6 +126,68 @@ fn stray(key: &ObjectKey, recorded: Option<&str>, c: &ContainerInfo) -> Result<(
             None => " (it records none)".to_string(),
         }
     ))
+}
+
+/// The harvester removes a pass's leftover volumes only after that pass's container removes have
+/// been answered (or given up on): a volume is in use until the container mounting it is gone,
+/// and removing it beside the container's remove races it.
+#[derive(Default)]
+pub(super) struct HarvestVolumesAfterContainers {
+    /// Per process: the harvester's container removes not answered yet.
+    removing: BTreeMap<usize, BTreeSet<OpId>>,
+    seen: Seen,
+}
+
+impl Invariant for HarvestVolumesAfterContainers {
+    named!(HarvestVolumesAfterContainers);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[
+            HappeningKind::RuntimeSent,
+            HappeningKind::Answered,
+            HappeningKind::RuntimeDetached,
+            HappeningKind::RuntimeSettled,
+            HappeningKind::Crashed,
+        ]
+    }
+
+    fn observe(&mut self, _view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::RuntimeSent { process, id, request, issuer }
+                if issuer.kind == crate::checker::naming::HARVEST_KIND =>
+            {
+                match request {
+                    RuntimeRequest::RemoveContainer { .. } => {
+                        self.removing.entry(*process).or_default().insert(*id);
+                    }
+                    RuntimeRequest::RemoveVolume { name } => {
+                        let waiting = self.removing.get(process).map_or(0, BTreeSet::len);
+                        if waiting > 0 {
+                            self.seen.flag(format!(
+                                "p{process}'s harvester removes volume {name} while {waiting} of its container removes are unanswered"
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Happening::Answered { process, id }
+            | Happening::RuntimeDetached { process, id }
+            | Happening::RuntimeSettled { process, id } => {
+                if let Some(ids) = self.removing.get_mut(process) {
+                    ids.remove(id);
+                }
+            }
+            Happening::Crashed { process } => {
+                self.removing.remove(process);
+            }
+            _ => {}
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
 }
 
 /// The harvester removes only leftovers: a container or volume its own engine created, not

@@ -113,8 +113,9 @@ impl Invariant for FailureQuotesTheRuntime {
     }
 }
 
-/// A status turning `Failed` or `Missing` names its reason: the machine-readable word beside the
-/// message (`drydock_engine::api::reasons`), which clients and `kubectl` columns switch on. An
+/// A status turning `Failed` or `Missing` names its reason, the machine-readable word
+/// (`drydock_engine::api::reasons`) clients and `kubectl` columns switch on, and says what
+/// happened in its message, for the person reading it. An
 /// image turning `Unavailable` (gone from the runtime, never pulled again) says why, in either.
 #[derive(Default)]
 pub(super) struct TerminalStatusHasReason {
@@ -132,10 +133,11 @@ impl Invariant for TerminalStatusHasReason {
         let Happening::StoreApplying { request: StoreRequest::UpdateStatus { object }, .. } = happening else { return };
         let text = |name: &str| object.status.get(name).and_then(Value::as_str).unwrap_or_default();
         let phase = text("phase");
-        if matches!(phase, "Failed" | "Missing") && text("reason").is_empty() {
+        if matches!(phase, "Failed" | "Missing") && (text("reason").is_empty() || text("message").is_empty()) {
             self.seen.flag(format!(
-                "{} is about to be stored {phase} with no reason (message {:?})",
+                "{} is about to be stored {phase} with reason {:?} and message {:?}: it must name both",
                 object.key(),
+                text("reason"),
                 text("message")
             ));
         }

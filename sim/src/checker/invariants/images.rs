@@ -310,17 +310,16 @@ impl Invariant for AlwaysPullsBeforeReady {
             }
             Happening::StoreApplying { request, .. } => {
                 let StoreRequest::UpdateStatus { object } = request else { return };
-                let Some((_, pulled)) = self.objects.get(&object.metadata.uid) else { return };
-                let Ok(spec) = object.spec::<ContainerImage>() else { return };
+                // A status write's object carries the status; the reference is the one recorded.
+                let Some((reference, pulled)) = self.objects.get(&object.metadata.uid) else { return };
                 let ready = object.status::<ContainerImage>().is_ok_and(|s| s.phase == ImagePhase::Ready);
                 let stored = view.store.get(&object.key()).filter(|o| o.metadata.uid == object.metadata.uid);
                 let was_ready =
                     stored.is_some_and(|o| o.status::<ContainerImage>().is_ok_and(|s| s.phase == ImagePhase::Ready));
                 if ready && !was_ready && !pulled {
                     self.seen.flag(format!(
-                        "{} (pull policy always) is about to say Ready without a pull of {} since it was created",
+                        "{} (pull policy always) is about to say Ready without a pull of {reference} since it was created",
                         object.key(),
-                        spec.image
                     ));
                 }
             }

@@ -8,8 +8,10 @@
 use super::named;
 use crate::checker::{Changes, Happening, HappeningKind, Invariant, Seen, View};
 use crate::runtime::Resource as Held;
-use drydock_engine::api::{Namespace, Object, PhysicalContainer, Resource, Uid, names};
+use drydock_engine::OpId;
+use drydock_engine::api::{Namespace, Object, ObjectKey, PhysicalContainer, Resource, Uid, names, reasons};
 use drydock_engine::runtime::{BUILTIN_NETWORKS, RuntimeObject, RuntimeRequest, Verb, is_builtin_network};
+use drydock_engine::store::StoreRequest;
 use std::collections::{BTreeMap, BTreeSet};
 
 // The checks below cover every kind of runtime resource the simulated runtime holds
@@ -223,7 +225,8 @@ impl Invariant for BuiltinNetworksUntouched {
 }
 
 /// An object removes only a network or volume created for it, or, with `replaceExisting`, the
-/// stranger holding its runtime name; never a tracked one, never another object's.
+/// stranger holding its runtime name; never a tracked one, never another object's, and never its
+/// own once it was asked to retain it (the runtime object's `drydock.dev/retain` label).
 #[derive(Default)]
 pub(super) struct RemovesOnlyItsOwn {
     seen: Seen,
@@ -246,6 +249,9 @@ impl Invariant for RemovesOnlyItsOwn {
         };
         let Some(issuer_object) = view.store.get(issuer) else { return };
         if h.labels.get(names::LABEL_OWNER_UID) == Some(&issuer_object.metadata.uid.0) {
+            if h.labels.get(names::LABEL_RETAIN).is_some_and(|v| v == "true") {
+                self.seen.flag(format!("p{process} removed {object} {} for {issuer}, which retains it", h.name));
+            }
             return;
         }
         let stands_for = view.store.registry().get(&issuer_object.kind).and_then(|k| k.runtime_object());
@@ -262,6 +268,81 @@ impl Invariant for RemovesOnlyItsOwn {
 
     fn check(&self, _view: &View<'_>) -> Result<(), String> {
         self.seen.check()
+    }
+}
+
+/// A network or volume object turning `Failed` with `NameTaken` has a stranger to blame: a
+/// runtime object of its kind holds its runtime name without its uid label, and either its spec
+/// does not ask to replace one, or the runtime refused to remove it (an answer the checker heard
+/// given to that object's remove). A physical container turning `NameTaken` does not ask to
+/// replace (it removes a stranger it may replace, whatever the answer).
+#[derive(Default)]
+pub(super) struct NameTakenJustified {
+    /// Objects (by key) whose remove of a runtime network or volume the runtime refused.
+    refused_removal: BTreeSet<ObjectKey>,
+    /// Runtime requests sent and not yet applied: whose reconcile sent them.
+    issuers: BTreeMap<(usize, OpId), ObjectKey>,
+    seen: Seen,
+}
+
+impl Invariant for NameTakenJustified {
+    named!(NameTakenJustified);
+
+    fn observes(&self) -> &'static [HappeningKind] {
+        &[HappeningKind::RuntimeSent, HappeningKind::RuntimeApplied, HappeningKind::StoreApplying]
+    }
+
+    fn observe(&mut self, view: &View<'_>, happening: &Happening<'_>) {
+        match happening {
+            Happening::RuntimeSent { process, id, request, issuer } if request.class().1 == Verb::Remove => {
+                self.issuers.insert((*process, *id), (*issuer).clone());
+            }
+            Happening::RuntimeApplied { process, id, result, .. } => {
+                if let Some(issuer) = self.issuers.remove(&(*process, *id))
+                    && result.is_err()
+                {
+                    self.refused_removal.insert(issuer);
+                }
+            }
+            Happening::StoreApplying { request: StoreRequest::UpdateStatus { object }, .. } => {
+                let text = |name: &str| object.status.get(name).and_then(serde_json::Value::as_str).unwrap_or_default();
+                if text("phase") != "Failed" || text("reason") != reasons::NAME_TAKEN {
+                    return;
+                }
+                if let Some(why) = self.unjustified(view, object) {
+                    self.seen.flag(format!("{} is about to be stored Failed (NameTaken), but {why}", object.key()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check(&self, _view: &View<'_>) -> Result<(), String> {
+        self.seen.check()
+    }
+}
+
+impl NameTakenJustified {
+    fn unjustified(&self, view: &View<'_>, object: &Object) -> Option<String> {
+        let stored = view.store.get(&object.key()).filter(|o| o.metadata.uid == object.metadata.uid)?;
+        if stored.kind == PhysicalContainer::KIND {
+            let replace = stored.spec.get("replaceExisting").and_then(serde_json::Value::as_bool).unwrap_or(false);
+            return replace.then(|| "its spec asks to replace the container holding its name".to_string());
+        }
+        let runtime_object = view.store.registry().get(&stored.kind)?.runtime_object()?;
+        let (replace, name) = replace_and_name(stored, runtime_object);
+        let name = name?;
+        let stranger = view.runtime.resources().any(|r| {
+            r.object == runtime_object
+                && r.name == name
+                && r.labels.get(names::LABEL_OWNER_UID) != Some(&stored.metadata.uid.0)
+        });
+        if !stranger {
+            return Some(format!("no {runtime_object} but its own holds its runtime name {name}"));
+        }
+        (replace && !self.refused_removal.contains(&stored.key())).then(|| {
+            format!("its spec asks to replace the {runtime_object} holding {name}, and no removal was refused")
+        })
     }
 }
 

@@ -132,3 +132,20 @@ fn an_object_recording_its_container_while_another_carries_its_uid_is_caught() {
     w.container("c3", &[]);
     assert_eq!(w.violated(), None);
 }
+
+#[test]
+fn the_harvester_removing_a_volume_beside_its_container_removes_is_caught() {
+    let harvest = ObjectKey::cluster(crate::checker::naming::HARVEST_KIND, "runtime");
+    let remove_container = RuntimeRequest::RemoveContainer { id: "c1".into(), force: true };
+    let remove_volume = RuntimeRequest::RemoveVolume { name: "v1".into() };
+    for answered_first in [true, false] {
+        let mut w = Fixture::new();
+        w.observe(Happening::RuntimeSent { process: 0, id: OpId(1), request: &remove_container, issuer: &harvest });
+        if answered_first {
+            w.observe(Happening::Answered { process: 0, id: OpId(1) });
+        }
+        w.observe(Happening::RuntimeSent { process: 0, id: OpId(2), request: &remove_volume, issuer: &harvest });
+        let want = (!answered_first).then_some("harvest-volumes-after-containers");
+        assert_eq!(w.violated().as_deref(), want, "answered first {answered_first}: {}", w.message());
+    }
+}

@@ -188,6 +188,8 @@ fn an_always_image_ready_without_a_pull_in_its_life_is_caught() {
             image_id: Some("sha256:abc".into()),
             ..Default::default()
         });
+        // A status write carries the status alone, as the engine's do.
+        ready.spec = Arc::new(serde_json::Value::Null);
         let request = StoreRequest::UpdateStatus { object: ready };
         w.observe(Happening::StoreApplying { process: 0, id: OpId(4), request: &request });
         // `busybox:latest` is `busybox`, normalized; `alpine` is another image.

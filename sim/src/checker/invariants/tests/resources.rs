@@ -62,3 +62,69 @@ fn a_network_that_failed_saying_ready_later_is_caught() {
     w.store_applied(status(&w, "Ready"));
     assert_eq!(w.violated().as_deref(), Some("resource-end-is-final"), "{}", w.message());
 }
+
+/// Network object `net` (runtime name `ns-net`), `replace_existing` as given, about to be stored
+/// Failed with NameTaken.
+fn name_taken(w: &mut Fixture, replace_existing: bool) -> StoreRequest {
+    use drydock_engine::api::{ContainerNetwork, ContainerNetworkSpec};
+    let spec = ContainerNetworkSpec { replace_existing, ..Default::default() };
+    let meta = ObjectMeta::named(Some("ns"), "net");
+    let created = w.store.create(WallTime(1), Object::from_spec::<ContainerNetwork>(meta, &spec)).unwrap();
+    // Its system stream says so, as system-records-terminal-failures requires.
+    let own = drydock_engine::logs::Subject::Object(created.metadata.uid.clone());
+    w.logs.hub.append(
+        &own,
+        drydock_engine::logs::Channel::System,
+        WallTime(1),
+        "phase Pending -> Failed: held".to_string(),
+    );
+    let mut next = (*created).clone();
+    next.status = serde_json::json!({ "phase": "Failed", "reason": "NameTaken", "message": "held" });
+    StoreRequest::UpdateStatus { object: next }
+}
+
+#[test]
+fn a_name_taken_without_a_stranger_or_despite_replace_existing_is_caught() {
+    // Nobody holds the name.
+    let mut w = Fixture::new();
+    let request = name_taken(&mut w, false);
+    w.observe(Happening::StoreApplying { process: 0, id: OpId(1), request: &request });
+    assert_eq!(w.violated().as_deref(), Some("name-taken-justified"), "{}", w.message());
+    // A stranger holds it, and the spec does not ask to replace it: justified.
+    let mut w = Fixture::new();
+    w.runtime.insert_network("ns-net", Default::default());
+    let request = name_taken(&mut w, false);
+    w.observe(Happening::StoreApplying { process: 0, id: OpId(1), request: &request });
+    assert_eq!(w.violated(), None, "{}", w.message());
+    // The spec asks to replace the stranger, and no removal was refused.
+    let mut w = Fixture::new();
+    w.runtime.insert_network("ns-net", Default::default());
+    let request = name_taken(&mut w, true);
+    w.observe(Happening::StoreApplying { process: 0, id: OpId(1), request: &request });
+    assert_eq!(w.violated().as_deref(), Some("name-taken-justified"), "{}", w.message());
+}
+
+#[test]
+fn removing_a_network_its_object_retains_is_caught() {
+    use drydock_engine::api::{ContainerNetwork, ContainerNetworkSpec};
+    let mut w = Fixture::new();
+    let meta = ObjectMeta::named(Some("ns"), "net");
+    let object = w
+        .store
+        .create(WallTime(1), Object::from_spec::<ContainerNetwork>(meta, &ContainerNetworkSpec::default()))
+        .unwrap();
+    let uid = object.metadata.uid.0.clone();
+    for (retained, want) in [(false, None), (true, Some("removes-only-its-own"))] {
+        let mut w2 = Fixture::new();
+        std::mem::swap(&mut w2.store, &mut w.store);
+        let mut labels = std::collections::BTreeMap::from([(names::LABEL_OWNER_UID.to_string(), uid.clone())]);
+        if retained {
+            labels.insert(names::LABEL_RETAIN.to_string(), "true".into());
+        }
+        let id = w2.runtime.insert_network("ns-net", labels);
+        let remove = RuntimeRequest::RemoveNetwork { id };
+        w2.observe(Happening::RuntimeSent { process: 0, id: OpId(1), request: &remove, issuer: &object.key() });
+        assert_eq!(w2.violated().as_deref(), want, "retained {retained}: {}", w2.message());
+        std::mem::swap(&mut w2.store, &mut w.store);
+    }
+}
