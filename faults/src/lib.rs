@@ -72,15 +72,12 @@ pub enum FaultKind {
     /// code), answering nothing, then works through what queued up. Requests given up on still
     /// land when it comes back.
     RuntimeOverload,
-    /// An uncached store read (a get or a list) times out: the engine learns nothing from it
-    /// and must not take it for an answer (NotFound, an empty list).
-    StoreReadLost,
 }
 
 impl FaultKind {
     /// Every kind: the swarm kinds, then those only some workloads draw.
-    pub const ALL: [FaultKind; 23] = {
-        let mut all = [FaultKind::ReaderStall; 23];
+    pub const ALL: [FaultKind; 22] = {
+        let mut all = [FaultKind::ReaderStall; 22];
         let mut i = 0;
         while i < FaultKind::SWARM.len() {
             all[i] = FaultKind::SWARM[i];
@@ -102,7 +99,7 @@ impl FaultKind {
     /// Swarm kinds added after the golden digests were pinned. A scenario draws them last, after
     /// the workload-dependent kinds, so that a seed whose plan leaves them off runs exactly as
     /// before (see `drydock_scenarios::Scenario::materialize`).
-    pub const SWARM_LATER: [FaultKind; 2] = [FaultKind::RuntimeOverload, FaultKind::StoreReadLost];
+    pub const SWARM_LATER: [FaultKind; 1] = [FaultKind::RuntimeOverload];
 
     /// The kinds only some workloads draw (see [`FaultKind::SWARM`]).
     pub const WORKLOAD_DEPENDENT: [FaultKind; 3] =
@@ -156,7 +153,6 @@ impl FaultKind {
             FaultKind::BuildInterrupted => "build-interrupted",
             FaultKind::CopyRefused => "copy-refused",
             FaultKind::RuntimeOverload => "runtime-overload",
-            FaultKind::StoreReadLost => "store-read-lost",
         }
     }
 
@@ -229,9 +225,6 @@ impl FaultKind {
             FaultKind::RuntimeOverload => {
                 "a Docker slowing down under load and stalling whole (20.10 deadlocked in its network code with thousands of removes inside): a client that resends on every timeout floods it, and a change it gave up on lands later, beside its own retry"
             }
-            FaultKind::StoreReadLost => {
-                "an API-server read that timed out (a slow etcd, a dropped connection): a controller that takes the failed read for NotFound drops work or forgets what exists; it must read again"
-            }
         }
     }
 
@@ -263,7 +256,6 @@ impl FaultKind {
             FaultKind::CopyRefused => (0.05, 0.3),
             // The chance per request that the daemon stalls (if it is not already stalled).
             FaultKind::RuntimeOverload => (0.002, 0.02),
-            FaultKind::StoreReadLost => (0.02, 0.2),
         }
     }
 

@@ -93,8 +93,6 @@ pub enum Fault<'a> {
     StoreConflict,
     /// `uncertain-store-write`: the write applied and its reply was lost.
     StoreReplyLost,
-    /// `store-read-lost`: a read timed out; its answer never came.
-    StoreReadLost,
     /// `slow-runtime`: runtime request `id` takes `takes` to reach the daemon.
     SlowRuntime { id: OpId, takes: Duration },
     /// The daemon is restarting (after `runtime-restart`): the request did not apply.
@@ -205,7 +203,6 @@ impl fmt::Display for Fault<'_> {
         match self {
             Fault::StoreConflict => f.write_str(" [fault store-conflict]"),
             Fault::StoreReplyLost => f.write_str(" [fault uncertain-store-write: reply lost]"),
-            Fault::StoreReadLost => f.write_str(" [fault store-read-lost: timed out]"),
             Fault::SlowRuntime { id, takes } => write!(f, " [fault slow-runtime: {id} takes {takes:?}]"),
             Fault::DaemonRestarting => f.write_str(" [daemon restarting: not applied]"),
             Fault::HungUnapplied => f.write_str(" [fault hung-runtime: never applied, never answered]"),
@@ -315,7 +312,6 @@ pub(super) enum Tag {
     ReaderStall = 82,
     RuntimeStalls = 83,
     RuntimeStalled = 84,
-    StoreReadLost = 85,
     DisruptRemoveContainer = 96,
     DisruptRemoveImage = 97,
     DisruptRestartDaemon = 98,
@@ -466,7 +462,6 @@ impl Encode for Fault<'_> {
         match self {
             Fault::StoreConflict => out.tag(Tag::StoreConflict),
             Fault::StoreReplyLost => out.tag(Tag::StoreReplyLost),
-            Fault::StoreReadLost => out.tag(Tag::StoreReadLost),
             Fault::SlowRuntime { id, takes } => {
                 out.tag(Tag::SlowRuntime);
                 id.encode(out);

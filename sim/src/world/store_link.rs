@@ -1,6 +1,6 @@
 //! The link between engine processes and the store: request latency, and the store faults
 //! (`store-conflict`: a competing writer's 409, not applied; `uncertain-store-write`: applied, reply
-//! lost; `store-read-lost`: a get or list that timed out).
+//! lost).
 
 use super::env::{Env, Event};
 use super::latency::Latency;
@@ -49,11 +49,9 @@ impl StoreLink {
         Some(StoreError::Conflict { key: request.describe(), reason: "a competing writer got there first".into() })
     }
 
-    /// Whether the reply to a write that applied is lost (`uncertain-store-write`), or a read
-    /// times out (`store-read-lost`).
+    /// Whether the reply to a write that applied is lost.
     pub fn loses_reply(&self, env: &mut Env, request: &StoreRequest, result: &StoreResult) -> bool {
-        let kind = if request.is_read() { FaultKind::StoreReadLost } else { FaultKind::UncertainStoreWrite };
-        result.is_ok() && env.fires(kind)
+        !request.is_read() && result.is_ok() && env.fires(FaultKind::UncertainStoreWrite)
     }
 
     /// The reply goes back to `process` (`lost`: as an uncertain error).
@@ -69,8 +67,7 @@ impl StoreLink {
         lost: bool,
     ) {
         let result = if lost {
-            let fault = if request.is_read() { Fault::StoreReadLost } else { Fault::StoreReplyLost };
-            env.record(Record::Fault(fault));
+            env.record(Record::Fault(Fault::StoreReplyLost));
             Err(StoreError::Uncertain {
                 key: request.describe(),
                 reason: "the connection dropped after the request was sent".into(),
